@@ -1,0 +1,86 @@
+// kernels/plan.h — Plan: a graph compiled once by a backend and replayed every step.
+//   Mode, PlanOptions, SgdConfig, LossResult, Plan (the interface every backend implements).
+// A plan owns the parameter, gradient, momentum and buffer arenas (fp32, plain layout, in
+// ParamLayout's backward order) and everything a step needs; forward(), loss(), backward()
+// and sgd_step() allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "kernels/arena.h"
+#include "kernels/dtype.h"
+#include "kernels/param_layout.h"
+#include "models/graph.h"
+
+namespace cnnbench {
+
+enum class Mode { training, inference };
+
+struct PlanOptions {
+  DType compute = DType::f32;
+  bool input_grad = false;  // also compute d(loss)/d(images) (tests only)
+  bool fuse = true;         // let the backend fuse ops (batch norm + ReLU, add + ReLU)
+};
+
+struct SgdConfig {
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+struct LossResult {
+  double loss = 0;           // mean softmax cross-entropy over the batch
+  int64_t top1_correct = 0;  // images whose label is the arg-max of the logits
+  int64_t top5_correct = 0;
+};
+
+class Plan {
+ public:
+  // Called with an index into layout().params as soon as that gradient is final.
+  using GradientReadyHook = std::function<void(int param_index)>;
+
+  explicit Plan(const Graph& graph);
+  virtual ~Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  const Graph& graph() const { return graph_; }
+  const ParamLayout& layout() const { return layout_; }
+  std::span<float> parameters() { return params_.span(); }
+  std::span<float> gradients() { return grads_.span(); }
+  std::span<float> momentum() { return momentum_.span(); }
+  std::span<float> buffers() { return buffers_.span(); }
+  void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
+
+  // Copies one batch of images (plain NCHW fp32, the graph's input shape) into the plan.
+  virtual void set_input(const float* images) = 0;
+  virtual void forward(Mode mode) = 0;
+  // Softmax cross-entropy of the logits against labels in [0, classes); seeds backward()
+  // with d(mean loss)/d(logits).
+  virtual LossResult loss(const int32_t* labels) = 0;
+  // Seeds backward() with a given gradient of the logits (plain, tests only).
+  virtual void set_output_grad(const float* grad) = 0;
+  // Fills gradients() (overwriting), calling the hook for each parameter as it is ready.
+  virtual void backward() = 0;
+  // v = momentum * v + (g + weight_decay * w);  w -= lr * v  (or the Nesterov form).
+  virtual void sgd_step(const SgdConfig& config, float learning_rate) = 0;
+
+  // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
+  virtual void read_output(int node, float* dst) = 0;
+  // Copies d(loss)/d(images) out, after backward() on a plan built with input_grad.
+  virtual void read_input_grad(float* dst) = 0;
+
+ protected:
+  void gradient_ready(int param_index) {
+    if (hook_) hook_(param_index);
+  }
+
+  Graph graph_;
+  ParamLayout layout_;
+  Arena params_, grads_, momentum_, buffers_;
+  GradientReadyHook hook_;
+};
+
+}  // namespace cnnbench

@@ -1,0 +1,107 @@
+// kernels/ref/conv.h — reference 2-D convolution: forward, backward data, backward weights.
+// Plain NCHW / OIHW loops, any storage type T, double accumulation. The oracle for the fast
+// backends. Backward-data accumulates into dx (dx += ...); weight and bias gradients overwrite.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace cnnbench::ref {
+
+struct ConvGeometry {
+  int64_t n, c, h, w;   // input
+  int64_t k, r;         // output channels, square kernel size
+  int64_t stride, pad;
+  int64_t oh, ow;       // output extent
+};
+
+// y[n,k,oy,ox] = b[k] + sum_{c,i,j} x[n,c,oy*s-p+i,ox*s-p+j] * w[k,c,i,j]
+template <class T>
+void conv_forward(const T* x, const T* wt, const T* bias, T* y, const ConvGeometry& g) {
+  std::vector<double> acc(g.oh * g.ow);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t k = 0; k < g.k; ++k) {
+      std::fill(acc.begin(), acc.end(), bias ? static_cast<double>(bias[k]) : 0.0);
+      for (int64_t c = 0; c < g.c; ++c)
+        for (int64_t i = 0; i < g.r; ++i)
+          for (int64_t j = 0; j < g.r; ++j) {
+            const double wv = wt[((k * g.c + c) * g.r + i) * g.r + j];
+            const T* xc = x + (n * g.c + c) * g.h * g.w;
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              const int64_t iy = oy * g.stride - g.pad + i;
+              if (iy < 0 || iy >= g.h) continue;
+              double* arow = &acc[oy * g.ow];
+              const T* xrow = xc + iy * g.w;
+              for (int64_t ox = 0; ox < g.ow; ++ox) {
+                const int64_t ix = ox * g.stride - g.pad + j;
+                if (ix >= 0 && ix < g.w) arow[ox] += wv * static_cast<double>(xrow[ix]);
+              }
+            }
+          }
+      T* yk = y + (n * g.k + k) * g.oh * g.ow;
+      for (int64_t p = 0; p < g.oh * g.ow; ++p) yk[p] = static_cast<T>(acc[p]);
+    }
+}
+
+template <class T>
+void conv_backward_data(const T* dy, const T* wt, T* dx, const ConvGeometry& g) {
+  std::vector<double> acc(g.h * g.w);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t c = 0; c < g.c; ++c) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t k = 0; k < g.k; ++k)
+        for (int64_t i = 0; i < g.r; ++i)
+          for (int64_t j = 0; j < g.r; ++j) {
+            const double wv = wt[((k * g.c + c) * g.r + i) * g.r + j];
+            const T* dyk = dy + (n * g.k + k) * g.oh * g.ow;
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              const int64_t iy = oy * g.stride - g.pad + i;
+              if (iy < 0 || iy >= g.h) continue;
+              double* arow = &acc[iy * g.w];
+              const T* dyrow = dyk + oy * g.ow;
+              for (int64_t ox = 0; ox < g.ow; ++ox) {
+                const int64_t ix = ox * g.stride - g.pad + j;
+                if (ix >= 0 && ix < g.w) arow[ix] += wv * static_cast<double>(dyrow[ox]);
+              }
+            }
+          }
+      T* dxc = dx + (n * g.c + c) * g.h * g.w;
+      for (int64_t p = 0; p < g.h * g.w; ++p)
+        dxc[p] = static_cast<T>(static_cast<double>(dxc[p]) + acc[p]);
+    }
+}
+
+template <class T>
+void conv_backward_weights(const T* x, const T* dy, T* dw, T* dbias, const ConvGeometry& g) {
+  for (int64_t k = 0; k < g.k; ++k) {
+    if (dbias) {
+      double sum = 0;
+      for (int64_t n = 0; n < g.n; ++n)
+        for (int64_t p = 0; p < g.oh * g.ow; ++p)
+          sum += static_cast<double>(dy[(n * g.k + k) * g.oh * g.ow + p]);
+      dbias[k] = static_cast<T>(sum);
+    }
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t i = 0; i < g.r; ++i)
+        for (int64_t j = 0; j < g.r; ++j) {
+          double sum = 0;
+          for (int64_t n = 0; n < g.n; ++n) {
+            const T* xc = x + (n * g.c + c) * g.h * g.w;
+            const T* dyk = dy + (n * g.k + k) * g.oh * g.ow;
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              const int64_t iy = oy * g.stride - g.pad + i;
+              if (iy < 0 || iy >= g.h) continue;
+              for (int64_t ox = 0; ox < g.ow; ++ox) {
+                const int64_t ix = ox * g.stride - g.pad + j;
+                if (ix >= 0 && ix < g.w)
+                  sum += static_cast<double>(xc[iy * g.w + ix]) * static_cast<double>(dyk[oy * g.ow + ox]);
+              }
+            }
+          }
+          dw[((k * g.c + c) * g.r + i) * g.r + j] = static_cast<T>(sum);
+        }
+  }
+}
+
+}  // namespace cnnbench::ref

@@ -1,0 +1,46 @@
+#include "kernels/threads.h"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <vector>
+
+namespace cnnbench {
+namespace {
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+}  // namespace
+
+int available_cpus() {
+  const auto cpus = allowed_cpus();
+  return cpus.empty() ? 1 : static_cast<int>(cpus.size());
+}
+
+int configure_threads(int count) {
+  const std::vector<int> cpus = allowed_cpus();
+  if (count <= 0) count = cpus.empty() ? 1 : static_cast<int>(cpus.size());
+  omp_set_num_threads(count);
+  // Pin only when the process owns exactly as many CPUs as threads: with a wider mask (an
+  // oversubscribed or unbound launch) several ranks would pin onto the same first CPUs.
+  if (!cpus.empty() && count == static_cast<int>(cpus.size())) {
+#pragma omp parallel num_threads(count)
+    {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[omp_get_thread_num()], &one);
+      sched_setaffinity(0, sizeof(one), &one);
+    }
+  }
+  return count;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,27 @@
+// kernels/top_k.h — counts images whose label is among the k largest logits (plain n x classes).
+// Throws std::out_of_range for a label outside [0, classes).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace cnnbench {
+
+inline int64_t count_top_k(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
+                           int64_t k) {
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (labels[i] < 0 || labels[i] >= classes)
+      throw std::out_of_range("label " + std::to_string(labels[i]) + " of image " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
+    const float* z = logits + i * classes;
+    const float target = z[labels[i]];
+    int64_t larger = 0;  // ties count in the label's favour
+    for (int64_t c = 0; c < classes; ++c) larger += z[c] > target;
+    correct += larger < k;
+  }
+  return correct;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,47 @@
+#include "models/graph.h"
+
+namespace cnnbench {
+
+const char* op_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::input: return "input";
+    case OpKind::conv: return "conv";
+    case OpKind::batch_norm: return "batch_norm";
+    case OpKind::relu: return "relu";
+    case OpKind::max_pool: return "max_pool";
+    case OpKind::avg_pool: return "avg_pool";
+    case OpKind::global_avg_pool: return "global_avg_pool";
+    case OpKind::linear: return "linear";
+    case OpKind::add: return "add";
+    case OpKind::shortcut: return "shortcut";
+  }
+  return "unknown";
+}
+
+int64_t ParamSpec::elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+int64_t Graph::param_count() const {
+  int64_t total = 0;
+  for (const Node& node : nodes)
+    for (const ParamSpec& p : node.params) total += p.elements();
+  return total;
+}
+
+int64_t Graph::forward_macs_per_image() const {
+  int64_t total = 0;
+  for (const Node& node : nodes) total += node.forward_macs;
+  return total / batch_size();
+}
+
+std::vector<std::vector<int>> Graph::consumers() const {
+  std::vector<std::vector<int>> result(nodes.size());
+  for (const Node& node : nodes)
+    for (int in : node.inputs) result[in].push_back(node.id);
+  return result;
+}
+
+}  // namespace cnnbench

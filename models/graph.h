@@ -1,0 +1,106 @@
+// models/graph.h — the graph IR: a CNN as plain data.
+//   OpKind, op attributes (ConvAttrs, PoolAttrs, BatchNormAttrs, LinearAttrs, ShortcutAttrs),
+//   Init and ParamSpec (a learnable tensor or a running-statistics buffer), Node, Graph.
+// Nodes are stored in topological order; node 0 is the image input. The graph ends at the
+// logits; the loss belongs to the plan that runs the graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/shape.h"
+
+namespace cnnbench {
+
+enum class OpKind {
+  input,
+  conv,             // 2-D convolution, square kernel, optional bias
+  batch_norm,       // per-channel, learnable scale and shift, running mean/variance
+  relu,
+  max_pool,
+  avg_pool,
+  global_avg_pool,  // N x C x H x W -> N x C x 1 x 1
+  linear,           // fully connected over the flattened C*H*W of its input
+  add,              // elementwise sum of two inputs of the same shape (residuals)
+  shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels
+};
+
+const char* op_name(OpKind kind);
+
+struct ConvAttrs {
+  int64_t out_channels = 0, kernel = 1, stride = 1, pad = 0;
+  bool bias = false;
+};
+
+struct PoolAttrs {
+  int64_t kernel = 1, stride = 1, pad = 0;
+  bool count_include_pad = true;  // average pooling only: divide by the full window
+};
+
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+};
+
+struct LinearAttrs {
+  int64_t out_features = 0;
+  bool bias = true;
+};
+
+struct ShortcutAttrs {
+  int64_t out_channels = 0, stride = 1;  // input channels land at [pad_front, pad_front + C)
+  int64_t pad_front = 0;
+};
+
+// How a tensor is filled before training starts (seeded, reproducible).
+enum class Init {
+  zeros,
+  ones,
+  he_normal_fan_out,  // N(0, 2 / (out_channels * k * k)): torchvision's ResNet/VGG convs
+  he_normal_fan_in,   // N(0, 2 / (in_channels * k * k)): He et al. 2015
+  normal_0_01,        // N(0, 0.01^2): VGG's classifier
+  uniform_fan_in,     // U(-1/sqrt(fan_in), 1/sqrt(fan_in)): the common linear default
+};
+
+struct ParamSpec {
+  std::string name;            // e.g. "layer1.0.conv1.weight"
+  std::vector<int64_t> dims;   // plain layout: OIHW for conv weights, OI for linear
+  Init init = Init::zeros;
+  int64_t fan_in = 1, fan_out = 1;
+  int64_t elements() const;
+};
+
+struct Node {
+  int id = -1;
+  std::string name;
+  OpKind kind = OpKind::input;
+  std::vector<int> inputs;
+  Shape out;
+  ConvAttrs conv;
+  PoolAttrs pool;
+  BatchNormAttrs batch_norm;
+  LinearAttrs linear;
+  ShortcutAttrs shortcut;
+  std::vector<ParamSpec> params;   // learnable: weight [, bias] or scale, shift
+  std::vector<ParamSpec> buffers;  // not learned: running mean, running variance
+  int64_t forward_macs = 0;        // multiply-accumulates of conv and linear, whole batch
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;
+  int output = -1;  // the logits
+
+  const Node& input() const { return nodes.front(); }
+  const Node& logits() const { return nodes[output]; }
+  int64_t batch_size() const { return input().out.n; }
+  int64_t num_classes() const { return logits().out.c; }
+  int64_t param_count() const;
+  // Forward multiply-accumulates per image (conv + linear, as published figures count).
+  int64_t forward_macs_per_image() const;
+  // consumers()[i] lists the nodes that read node i's output.
+  std::vector<std::vector<int>> consumers() const;
+};
+
+}  // namespace cnnbench

@@ -1,0 +1,147 @@
+#include "models/graph_builder.h"
+
+#include <stdexcept>
+
+namespace cnnbench {
+namespace {
+
+[[noreturn]] void refuse(const std::string& node, const std::string& why) {
+  throw std::invalid_argument("node '" + node + "': " + why);
+}
+
+int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                   const std::string& node) {
+  if (kernel < 1 || stride < 1 || pad < 0) refuse(node, "kernel and stride must be >= 1, pad >= 0");
+  if (in + 2 * pad < kernel)
+    refuse(node, "window " + std::to_string(kernel) + " does not fit input extent " +
+                     std::to_string(in) + " with pad " + std::to_string(pad));
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(std::string graph_name, Shape input) {
+  graph_.name = std::move(graph_name);
+  if (input.n < 1 || input.c < 1 || input.h < 1 || input.w < 1)
+    refuse("input", "shape " + input.str() + " has an empty dimension");
+  Node node;
+  node.id = 0;
+  node.name = "input";
+  node.kind = OpKind::input;
+  node.out = input;
+  graph_.nodes.push_back(node);
+}
+
+Node& GraphBuilder::append(OpKind kind, std::vector<int> inputs, const std::string& name) {
+  for (int in : inputs)
+    if (in < 0 || in >= static_cast<int>(graph_.nodes.size()))
+      refuse(name, "input node " + std::to_string(in) + " does not exist");
+  Node node;
+  node.id = static_cast<int>(graph_.nodes.size());
+  node.name = name;
+  node.kind = kind;
+  node.inputs = std::move(inputs);
+  node.out = graph_.nodes[node.inputs.front()].out;
+  graph_.nodes.push_back(std::move(node));
+  return graph_.nodes.back();
+}
+
+int GraphBuilder::conv(int x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
+                       const std::string& name, bool bias, Init init) {
+  Node& node = append(OpKind::conv, {x}, name);
+  const Shape in = node.out;
+  if (out_channels < 1) refuse(name, "out_channels must be >= 1");
+  node.conv = {out_channels, kernel, stride, pad, bias};
+  node.out = {in.n, out_channels, window_out(in.h, kernel, stride, pad, name),
+              window_out(in.w, kernel, stride, pad, name)};
+  const int64_t fan_in = in.c * kernel * kernel, fan_out = out_channels * kernel * kernel;
+  node.params.push_back({name + ".weight", {out_channels, in.c, kernel, kernel}, init, fan_in, fan_out});
+  if (bias) node.params.push_back({name + ".bias", {out_channels}, Init::zeros, fan_in, fan_out});
+  node.forward_macs = node.out.elements() * fan_in;
+  return node.id;
+}
+
+int GraphBuilder::batch_norm(int x, const std::string& name, float epsilon, bool zero_scale) {
+  Node& node = append(OpKind::batch_norm, {x}, name);
+  const int64_t c = node.out.c;
+  node.batch_norm.epsilon = epsilon;
+  node.params.push_back({name + ".weight", {c}, zero_scale ? Init::zeros : Init::ones});
+  node.params.push_back({name + ".bias", {c}, Init::zeros});
+  node.buffers.push_back({name + ".running_mean", {c}, Init::zeros});
+  node.buffers.push_back({name + ".running_var", {c}, Init::ones});
+  return node.id;
+}
+
+int GraphBuilder::relu(int x, const std::string& name) {
+  return append(OpKind::relu, {x}, name).id;
+}
+
+int GraphBuilder::max_pool(int x, int64_t kernel, int64_t stride, int64_t pad,
+                           const std::string& name) {
+  Node& node = append(OpKind::max_pool, {x}, name);
+  if (pad * 2 > kernel) refuse(name, "pad must be at most half the kernel");
+  node.pool = {kernel, stride, pad, true};
+  node.out.h = window_out(node.out.h, kernel, stride, pad, name);
+  node.out.w = window_out(node.out.w, kernel, stride, pad, name);
+  return node.id;
+}
+
+int GraphBuilder::avg_pool(int x, int64_t kernel, int64_t stride, int64_t pad,
+                           const std::string& name, bool count_include_pad) {
+  Node& node = append(OpKind::avg_pool, {x}, name);
+  if (pad * 2 > kernel) refuse(name, "pad must be at most half the kernel");
+  node.pool = {kernel, stride, pad, count_include_pad};
+  node.out.h = window_out(node.out.h, kernel, stride, pad, name);
+  node.out.w = window_out(node.out.w, kernel, stride, pad, name);
+  return node.id;
+}
+
+int GraphBuilder::global_avg_pool(int x, const std::string& name) {
+  Node& node = append(OpKind::global_avg_pool, {x}, name);
+  node.out.h = node.out.w = 1;
+  return node.id;
+}
+
+int GraphBuilder::linear(int x, int64_t out_features, const std::string& name, bool bias,
+                         Init init) {
+  Node& node = append(OpKind::linear, {x}, name);
+  if (out_features < 1) refuse(name, "out_features must be >= 1");
+  const int64_t in_features = node.out.per_sample();
+  node.linear = {out_features, bias};
+  node.out = {node.out.n, out_features, 1, 1};
+  node.params.push_back({name + ".weight", {out_features, in_features}, init, in_features, out_features});
+  if (bias)
+    node.params.push_back({name + ".bias", {out_features},
+                           init == Init::uniform_fan_in ? Init::uniform_fan_in : Init::zeros,
+                           in_features, out_features});
+  node.forward_macs = node.out.n * in_features * out_features;
+  return node.id;
+}
+
+int GraphBuilder::add(int a, int b, const std::string& name) {
+  Node& node = append(OpKind::add, {a, b}, name);
+  if (!(graph_.nodes[a].out == graph_.nodes[b].out))
+    refuse(name, "adds shapes " + graph_.nodes[a].out.str() + " and " + graph_.nodes[b].out.str());
+  return node.id;
+}
+
+int GraphBuilder::shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name) {
+  Node& node = append(OpKind::shortcut, {x}, name);
+  const Shape in = node.out;
+  if (out_channels < in.c) refuse(name, "shortcut cannot drop channels");
+  if (stride < 1) refuse(name, "stride must be >= 1");
+  node.shortcut = {out_channels, stride, (out_channels - in.c) / 2};
+  node.out = {in.n, out_channels, (in.h - 1) / stride + 1, (in.w - 1) / stride + 1};
+  return node.id;
+}
+
+Graph GraphBuilder::finish(int output) {
+  if (output < 0 || output >= static_cast<int>(graph_.nodes.size()))
+    refuse(graph_.name, "output node does not exist");
+  if (output != static_cast<int>(graph_.nodes.size()) - 1)
+    refuse(graph_.nodes[output].name, "the output (logits) must be the last node");
+  graph_.output = output;
+  return std::move(graph_);
+}
+
+}  // namespace cnnbench

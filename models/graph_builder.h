@@ -1,0 +1,39 @@
+// models/graph_builder.h — GraphBuilder: appends nodes with shape inference and checks.
+// Each call returns the new node's id; bad shapes throw std::invalid_argument naming the node.
+#pragma once
+
+#include <string>
+
+#include "models/graph.h"
+
+namespace cnnbench {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(std::string graph_name, Shape input);
+
+  int input() const { return 0; }
+  const Shape& shape(int node) const { return graph_.nodes.at(node).out; }
+
+  int conv(int x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
+           const std::string& name, bool bias = false, Init init = Init::he_normal_fan_out);
+  int batch_norm(int x, const std::string& name, float epsilon = 1e-5f, bool zero_scale = false);
+  int relu(int x, const std::string& name);
+  int max_pool(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name);
+  int avg_pool(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name,
+               bool count_include_pad = true);
+  int global_avg_pool(int x, const std::string& name);
+  int linear(int x, int64_t out_features, const std::string& name, bool bias = true,
+             Init init = Init::uniform_fan_in);
+  int add(int a, int b, const std::string& name);
+  int shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name);
+
+  // Ends the graph at `output` (the logits) and returns it.
+  Graph finish(int output);
+
+ private:
+  Node& append(OpKind kind, std::vector<int> inputs, const std::string& name);
+  Graph graph_;
+};
+
+}  // namespace cnnbench

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages cnnbench builds, tests and runs with. Idempotent: when every
+# package is present it returns at once without touching apt.
+#   scripts/install_deps.sh            build + test dependencies
+#   scripts/install_deps.sh --pytorch  also PyTorch (the peer scripts/compare_pytorch.py runs)
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libdnnl-dev                      # oneDNN: the CPU compute backend
+  libopenmpi-dev openmpi-bin       # ranks and MPI allreduce
+  libgloo-dev                      # Gloo allreduce
+  libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libcsv-dev
+  libjpeg62-turbo-dev zlib1g-dev   # JPEG decoding, gzipped idx files
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+for arg in "$@"; do
+  case "$arg" in
+    --pytorch) packages+=(python3-torch python3-torchvision) ;;
+    *) echo "install_deps.sh: unknown option '$arg' (known: --pytorch)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install_deps.sh: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

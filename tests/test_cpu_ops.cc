@@ -1,0 +1,69 @@
+// The fast fp32 host kernels of the CPU backend against the double-precision reference.
+#include "kernels/cpu_ops.h"
+#include "kernels/ref/batch_norm.h"
+#include "kernels/ref/loss.h"
+#include "kernels/ref/sgd.h"
+#include "kernels/top_k.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+using testing::close;
+using testing::random_vector;
+
+TEST(CpuOps, SoftmaxCrossEntropyMatchesReference) {
+  const int64_t n = 32, classes = 1000;
+  auto z = random_vector<float>(n * classes, 1, -8, 8);
+  std::vector<int32_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 37) % classes);
+  std::vector<float> dz(z.size()), dz_ref(z.size());
+  const double loss = cpu::softmax_cross_entropy(z.data(), labels.data(), dz.data(), n, classes);
+  const double loss_ref = ref::softmax_cross_entropy(z.data(), labels.data(), dz_ref.data(), n, classes);
+  EXPECT_NEAR(loss, loss_ref, 1e-5 * loss_ref);
+  EXPECT_TRUE(close("dlogits", dz, dz_ref, 1e-5));
+}
+
+TEST(CpuOps, TopK) {
+  const float logits[2 * 6] = {0.1f, 0.9f, 0.3f, 0.2f, 0.0f, 0.5f,  // ranks: 1, 5, 2, 3, 0, 4
+                               1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const int32_t right[2] = {1, 0}, third[2] = {2, 0}, last[2] = {4, 1};
+  EXPECT_EQ(count_top_k(logits, right, 2, 6, 1), 2);
+  EXPECT_EQ(count_top_k(logits, third, 2, 6, 1), 1);
+  EXPECT_EQ(count_top_k(logits, third, 2, 6, 5), 2);
+  EXPECT_EQ(count_top_k(logits, last, 2, 6, 5), 1);  // label 4 is the smallest of row 0
+  const int32_t bad[2] = {0, 6};
+  EXPECT_THROW(count_top_k(logits, bad, 2, 6, 1), std::out_of_range);
+}
+
+TEST(CpuOps, SgdMatchesReference) {
+  for (bool nesterov : {false, true}) {
+    const int64_t count = 1000;
+    auto w = random_vector<float>(count, 2), g = random_vector<float>(count, 3), v = random_vector<float>(count, 4);
+    auto w_ref = w, v_ref = v;
+    for (int step = 0; step < 3; ++step) {
+      cpu::sgd_update(w.data(), g.data(), v.data(), count, 0.1f, 0.9f, 1e-4f, nesterov);
+      ref::sgd_update(w_ref.data(), g.data(), v_ref.data(), count, 0.1, 0.9, 1e-4, nesterov);
+    }
+    EXPECT_TRUE(close("weights", w, w_ref, 1e-6));
+    EXPECT_TRUE(close("velocity", v, v_ref, 1e-6));
+  }
+  // one step by hand: v = 0.9 * 1 + (2 + 0.5 * 4) = 4.9;  w = 4 - 0.1 * 4.9 = 3.51
+  float w = 4, g = 2, v = 1;
+  cpu::sgd_update(&w, &g, &v, 1, 0.1f, 0.9f, 0.5f, false);
+  EXPECT_FLOAT_EQ(v, 4.9f);
+  EXPECT_FLOAT_EQ(w, 3.51f);
+}
+
+TEST(CpuOps, RunningStatsMatchReference) {
+  auto mean = random_vector<float>(16, 5), var = random_vector<float>(16, 6, 0.1, 2.0);
+  auto rm = random_vector<float>(16, 7), rv = random_vector<float>(16, 8, 0.5, 1.5);
+  auto rm_ref = rm, rv_ref = rv;
+  cpu::update_running_stats(mean.data(), var.data(), rm.data(), rv.data(), 16, 0.1f, 50);
+  ref::update_running_stats(mean.data(), var.data(), rm_ref.data(), rv_ref.data(), 0.1, ref::BatchNormGeometry{2, 16, 25, 1e-5});
+  EXPECT_TRUE(close("running mean", rm, rm_ref, 1e-6));
+  EXPECT_TRUE(close("running variance", rv, rv_ref, 1e-6));
+}
+
+}  // namespace
+}  // namespace cnnbench

@@ -1,0 +1,66 @@
+// Bad input to the plan compiler and to a compiled plan gets a clear error, never a crash.
+#include "kernels/backend.h"
+#include "models/graph_builder.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+Graph small_graph() {
+  GraphBuilder b("small", {2, 3, 8, 8});
+  return b.finish(b.linear(b.global_avg_pool(b.conv(b.input(), 4, 3, 1, 1, "conv"), "gap"), 10, "fc"));
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanErrors, UnknownBackendNamesTheKnownOnes) {
+  const std::string m = message_of([] { compile_plan("tpu", small_graph()); });
+  EXPECT_NE(m.find("unknown backend 'tpu'"), std::string::npos) << m;
+  EXPECT_NE(m.find("onednn"), std::string::npos) << m;
+}
+
+TEST(PlanErrors, UnsupportedComputeTypeIsRefused) {
+  for (const std::string backend : {"ref", "onednn"}) {
+    PlanOptions options;
+    options.compute = DType::f16;
+    const std::string m = message_of([&] { compile_plan(backend, small_graph(), options); });
+    EXPECT_NE(m.find("fp16"), std::string::npos) << m;
+    EXPECT_NE(m.find(backend), std::string::npos) << m;
+  }
+}
+
+TEST(PlanErrors, LabelOutOfRangeIsRefused) {
+  for (const std::string backend : {"ref", "onednn"}) {
+    auto plan = compile_plan(backend, small_graph());
+    std::vector<float> images(2 * 3 * 8 * 8, 0.5f);
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    const int32_t labels[2] = {3, 10};
+    const std::string m = message_of([&] { plan->loss(labels); });
+    EXPECT_NE(m.find("label 10"), std::string::npos) << m;
+  }
+}
+
+TEST(PlanErrors, ReadingAFusedNodeIsRefused) {
+  GraphBuilder b("fused", {2, 3, 8, 8});
+  const int conv = b.conv(b.input(), 4, 3, 1, 1, "conv");
+  const Graph g = b.finish(b.relu(conv, "relu"));
+  auto plan = compile_plan("onednn", g);
+  std::vector<float> out(2 * 4 * 64);
+  const std::string m = message_of([&] { plan->read_output(conv, out.data()); });
+  EXPECT_NE(m.find("fused"), std::string::npos) << m;
+  PlanOptions unfused;
+  unfused.fuse = false;
+  auto plain = compile_plan("onednn", g, unfused);
+  EXPECT_NO_THROW(plain->read_output(conv, out.data()));
+}
+
+}  // namespace
+}  // namespace cnnbench

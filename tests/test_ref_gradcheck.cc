@@ -1,0 +1,190 @@
+// Finite-difference checks of every reference op, in double precision: for L = sum(r * f(x)),
+// the backward pass given dy = r must match central differences of L.
+#include <functional>
+
+#include "kernels/ref/batch_norm.h"
+#include "kernels/ref/conv.h"
+#include "kernels/ref/elementwise.h"
+#include "kernels/ref/linear.h"
+#include "kernels/ref/loss.h"
+#include "kernels/ref/pool.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+using testing::random_vector;
+using Vec = std::vector<double>;
+
+// Checks d(sum(r * forward()))/d(v[i]) == analytic[i] for every element of v.
+void expect_gradient(const char* what, Vec& v, const Vec& analytic, const std::function<double()>& objective,
+                     double tolerance = 1e-6) {
+  ASSERT_EQ(v.size(), analytic.size());
+  const double h = 1e-5;
+  double max_err = 0, max_ref = 1e-12;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double saved = v[i];
+    v[i] = saved + h;
+    const double up = objective();
+    v[i] = saved - h;
+    const double down = objective();
+    v[i] = saved;
+    const double numeric = (up - down) / (2 * h);
+    max_err = std::max(max_err, std::fabs(numeric - analytic[i]));
+    max_ref = std::max(max_ref, std::fabs(numeric));
+  }
+  EXPECT_LT(max_err / max_ref, tolerance) << what;
+}
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+TEST(RefGradCheck, Conv) {
+  for (int64_t stride : {1, 2}) {
+    const ref::ConvGeometry g{2, 3, 7, 7, 4, 3, stride, 1, (7 + 2 - 3) / stride + 1, (7 + 2 - 3) / stride + 1};
+    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 1), w = random_vector<double>(g.k * g.c * 9, 2),
+        b = random_vector<double>(g.k, 3), r = random_vector<double>(g.n * g.k * g.oh * g.ow, 4);
+    Vec y(r.size()), dx(x.size(), 0.0), dw(w.size()), db(b.size());
+    auto objective = [&] {
+      ref::conv_forward(x.data(), w.data(), b.data(), y.data(), g);
+      return dot(y, r);
+    };
+    ref::conv_backward_data(r.data(), w.data(), dx.data(), g);
+    ref::conv_backward_weights(x.data(), r.data(), dw.data(), db.data(), g);
+    expect_gradient("conv dx", x, dx, objective);
+    expect_gradient("conv dw", w, dw, objective);
+    expect_gradient("conv db", b, db, objective);
+  }
+}
+
+TEST(RefGradCheck, BatchNormTraining) {
+  const ref::BatchNormGeometry g{3, 4, 5, 1e-5};
+  Vec x = random_vector<double>(g.n * g.c * g.hw, 5), scale = random_vector<double>(g.c, 6, 0.5, 1.5),
+      shift = random_vector<double>(g.c, 7), r = random_vector<double>(x.size(), 8);
+  Vec y(x.size()), mean(g.c), var(g.c), dx(x.size(), 0.0), dscale(g.c), dshift(g.c);
+  auto objective = [&] {
+    ref::batch_norm_forward_training(x.data(), scale.data(), shift.data(), y.data(), mean.data(), var.data(), g);
+    return dot(y, r);
+  };
+  objective();
+  ref::batch_norm_backward(x.data(), r.data(), scale.data(), mean.data(), var.data(), dx.data(), dscale.data(),
+                           dshift.data(), g);
+  expect_gradient("bn dx", x, dx, objective);
+  expect_gradient("bn dscale", scale, dscale, objective);
+  expect_gradient("bn dshift", shift, dshift, objective);
+}
+
+TEST(RefGradCheck, BatchNormInferenceAndRunningStats) {
+  const ref::BatchNormGeometry g{2, 3, 4, 1e-5};
+  Vec x = random_vector<double>(g.n * g.c * g.hw, 9), scale = random_vector<double>(g.c, 10),
+      shift = random_vector<double>(g.c, 11), mean = random_vector<double>(g.c, 12),
+      var = random_vector<double>(g.c, 13, 0.5, 2.0);
+  Vec y(x.size());
+  ref::batch_norm_forward_inference(x.data(), scale.data(), shift.data(), mean.data(), var.data(), y.data(), g);
+  const int64_t i = (1 * g.c + 2) * g.hw + 3;  // n=1, c=2, p=3
+  EXPECT_NEAR(y[i], (x[i] - mean[2]) / std::sqrt(var[2] + 1e-5) * scale[2] + shift[2], 1e-12);
+
+  Vec batch_mean(g.c), batch_var(g.c), running_mean(g.c, 0.0), running_var(g.c, 1.0);
+  ref::batch_norm_forward_training(x.data(), scale.data(), shift.data(), y.data(), batch_mean.data(),
+                                   batch_var.data(), g);
+  ref::update_running_stats(batch_mean.data(), batch_var.data(), running_mean.data(), running_var.data(), 0.1, g);
+  const double m = g.n * g.hw;
+  EXPECT_NEAR(running_mean[1], 0.1 * batch_mean[1], 1e-12);
+  EXPECT_NEAR(running_var[1], 0.9 + 0.1 * batch_var[1] * m / (m - 1), 1e-12);
+}
+
+TEST(RefGradCheck, Relu) {
+  Vec x = random_vector<double>(40, 14), r = random_vector<double>(40, 15), y(40), dx(40, 0.0);
+  for (double& v : x) v += v > 0 ? 0.1 : -0.1;  // keep away from the kink
+  ref::relu_backward(x.data(), r.data(), dx.data(), 40);
+  expect_gradient("relu dx", x, dx, [&] {
+    ref::relu_forward(x.data(), y.data(), 40);
+    return dot(y, r);
+  });
+}
+
+TEST(RefGradCheck, Pooling) {
+  for (int kind = 0; kind < 3; ++kind) {
+    const bool is_max = kind == 0;
+    ref::PoolGeometry g{2, 3, 7, 7, 3, 2, 1, 4, 4, kind != 2};
+    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 16 + kind), r = random_vector<double>(g.n * g.c * 16, 19);
+    Vec y(r.size()), dx(x.size(), 0.0);
+    auto objective = [&] {
+      if (is_max)
+        ref::max_pool_forward(x.data(), y.data(), g);
+      else
+        ref::avg_pool_forward(x.data(), y.data(), g);
+      return dot(y, r);
+    };
+    if (is_max)
+      ref::max_pool_backward(x.data(), r.data(), dx.data(), g);
+    else
+      ref::avg_pool_backward(r.data(), dx.data(), g);
+    expect_gradient(is_max ? "max pool dx" : "avg pool dx", x, dx, objective);
+  }
+}
+
+TEST(RefGradCheck, GlobalAvgPool) {
+  Vec x = random_vector<double>(2 * 3 * 25, 20), r = random_vector<double>(6, 21), y(6), dx(x.size(), 0.0);
+  ref::global_avg_pool_backward(r.data(), dx.data(), 6, 25);
+  expect_gradient("gap dx", x, dx, [&] {
+    ref::global_avg_pool_forward(x.data(), y.data(), 6, 25);
+    return dot(y, r);
+  });
+}
+
+TEST(RefGradCheck, Linear) {
+  const ref::LinearGeometry g{3, 7, 5};
+  Vec x = random_vector<double>(g.n * g.in, 22), w = random_vector<double>(g.out * g.in, 23),
+      b = random_vector<double>(g.out, 24), r = random_vector<double>(g.n * g.out, 25);
+  Vec y(r.size()), dx(x.size(), 0.0), dw(w.size()), db(b.size());
+  auto objective = [&] {
+    ref::linear_forward(x.data(), w.data(), b.data(), y.data(), g);
+    return dot(y, r);
+  };
+  ref::linear_backward_data(r.data(), w.data(), dx.data(), g);
+  ref::linear_backward_weights(x.data(), r.data(), dw.data(), db.data(), g);
+  expect_gradient("linear dx", x, dx, objective);
+  expect_gradient("linear dw", w, dw, objective);
+  expect_gradient("linear db", b, db, objective);
+}
+
+TEST(RefGradCheck, AddAndShortcut) {
+  Vec a = random_vector<double>(30, 26), b = random_vector<double>(30, 27), r = random_vector<double>(30, 28);
+  Vec y(30), da(30, 0.0), db(30, 0.0);
+  ref::add_backward(r.data(), da.data(), db.data(), 30);
+  auto add_objective = [&] {
+    ref::add_forward(a.data(), b.data(), y.data(), 30);
+    return dot(y, r);
+  };
+  expect_gradient("add da", a, da, add_objective);
+  expect_gradient("add db", b, db, add_objective);
+
+  const ref::ShortcutGeometry g{2, 3, 5, 5, 7, 3, 3, 2, 2};
+  Vec x = random_vector<double>(2 * 3 * 25, 29), rs = random_vector<double>(2 * 7 * 9, 30);
+  Vec ys(rs.size()), dx(x.size(), 0.0);
+  ref::shortcut_backward(rs.data(), dx.data(), g);
+  expect_gradient("shortcut dx", x, dx, [&] {
+    ref::shortcut_forward(x.data(), ys.data(), g);
+    return dot(ys, rs);
+  });
+  ref::shortcut_forward(x.data(), ys.data(), g);
+  EXPECT_EQ(ys[(1 * 7 + 0) * 9 + 4], 0.0);                                  // padded channel
+  EXPECT_EQ(ys[(1 * 7 + 3) * 9 + 4], x[(1 * 3 + 1) * 25 + 2 * 5 + 2]);     // subsampled
+}
+
+TEST(RefGradCheck, SoftmaxCrossEntropy) {
+  const int64_t n = 4, classes = 6;
+  Vec z = random_vector<double>(n * classes, 31, -3, 3), dz(z.size()), scratch(z.size());
+  const int32_t labels[n] = {0, 5, 2, 2};
+  const double loss = ref::softmax_cross_entropy(z.data(), labels, dz.data(), n, classes);
+  EXPECT_GT(loss, 0.0);
+  expect_gradient("softmax cross-entropy dz", z, dz,
+                  [&] { return ref::softmax_cross_entropy(z.data(), labels, scratch.data(), n, classes); });
+}
+
+}  // namespace
+}  // namespace cnnbench

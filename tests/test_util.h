@@ -1,0 +1,45 @@
+// tests/test_util.h — helpers shared by the tests: seeded random fills and a comparison that
+// reports the largest error relative to the largest reference magnitude.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cnnbench::testing {
+
+template <class T>
+std::vector<T> random_vector(size_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(dist(rng));
+  return v;
+}
+
+// max |a - b| / max |b|: the error on the scale of the reference tensor.
+inline double scaled_max_error(const std::vector<float>& actual, const std::vector<float>& expected) {
+  double max_err = 0, max_ref = 1e-30;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    max_err = std::max(max_err, std::fabs(static_cast<double>(actual[i]) - expected[i]));
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(expected[i])));
+  }
+  return max_err / max_ref;
+}
+
+inline ::testing::AssertionResult close(const std::string& what, const std::vector<float>& actual,
+                                        const std::vector<float>& expected, double tolerance) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure() << what << ": sizes differ " << actual.size() << " vs " << expected.size();
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (!std::isfinite(actual[i])) return ::testing::AssertionFailure() << what << ": element " << i << " is " << actual[i];
+  const double err = scaled_max_error(actual, expected);
+  if (err <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": scaled max error " << err << " > " << tolerance;
+}
+
+}  // namespace cnnbench::testing
