@@ -1,0 +1,36 @@
+// CIFAR-10 ResNets (He et al. 2015, section 4.2): depth 6n+2, three stages of n basic blocks
+// with 16, 32 and 64 channels on 32x32, 16x16 and 8x8 maps, and option A shortcuts: identity,
+// subsampled by 2 and zero-padded with (out - in) / 2 channels on each side where the shape
+// changes, so shortcuts add no parameters.
+#include <stdexcept>
+#include <string>
+
+#include "models/graph_builder.h"
+#include "models/model_zoo.h"
+
+namespace cnnbench {
+
+Graph build_cifar_resnet(int depth, int64_t batch_size) {
+  if (depth < 8 || (depth - 2) % 6 != 0)
+    throw std::invalid_argument("cifar resnet depth must be 6n+2 (20, 32, 44, 56, 110), not " + std::to_string(depth));
+  const int n = (depth - 2) / 6;
+  GraphBuilder b("resnet" + std::to_string(depth), {batch_size, 3, 32, 32});
+  auto conv = [&](int x, int64_t c, int64_t stride, const std::string& name) {
+    return b.conv(x, c, 3, stride, 1, name, false, Init::he_normal_fan_in);
+  };
+  int x = b.relu(b.batch_norm(conv(b.input(), 16, 1, "conv1"), "bn1"), "relu");
+  for (int stage = 0; stage < 3; ++stage)
+    for (int i = 0; i < n; ++i) {
+      const std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(i);
+      const int64_t width = int64_t{16} << stage;
+      const int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
+      int y = b.relu(b.batch_norm(conv(x, width, stride, name + ".conv1"), name + ".bn1"), name + ".relu1");
+      y = b.batch_norm(conv(y, width, 1, name + ".conv2"), name + ".bn2");
+      const int shortcut = stride != 1 || b.shape(x).c != width ? b.shortcut(x, width, stride, name + ".shortcut") : x;
+      x = b.relu(b.add(y, shortcut, name + ".add"), name + ".relu");
+    }
+  x = b.global_avg_pool(x, "avgpool");
+  return b.finish(b.linear(x, 10, "fc"));
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,44 @@
+#include "models/model_zoo.h"
+
+#include <stdexcept>
+
+namespace cnnbench {
+
+const std::vector<ModelInfo>& model_zoo() {
+  static const std::vector<ModelInfo> zoo = {
+      {"vgg11", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(11, n); }},
+      {"vgg16", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(16, n); }},
+      {"vgg19", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(19, n); }},
+      {"resnet18", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(18, n); }},
+      {"resnet34", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(34, n); }},
+      {"resnet50", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(50, n); }},
+      {"resnet101", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(101, n); }},
+      {"resnet152", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(152, n); }},
+      {"resnet20", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(20, n); }},
+      {"resnet32", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(32, n); }},
+      {"resnet44", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(44, n); }},
+      {"resnet56", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(56, n); }},
+      {"resnet110", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(110, n); }},
+      {"trivial", "imagenet", 3, 224, 1000, 32, build_trivial},
+      {"small_cnn", "fashion_mnist", 1, 28, 10, 128, build_small_cnn},
+  };
+  return zoo;
+}
+
+std::optional<ModelInfo> find_model(const std::string& name) {
+  for (const ModelInfo& info : model_zoo())
+    if (info.name == name) return info;
+  return std::nullopt;
+}
+
+Graph build_model(const std::string& name, int64_t batch_size) {
+  const auto info = find_model(name);
+  if (!info) {
+    std::string known;
+    for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
+    throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
+  }
+  return info->build(batch_size);
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,34 @@
+// models/model_zoo.h — the model registry: name -> ModelInfo (input, classes, defaults) and a
+// builder. An explicit table (no static registration), so no model is ever dropped by the linker.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/graph.h"
+
+namespace cnnbench {
+
+struct ModelInfo {
+  std::string name;
+  std::string dataset;  // the data the model is shaped for: imagenet, cifar10, fashion_mnist
+  int64_t channels, image_size, classes;
+  int64_t default_batch_size;
+  Graph (*build)(int64_t batch_size);
+};
+
+const std::vector<ModelInfo>& model_zoo();
+std::optional<ModelInfo> find_model(const std::string& name);
+// Throws std::invalid_argument naming the known models if `name` is not one of them.
+Graph build_model(const std::string& name, int64_t batch_size);
+
+// The builders, one family per file.
+Graph build_vgg(int depth, int64_t batch_size);          // 11, 16, 19 (torchvision layout)
+Graph build_resnet(int depth, int64_t batch_size);       // 18, 34, 50, 101, 152 (v1.5)
+Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 (option A)
+Graph build_trivial(int64_t batch_size);
+Graph build_small_cnn(int64_t batch_size);               // 28x28 grey, 10 classes
+
+}  // namespace cnnbench
