@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "kernels/arena.h"
 #include "kernels/dtype.h"
@@ -22,12 +23,18 @@ struct PlanOptions {
   DType compute = DType::f32;
   bool input_grad = false;  // also compute d(loss)/d(images) (tests only)
   bool fuse = true;         // let the backend fuse ops (batch norm + ReLU, add + ReLU)
+  bool input_nhwc = false;  // set_input() receives N x H x W x C images instead of NCHW
 };
 
 struct SgdConfig {
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
+};
+
+// Time spent in one node's steps, summed over the steps run since timing was switched on.
+struct LayerTime {
+  double forward_sec = 0, backward_sec = 0;
 };
 
 struct LossResult {
@@ -54,7 +61,14 @@ class Plan {
   std::span<float> buffers() { return buffers_.span(); }
   void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
 
-  // Copies one batch of images (plain NCHW fp32, the graph's input shape) into the plan.
+  // Per-node timing (Caffe's `time`): off by default; switching it on resets the sums.
+  void set_layer_timing(bool on) {
+    layer_timing_ = on;
+    layer_times_.assign(graph_.nodes.size(), {});
+  }
+  const std::vector<LayerTime>& layer_times() const { return layer_times_; }
+
+  // Copies one batch of images (plain fp32 NCHW, or NHWC if PlanOptions::input_nhwc) in.
   virtual void set_input(const float* images) = 0;
   virtual void forward(Mode mode) = 0;
   // Softmax cross-entropy of the logits against labels in [0, classes); seeds backward()
@@ -69,7 +83,7 @@ class Plan {
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;
-  // Copies d(loss)/d(images) out, after backward() on a plan built with input_grad.
+  // Copies d(loss)/d(images) out (in set_input's layout), after backward() with input_grad.
   virtual void read_input_grad(float* dst) = 0;
 
  protected:
@@ -81,6 +95,8 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
+  bool layer_timing_ = false;
+  std::vector<LayerTime> layer_times_;
 };
 
 }  // namespace cnnbench

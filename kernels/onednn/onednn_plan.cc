@@ -17,6 +17,7 @@
 #include "kernels/onednn/onednn_plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,7 @@ struct Step {
   std::unordered_map<int, memory> args;
   std::function<void()> host;  // set instead of primitive for host work
   std::string what;            // "node 'conv1' (conv): reorder", for error messages
+  int node = 0;                // the graph node this step belongs to (layer timing)
 };
 using Steps = std::vector<Step>;
 
@@ -58,7 +60,7 @@ std::string where(const Node& node, const char* what) {
 class OnednnPlan final : public Plan {
  public:
   OnednnPlan(const Graph& graph, const PlanOptions& options)
-      : Plan(graph), input_grad_(options.input_grad), fuse_(options.fuse) {
+      : Plan(graph), input_grad_(options.input_grad), input_nhwc_(options.input_nhwc), fuse_(options.fuse) {
     if (options.compute != DType::f32)
       throw std::invalid_argument(std::string("backend 'onednn': compute type ") +
                                   dtype_name(options.compute) + " is not supported; use fp32");
@@ -71,7 +73,9 @@ class OnednnPlan final : public Plan {
     std::copy_n(images, graph_.input().out.elements(), static_cast<float*>(mem_[0].get_data_handle()));
   }
 
-  void forward(Mode mode) override { run(mode == Mode::training ? forward_training_ : forward_inference_); }
+  void forward(Mode mode) override {
+    run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec);
+  }
 
   LossResult loss(const int32_t* labels) override {
     const Node& logits = graph_.logits();
@@ -94,7 +98,7 @@ class OnednnPlan final : public Plan {
     if (!same(dlogits_plain_, diff_[graph_.output])) run_reorder(dlogits_plain_, diff_[graph_.output]);
   }
 
-  void backward() override { run(backward_); }
+  void backward() override { run(backward_, &LayerTime::backward_sec); }
 
   void sgd_step(const SgdConfig& config, float learning_rate) override {
     cpu::sgd_update(params_.data(), grads_.data(), momentum_.data(), layout_.param_elements,
@@ -113,23 +117,27 @@ class OnednnPlan final : public Plan {
 
   void read_input_grad(float* dst) override {
     if (!input_grad_) throw std::logic_error("plan was built without input_grad");
-    memory plain(plain_md(dims(graph_.input())), engine_, dst);
+    memory plain(mem_[0].get_desc(), engine_, dst);
     run_reorder(diff_[0], plain);
   }
 
  private:
   // ---- running ----
-  void run(const Steps& steps) {
+  void run(const Steps& steps, double LayerTime::*phase) {
     for (const Step& step : steps) {
+      const auto start = layer_timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       if (step.host) {
         step.host();
-        continue;
+      } else {
+        try {
+          step.primitive.execute(stream_, step.args);
+        } catch (const dnnl::error& e) {
+          throw_onednn_error("running " + step.what, e, __FILE__, __LINE__);
+        }
       }
-      try {
-        step.primitive.execute(stream_, step.args);
-      } catch (const dnnl::error& e) {
-        throw_onednn_error("running " + step.what, e, __FILE__, __LINE__);
-      }
+      // CPU primitives run synchronously on the OpenMP runtime, so this is the step's time.
+      if (layer_timing_)
+        layer_times_[step.node].*phase += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     stream_.wait();
   }
@@ -253,7 +261,7 @@ class OnednnPlan final : public Plan {
                         flat_[node.inputs[0]]);
     plan_fusions();
 
-    mem_[0] = alloc(plain_md(dims(graph_.input())));
+    mem_[0] = alloc(input_nhwc_ ? memory::desc(dims(graph_.input()), dt::f32, tag::nhwc) : plain_md(dims(graph_.input())));
     for (const Node& node : graph_.nodes) {
       if (node.kind == OpKind::input) continue;
       if (absorbs_[node.id] >= 0) {  // a ReLU folded into its producer
@@ -309,6 +317,7 @@ class OnednnPlan final : public Plan {
   StepMark mark_steps() const { return {forward_training_.size(), forward_inference_.size(), backward_.size()}; }
   void label_steps(const StepMark& mark, const Node& node) {
     auto label = [&](Steps& steps, size_t from, const char* phase) {
+      for (size_t i = from; i < steps.size(); ++i) steps[i].node = node.id;
       for (size_t i = from; i < steps.size(); ++i)
         steps[i].what = "node '" + node.name + "' (" + op_name(node.kind) + "): " + phase + " " +
                         (steps[i].host ? "host step"
@@ -785,7 +794,7 @@ class OnednnPlan final : public Plan {
     }
   }
 
-  bool input_grad_, fuse_;
+  bool input_grad_, input_nhwc_, fuse_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::vector<std::vector<int>> consumers_;

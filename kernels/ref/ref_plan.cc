@@ -1,6 +1,7 @@
 #include "kernels/ref/ref_plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <vector>
 
@@ -32,9 +33,24 @@ ref::ShortcutGeometry shortcut_geometry(const Shape& in, const Node& node) {
 }
 
 class RefPlan final : public Plan {
+  // Adds the lifetime of a scope to one node's forward or backward time when timing is on.
+  struct Timer {
+    Timer(RefPlan* plan, int node, double LayerTime::*phase) : plan(plan), node(node), phase(phase) {
+      if (plan->layer_timing_) start = std::chrono::steady_clock::now();
+    }
+    ~Timer() {
+      if (plan->layer_timing_)
+        plan->layer_times_[node].*phase += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    RefPlan* plan;
+    int node;
+    double LayerTime::*phase;
+    std::chrono::steady_clock::time_point start;
+  };
+
  public:
   RefPlan(const Graph& graph, const PlanOptions& options)
-      : Plan(graph), input_grad_(options.input_grad) {
+      : Plan(graph), input_grad_(options.input_grad), input_nhwc_(options.input_nhwc) {
     if (options.compute != DType::f32)
       throw std::invalid_argument(std::string("backend 'ref' computes in fp32 only, not ") +
                                   dtype_name(options.compute));
@@ -54,12 +70,20 @@ class RefPlan final : public Plan {
   }
 
   void set_input(const float* images) override {
-    std::copy_n(images, out_[0].size(), out_[0].data());
+    if (!input_nhwc_) {
+      std::copy_n(images, out_[0].size(), out_[0].data());
+      return;
+    }
+    const Shape& s = graph_.input().out;
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t p = 0; p < s.h * s.w; ++p) out_[0][(n * s.c + c) * s.h * s.w + p] = images[(n * s.h * s.w + p) * s.c + c];
   }
 
   void forward(Mode mode) override {
     for (const Node& node : graph_.nodes) {
       if (node.kind == OpKind::input) continue;
+      const Timer timer(this, node.id, &LayerTime::forward_sec);
       const float* x = out_[node.inputs[0]].data();
       const Shape& in = graph_.nodes[node.inputs[0]].out;
       float* y = out_[node.id].data();
@@ -118,6 +142,7 @@ class RefPlan final : public Plan {
       const Node& node = graph_.nodes[id];
       const int src = node.inputs[0];
       if (src == 0 && !input_grad_ && node.params.empty() && node.inputs.size() == 1) continue;
+      const Timer timer(this, id, &LayerTime::backward_sec);
       const float* x = out_[src].data();
       const Shape& in = graph_.nodes[src].out;
       const float* dy = diff_[id].data();
@@ -163,7 +188,14 @@ class RefPlan final : public Plan {
 
   void read_input_grad(float* dst) override {
     if (!input_grad_) throw std::logic_error("plan was built without input_grad");
-    std::copy(diff_[0].begin(), diff_[0].end(), dst);
+    if (!input_nhwc_) {
+      std::copy(diff_[0].begin(), diff_[0].end(), dst);
+      return;
+    }
+    const Shape& s = graph_.input().out;
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t p = 0; p < s.h * s.w; ++p) dst[(n * s.h * s.w + p) * s.c + c] = diff_[0][(n * s.c + c) * s.h * s.w + p];
   }
 
  private:
@@ -171,7 +203,7 @@ class RefPlan final : public Plan {
   float* grad(const Node& node, int i) { return grads_.data() + layout_.param(node.id, i).offset; }
   float* buffer(const Node& node, int i) { return buffers_.data() + layout_.buffer(node.id, i).offset; }
 
-  bool input_grad_;
+  bool input_grad_, input_nhwc_;
   std::vector<std::vector<float>> out_, diff_, saved_mean_, saved_var_;
 };
 

@@ -1,0 +1,66 @@
+#include "harness/benchmark.h"
+
+#include <chrono>
+
+namespace cnnbench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, const float* images,
+                    const int32_t* labels) {
+  StepRecord r;
+  const auto start = std::chrono::steady_clock::now();
+  plan.set_input(images);
+  auto phase = std::chrono::steady_clock::now();
+  plan.forward(settings.training ? Mode::training : Mode::inference);
+  const LossResult loss = plan.loss(labels);
+  r.forward_sec = seconds_since(phase);
+  if (settings.training) {
+    phase = std::chrono::steady_clock::now();
+    plan.backward();
+    r.backward_sec = seconds_since(phase);
+    phase = std::chrono::steady_clock::now();
+    plan.sgd_step(sgd, static_cast<float>(settings.learning_rate));
+    r.update_sec = seconds_since(phase);
+  }
+  r.time_sec = seconds_since(start);
+  r.loss = loss.loss;
+  r.top1_correct = loss.top1_correct;
+  r.top5_correct = loss.top5_correct;
+  return r;
+}
+
+}  // namespace
+
+std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
+                                      const float* images, const int32_t* labels, const StepLoopEvents& events) {
+  SgdConfig sgd;
+  sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
+  sgd.weight_decay = static_cast<float>(config.weight_decay);
+  sgd.nesterov = config.nesterov;
+
+  if (events.warmup_started) events.warmup_started();
+  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, images, labels);
+  if (events.warmup_done) events.warmup_done();
+
+  if (config.layer_timing) plan.set_layer_timing(true);
+  std::vector<StepRecord> steps;
+  steps.reserve(settings.timed_steps);
+  for (int64_t i = 0; i < settings.timed_steps; ++i) {
+    steps.push_back(one_step(settings, sgd, plan, images, labels));
+    if (events.step_done) events.step_done(i, steps);
+  }
+  return steps;
+}
+
+std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch) {
+  std::vector<double> speeds;
+  speeds.reserve(steps.size());
+  for (const StepRecord& s : steps) speeds.push_back(static_cast<double>(global_batch) / s.time_sec);
+  return speeds;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,33 @@
+// harness/benchmark.h — the timed step loop: warm-up steps, then timed steps that each feed a
+// batch, run forward, loss, backward and the update, keeping every step's time and its split.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "harness/run_settings.h"
+#include "harness/stats.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct StepRecord {
+  double time_sec = 0, forward_sec = 0, backward_sec = 0, update_sec = 0;
+  double loss = 0;
+  int64_t top1_correct = 0, top5_correct = 0;
+};
+
+struct StepLoopEvents {
+  std::function<void()> warmup_started, warmup_done;
+  // called after timed step `index` (0-based) with every timed step so far
+  std::function<void(int64_t index, const std::vector<StepRecord>&)> step_done;
+};
+
+// Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
+std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
+                                      const float* images, const int32_t* labels, const StepLoopEvents& events);
+
+// Images per second of each step (global batch / step time).
+std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);
+
+}  // namespace cnnbench

@@ -1,0 +1,241 @@
+#include "harness/config.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace cnnbench {
+namespace {
+
+enum class Kind { integer, real, boolean, text };
+
+struct FlagSpec {
+  const char* name;
+  Kind kind;
+  const char* help;
+  std::function<void(Config&, const std::string&)> set;  // value already type-checked
+  std::function<std::string(const Config&)> get;
+};
+
+int64_t to_int(const std::string& v) {
+  int64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + v + "' is not an integer");
+  return out;
+}
+
+double to_real(const std::string& v) {
+  size_t used = 0;
+  double out = 0;
+  try {
+    out = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + v + "' is not a number");
+  return out;
+}
+
+bool to_bool(const std::string& v) {
+  if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "False" || v == "0" || v == "no") return false;
+  throw ConfigError("'" + v + "' is not true or false");
+}
+
+std::string real_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void one_of(const std::string& v, std::initializer_list<const char*> allowed, const char* hint = nullptr) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw ConfigError("'" + v + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
+}
+
+#define INT_FLAG(field, check, help)                                                              \
+  FlagSpec{#field, Kind::integer, help,                                                           \
+           [](Config& c, const std::string& v) { c.field = to_int(v); check; },                   \
+           [](const Config& c) { return std::to_string(c.field); }}
+#define REAL_FLAG(field, check, help)                                                             \
+  FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = to_real(v); check; }, \
+           [](const Config& c) { return real_text(c.field); }}
+#define BOOL_FLAG(field, help)                                                                    \
+  FlagSpec{#field, Kind::boolean, help, [](Config& c, const std::string& v) { c.field = to_bool(v); }, \
+           [](const Config& c) { return std::string(c.field ? "true" : "false"); }}
+#define TEXT_FLAG(field, check, help)                                                             \
+  FlagSpec{#field, Kind::text, help, [](Config& c, const std::string& v) { c.field = v; check; }, \
+           [](const Config& c) { return c.field; }}
+
+void positive(int64_t v) {
+  if (v < 1) throw ConfigError("must be at least 1, not " + std::to_string(v));
+}
+void non_negative(double v) {
+  if (v < 0) throw ConfigError("must not be negative");
+}
+
+const std::vector<FlagSpec>& flag_specs() {
+  static const std::vector<FlagSpec> specs = {
+      TEXT_FLAG(model, , "model to run (see --list_models)"),
+      INT_FLAG(batch_size, if (c.batch_size < 0) throw ConfigError("must not be negative"),
+               "images per rank per step; 0 = the model's default"),
+      INT_FLAG(num_batches, positive(c.num_batches), "timed steps"),
+      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0"),
+               "untimed steps first; -1 = min(10, max(1, num_batches / 4))"),
+      REAL_FLAG(num_epochs, non_negative(c.num_epochs), "epochs of the data set to run; overrides num_batches"),
+      INT_FLAG(display_every, positive(c.display_every), "print a step line every N steps"),
+      TEXT_FLAG(data_name, if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
+                "data set: imagenet, cifar10, fashion_mnist (default: the model's)"),
+      TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data"),
+      BOOL_FLAG(forward_only, "time inference (forward) only"),
+      BOOL_FLAG(print_training_accuracy, "add top-1/top-5 training accuracy to step lines"),
+      TEXT_FLAG(optimizer, one_of(c.optimizer, {"sgd", "momentum"}, "cnnbench trains with SGD, with or without momentum"),
+                "sgd or momentum"),
+      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
+                "learning rate; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
+      REAL_FLAG(momentum, non_negative(c.momentum), "momentum (optimizer=momentum)"),
+      REAL_FLAG(weight_decay, non_negative(c.weight_decay), "L2 weight decay"),
+      BOOL_FLAG(nesterov, "Nesterov momentum"),
+      TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref"}), "compute backend: onednn, or ref (slow reference)"),
+      INT_FLAG(num_intra_threads, if (c.num_intra_threads < 0) throw ConfigError("must not be negative"),
+               "compute threads per rank; 0 = every CPU the rank may use"),
+      TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
+      BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest"),
+      TEXT_FLAG(variable_update,
+                one_of(c.variable_update, {"horovod", "replicated", "independent"},
+                       "parameter_server and distributed_* need parameter servers, which cnnbench does not model"),
+                "horovod (averaged gradients by allreduce), replicated, independent"),
+      INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"), "seed for weights and synthetic data"),
+      TEXT_FLAG(train_dir, , "folder for checkpoints"),
+      TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
+                "folder for results.csv and the JSON results"),
+      TEXT_FLAG(result_json, , "path of the JSON result (default: in benchmark_log_dir)"),
+      BOOL_FLAG(layer_timing, "print forward/backward time per layer"),
+      BOOL_FLAG(peak, "measure this machine's FMA peak GFLOP/s and exit"),
+      BOOL_FLAG(list_models, "list the models and exit"),
+      BOOL_FLAG(help, "print this help and exit"),
+  };
+  return specs;
+}
+
+const FlagSpec* find_flag(const std::string& name) {
+  for (const FlagSpec& f : flag_specs())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
+  const FlagSpec* spec = find_flag(name);
+  if (!spec) throw ConfigError(source + ": unknown flag '" + name + "' (see --help)");
+  try {
+    spec->set(config, value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(source + ": " + e.what());
+  }
+}
+
+void apply_config_file(const std::string& path, Config& config) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + std::string(e.description()));
+  } catch (const std::exception& e) {
+    throw ConfigError(path + ": " + e.what());
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    const std::string source = path + ": key '" + name + "'";
+    const FlagSpec* spec = find_flag(name);
+    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + name + "'");
+    std::string value;
+    if (auto v = node.value_exact<int64_t>(); v && (spec->kind == Kind::integer || spec->kind == Kind::real))
+      value = std::to_string(*v);
+    else if (auto d = node.value_exact<double>(); d && spec->kind == Kind::real)
+      value = real_text(*d);
+    else if (auto b = node.value_exact<bool>(); b && spec->kind == Kind::boolean)
+      value = *b ? "true" : "false";
+    else if (auto s = node.value_exact<std::string>(); s && spec->kind == Kind::text)
+      value = *s;
+    else
+      throw ConfigError(source + ": wrong type for this setting");
+    apply_flag(config, name, value, source);
+  }
+}
+
+Config parse_command_line(int argc, const char* const* argv) {
+  struct Item {
+    std::string name, value;
+  };
+  std::vector<Item> items;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+      throw ConfigError("unexpected argument '" + arg + "' (flags look like --name=value)");
+    arg = arg.substr(2);
+    const size_t eq = arg.find('=');
+    Item item;
+    if (eq != std::string::npos) {
+      item = {arg.substr(0, eq), arg.substr(eq + 1)};
+    } else {
+      item.name = arg;
+      const FlagSpec* spec = find_flag(item.name);
+      const bool is_bool = spec && spec->kind == Kind::boolean;
+      const bool next_is_value = i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0;
+      if (item.name == "config" || (!is_bool && spec)) {
+        if (!next_is_value) throw ConfigError("flag --" + item.name + " needs a value");
+        item.value = argv[++i];
+      } else if (is_bool && next_is_value &&
+                 (std::string(argv[i + 1]) == "true" || std::string(argv[i + 1]) == "false" ||
+                  std::string(argv[i + 1]) == "True" || std::string(argv[i + 1]) == "False")) {
+        item.value = argv[++i];
+      } else {
+        item.value = "true";
+      }
+    }
+    items.push_back(item);
+  }
+  Config config;
+  for (const Item& item : items)
+    if (item.name == "config") {
+      config.config_file = item.value;
+      apply_config_file(item.value, config);
+    }
+  for (const Item& item : items)
+    if (item.name != "config") apply_flag(config, item.name, item.value, "--" + item.name);
+  return config;
+}
+
+std::string usage() {
+  std::ostringstream s;
+  s << "usage: cnnbench [--config FILE.toml] [--flag=value | --flag value]...\n"
+       "       mpiexec -np N cnnbench ...   (one rank per process)\n\nflags:\n";
+  const Config defaults;
+  for (const FlagSpec& f : flag_specs()) {
+    std::string name = std::string("  --") + f.name;
+    name.resize(std::max<size_t>(name.size() + 1, 28), ' ');
+    const std::string d = f.get(defaults);
+    s << name << f.help << (d.empty() ? "" : " [" + d + "]") << "\n";
+  }
+  s << "  --config FILE               TOML file setting the same keys; flags override it\n";
+  return s.str();
+}
+
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const FlagSpec& f : flag_specs())
+    if (std::string(f.name) != "help" && std::string(f.name) != "list_models") out.emplace_back(f.name, f.get(config));
+  out.emplace_back("config", config.config_file);
+  return out;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,65 @@
+// harness/config.h — Config: every setting of a run, with tf_cnn_benchmarks' flag names and
+// meanings. Set from a TOML file (--config) and then from the command line, which wins.
+// parse_command_line() throws ConfigError with one line naming the flag or key and the reason.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cnnbench {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  // what to run
+  std::string model = "trivial";
+  int64_t batch_size = 0;          // per rank; 0 = the model's default
+  int64_t num_batches = 100;
+  int64_t num_warmup_batches = -1; // -1 = min(10, max(1, num_batches / 4))
+  double num_epochs = 0;           // > 0 overrides num_batches
+  int64_t display_every = 10;
+  std::string data_name;           // imagenet, cifar10, fashion_mnist; empty = the model's
+  std::string data_dir;            // empty = synthetic data
+  bool forward_only = false;
+  bool print_training_accuracy = false;
+  // optimizer
+  std::string optimizer = "sgd";   // sgd | momentum
+  double init_learning_rate = -1;  // < 0 = 0.1 x global batch / 256 (ImageNet), 0.1 otherwise
+  double momentum = 0.9;
+  double weight_decay = 4e-5;
+  bool nesterov = false;
+  // compute
+  std::string backend = "onednn";
+  int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on
+  std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
+  bool use_fp16 = false;
+  std::string variable_update = "horovod";
+  uint64_t seed = 1;
+  // output
+  std::string train_dir;
+  std::string benchmark_log_dir = "cnnbench_results";
+  std::string result_json;         // empty = <benchmark_log_dir>/<model>_<time>_<pid>.json
+  bool layer_timing = false;
+  // modes
+  bool peak = false;               // measure the FMA peak and exit
+  bool list_models = false;
+  bool help = false;
+  std::string config_file;
+};
+
+// Applies the TOML file named by --config (if any), then every flag. argv[0] is skipped.
+Config parse_command_line(int argc, const char* const* argv);
+// Applies one TOML file's keys (the flag names) to `config`.
+void apply_config_file(const std::string& path, Config& config);
+// Applies one flag value, validated, as if given as --name=value.
+void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
+
+std::string usage();
+// name=value for every setting, for the JSON result.
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config);
+
+}  // namespace cnnbench

@@ -1,0 +1,56 @@
+#include "harness/run_settings.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cnnbench {
+
+int64_t dataset_train_size(const std::string& dataset) {
+  if (dataset == "imagenet") return 1281167;
+  if (dataset == "cifar10") return 50000;
+  if (dataset == "fashion_mnist") return 60000;
+  return 0;
+}
+
+RunSettings resolve_settings(const Config& config, int ranks, int threads) {
+  RunSettings s;
+  const auto model = find_model(config.model);
+  if (!model) {
+    std::string known;
+    for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
+    throw ConfigError("--model: unknown model '" + config.model + "' (known: " + known + ")");
+  }
+  s.model = *model;
+  s.dataset = config.data_name.empty() ? model->dataset : config.data_name;
+  if (s.dataset != model->dataset)
+    throw ConfigError("--data_name: model " + model->name + " takes " + model->dataset + " images (" +
+                      std::to_string(model->image_size) + "x" + std::to_string(model->image_size) + "), not " +
+                      s.dataset);
+  s.synthetic = config.data_dir.empty();
+  if (!s.synthetic)
+    throw ConfigError("--data_dir: this build reads synthetic data only; drop --data_dir to benchmark on synthetic " +
+                      s.dataset + " images");
+  if (!config.train_dir.empty())
+    throw ConfigError("--train_dir: checkpoints are written by the convergence mode, which this build lacks");
+  s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
+  s.ranks = ranks;
+  s.global_batch = s.batch_size * ranks;
+  if (config.num_epochs > 0) {
+    const double images = config.num_epochs * static_cast<double>(dataset_train_size(s.dataset));
+    s.timed_steps = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(images / static_cast<double>(s.global_batch))));
+  } else {
+    s.timed_steps = config.num_batches;
+  }
+  s.warmup_steps = config.num_warmup_batches >= 0 ? config.num_warmup_batches
+                                                  : std::min<int64_t>(10, std::max<int64_t>(1, s.timed_steps / 4));
+  s.epochs = static_cast<double>(s.timed_steps * s.global_batch) / static_cast<double>(dataset_train_size(s.dataset));
+  s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
+                    : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0
+                                                  : 0.1;
+  s.precision = config.use_fp16 ? DType::bf16 : DType::f32;
+  s.threads = threads;
+  s.training = !config.forward_only;
+  return s;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,85 @@
+#include "harness/run_summary.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+namespace cnnbench {
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
+                     const PeakResult& peak) {
+  RunSummary s;
+  s.timed_steps = static_cast<int64_t>(steps.size());
+  std::vector<double> times, forward, backward, update;
+  for (const StepRecord& r : steps) {
+    times.push_back(r.time_sec);
+    forward.push_back(r.forward_sec);
+    backward.push_back(r.backward_sec);
+    update.push_back(r.update_sec);
+    s.elapsed_sec += r.time_sec;
+  }
+  s.images_per_sec = static_cast<double>(settings.global_batch * s.timed_steps) / s.elapsed_sec;
+  s.speed = speed_stats(step_speeds(steps, settings.global_batch));
+  s.step_mean_sec = mean(times);
+  s.step_p50_sec = percentile(times, 50);
+  s.step_p90_sec = percentile(times, 90);
+  s.step_p99_sec = percentile(times, 99);
+  s.forward_mean_sec = mean(forward);
+  s.backward_mean_sec = mean(backward);
+  s.update_mean_sec = mean(update);
+  s.gflop_per_image = 2.0 * static_cast<double>(graph.forward_macs_per_image()) * (settings.training ? 3 : 1) / 1e9;
+  s.achieved_gflops = s.gflop_per_image * s.images_per_sec;
+  s.peak = peak;
+  // peak is per rank; all ranks together have `ranks` times as much
+  if (peak.supported && peak.gflops > 0) s.fraction_of_peak = s.achieved_gflops / (peak.gflops * settings.ranks);
+  s.peak_rss_bytes = peak_rss_bytes();
+  s.final_loss = steps.empty() ? 0 : steps.back().loss;
+  return s;
+}
+
+void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) {
+  const double step = s.step_mean_sec > 0 ? s.step_mean_sec : 1;
+  fmt::print(out, "cnnbench summary ({} timed steps, {} rank{} x {} thread{})\n", s.timed_steps, settings.ranks,
+             settings.ranks == 1 ? "" : "s", settings.threads, settings.threads == 1 ? "" : "s");
+  fmt::print(out, "  images/sec      {:.2f} total, {:.2f} per rank\n", s.images_per_sec, s.images_per_sec / settings.ranks);
+  fmt::print(out, "  step time       p50 {:.4f} s  p90 {:.4f} s  p99 {:.4f} s  (mean {:.4f} s)\n", s.step_p50_sec,
+             s.step_p90_sec, s.step_p99_sec, s.step_mean_sec);
+  fmt::print(out, "  split           forward+loss {:.4f} s ({:.0f}%)  backward {:.4f} s ({:.0f}%)  update {:.4f} s ({:.0f}%)\n",
+             s.forward_mean_sec, 100 * s.forward_mean_sec / step, s.backward_mean_sec, 100 * s.backward_mean_sec / step,
+             s.update_mean_sec, 100 * s.update_mean_sec / step);
+  if (s.peak.supported)
+    fmt::print(out, "  compute         {:.1f} GFLOP/s = {:.1f}% of the measured {} peak {:.1f} GFLOP/s ({} per image)\n",
+               s.achieved_gflops, 100 * s.fraction_of_peak, dtype_name(settings.precision),
+               s.peak.gflops * settings.ranks, fmt::format("{:.2f} GFLOP", s.gflop_per_image));
+  else
+    fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
+               dtype_name(settings.precision));
+  fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank\n", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  std::fflush(out);
+}
+
+void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps) {
+  double total = 0;
+  for (const LayerTime& t : layers) total += t.forward_sec + t.backward_sec;
+  if (total <= 0 || steps <= 0) return;
+  fmt::print(out, "Layer timing: milliseconds per step, averaged over {} steps (fused ops are timed with their producer)\n",
+             steps);
+  fmt::print(out, "{:<34} {:<16} {:>10} {:>10} {:>7} {:>9}\n", "layer", "op", "forward", "backward", "share", "GFLOP/s");
+  for (const Node& node : graph.nodes) {
+    const LayerTime& t = layers[node.id];
+    const double fwd = 1e3 * t.forward_sec / steps, bwd = 1e3 * t.backward_sec / steps;
+    if (fwd + bwd <= 0) continue;
+    const double flop = 2.0 * static_cast<double>(node.forward_macs) * (t.backward_sec > 0 ? 3 : 1);
+    const std::string rate = flop > 0 ? fmt::format("{:.1f}", flop / ((fwd + bwd) / 1e3) / 1e9) : "";
+    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>6.1f}% {:>9}\n", node.name, op_name(node.kind), fwd, bwd,
+               100 * (t.forward_sec + t.backward_sec) / total, rate);
+  }
+  std::fflush(out);
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,38 @@
+// harness/run_summary.h — what a user acts on after a run: throughput, step-time percentiles,
+// the forward/backward/update split, achieved GFLOP/s against the measured peak, peak memory;
+// and the per-layer table of --layer_timing.
+#pragma once
+
+#include <cstdio>
+#include <vector>
+
+#include "harness/benchmark.h"
+#include "harness/peak.h"
+#include "harness/run_settings.h"
+#include "harness/stats.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct RunSummary {
+  int64_t timed_steps = 0;
+  double elapsed_sec = 0;
+  double images_per_sec = 0;  // all timed images / elapsed (tf's "total images/sec")
+  SpeedStats speed;           // over per-step speeds
+  double step_mean_sec = 0, step_p50_sec = 0, step_p90_sec = 0, step_p99_sec = 0;
+  double forward_mean_sec = 0, backward_mean_sec = 0, update_mean_sec = 0;
+  double gflop_per_image = 0;  // conv + linear: 2 x MACs forward, x 3 when training
+  double achieved_gflops = 0;
+  PeakResult peak;
+  double fraction_of_peak = 0;
+  int64_t peak_rss_bytes = 0;
+  double final_loss = 0;
+};
+
+RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
+                     const PeakResult& peak);
+void print_summary(FILE* out, const RunSummary& summary, const RunSettings& settings);
+void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps);
+int64_t peak_rss_bytes();
+
+}  // namespace cnnbench

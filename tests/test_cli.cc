@@ -1,0 +1,112 @@
+// The cnnbench binary end to end: the tf_cnn_benchmarks-format log, the summary, the JSON and
+// CSV results, and a clear one-line error with a non-zero exit for bad input.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string output;
+};
+
+CliRun run_cnnbench(const std::string& args, const std::string& dir) {
+  const std::string cmd = "cd '" + dir + "' && '" CNNBENCH_BINARY "' " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
+  const std::string dir = fresh_dir("cli_train");
+  const CliRun r = run_cnnbench("--model=resnet20 --batch_size=16 --num_batches=4 --num_warmup_batches=1 "
+                             "--display_every=2 --print_training_accuracy --layer_timing --result_json=out/r.json",
+                             dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"Model:       resnet20\n", "Dataset:     cifar10 (synthetic)\n", "Mode:        training\n",
+                           "Batch size:  16 global\n", "             16 per device\n", "Num batches: 4\n",
+                           "Running warm up\n", "Done warm up\n",
+                           "Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy\n"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  // step lines at 1, 2 and 4 (display_every = 2), none at 3
+  const std::regex step_line(R"((\d+)\timages/sec: [0-9.]+ \+/- [0-9.]+ \(jitter = [0-9.]+\)\t[0-9.]+\t[0-9.]+\t[0-9.]+)");
+  std::vector<int> steps;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), step_line); it != std::sregex_iterator(); ++it)
+    steps.push_back(std::stoi((*it)[1]));
+  EXPECT_EQ(steps, (std::vector<int>{1, 2, 4}));
+  std::smatch total;
+  ASSERT_TRUE(std::regex_search(r.output, total, std::regex(R"(total images/sec: ([0-9.]+))"))) << r.output;
+  EXPECT_GT(std::stod(total[1]), 0.0);
+  EXPECT_NE(r.output.find("layer1.0.conv1"), std::string::npos);  // the layer table
+
+  std::ifstream json_file(dir + "/out/r.json");
+  ASSERT_TRUE(json_file.good());
+  const auto doc = nlohmann::json::parse(json_file);
+  EXPECT_EQ(doc["schema"], "cnnbench.result/1");
+  EXPECT_EQ(doc["model"]["parameters"], 269722);
+  EXPECT_EQ(doc["steps"]["time_sec"].size(), 4u);
+  EXPECT_EQ(doc["run"]["timed_steps"], 4);
+  EXPECT_NEAR(doc["summary"]["images_per_sec"].get<double>(), std::stod(total[1]), 0.01);
+  EXPECT_FALSE(doc["context"]["cpu_model"].get<std::string>().empty());
+  EXPECT_FALSE(doc["layers"].empty());
+
+  std::ifstream csv(dir + "/cnnbench_results/results.csv");
+  std::string header, row, extra;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  EXPECT_FALSE(std::getline(csv, extra));
+  EXPECT_EQ(header.rfind("time_utc,model,", 0), 0u);
+  EXPECT_NE(row.find(",resnet20,cifar10,true,training,onednn,fp32,1,1,"), std::string::npos) << row;
+  EXPECT_NE(row.find("out/r.json"), std::string::npos);
+}
+
+TEST(Cli, ForwardOnlyAndNhwcRun) {
+  const std::string dir = fresh_dir("cli_forward");
+  const CliRun r = run_cnnbench("--model=small_cnn --batch_size=8 --num_batches=2 --forward_only --data_format=NHWC", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Mode:        forward-only"), std::string::npos);
+  EXPECT_NE(r.output.find("Data format: NHWC"), std::string::npos);
+}
+
+TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
+  const std::string dir = fresh_dir("cli_bad");
+  for (const char* args : {"--model=resnet51", "--batch_size=-1", "--model=resnet20 --data_name=imagenet",
+                           "--config=/nonexistent.toml", "--bogus"}) {
+    const CliRun r = run_cnnbench(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("cnnbench: ", 0), 0u) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));  // nothing written
+}
+
+TEST(Cli, ListModelsAndHelp) {
+  const std::string dir = fresh_dir("cli_list");
+  const CliRun list = run_cnnbench("--list_models", dir);
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.output.find("25557032"), std::string::npos);
+  const CliRun help = run_cnnbench("--help", dir);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--num_warmup_batches"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cnnbench

@@ -1,0 +1,52 @@
+// Result files: atomic writes, CSV appends that never tear, refusal to mix schemas.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/result_files.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  make_folders(dir);
+  return dir;
+}
+
+TEST(ResultFiles, CsvAppendsRowsUnderOneHeader) {
+  const std::string path = fresh_dir("csv_append") + "/results.csv";
+  append_csv_row(path, {"a", "b"}, {"1", "x,y"});
+  append_csv_row(path, {"a", "b"}, {"2", "say \"hi\""});
+  EXPECT_EQ(slurp(path), "a,b\n1,\"x,y\"\n2,\"say \"\"hi\"\"\"\n");
+}
+
+TEST(ResultFiles, CsvWithAnotherHeaderIsRefusedAndKept) {
+  const std::string path = fresh_dir("csv_other") + "/results.csv";
+  std::ofstream(path) << "old,columns\n1,2\n";
+  EXPECT_THROW(append_csv_row(path, {"a", "b"}, {"1", "2"}), std::runtime_error);
+  EXPECT_EQ(slurp(path), "old,columns\n1,2\n");
+}
+
+TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
+  const std::string dir = fresh_dir("atomic");
+  write_file_atomically(dir + "/r.json", "first");
+  write_file_atomically(dir + "/r.json", "second");
+  EXPECT_EQ(slurp(dir + "/r.json"), "second");
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(write_file_atomically(dir + "/missing/r.json", "x"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace cnnbench
