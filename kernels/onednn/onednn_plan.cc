@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cpu_ops.h"
+#include "kernels/onednn/blocked_layout.h"
 #include "kernels/onednn/onednn_check.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/top_k.h"
@@ -728,25 +729,57 @@ class OnednnPlan final : public Plan {
       else grad_written_[u] = true;
   }
 
-  // Option-A shortcut on plain NCHW buffers (CIFAR-sized tensors; a memory-bound copy).
-  struct ShortcutState {
-    memory src_plain, dst_plain, diff_dst_plain, diff_src_plain;
-  };
-
+  // Option-A shortcut, run on the host directly in the blocked layout oneDNN chose for the
+  // input (a strided copy: y[n, c + pad, h, w] = x[n, c, h*s, w*s]); padded channels of y stay
+  // at the arena's zeros, since nothing else writes them.
   ref::ShortcutGeometry shortcut_geometry(const Node& node) const {
     const Shape& in = graph_.nodes[node.inputs[0]].out;
     return {in.n, in.c, in.h, in.w, node.out.c, node.out.h, node.out.w, node.shortcut.stride,
             node.shortcut.pad_front};
   }
 
+  static BlockedLayout layout_of(const memory& m, const Node& node) {
+    const auto layout = BlockedLayout::of(m.get_desc());
+    if (!layout) throw std::invalid_argument(where(node, "input layout is not plain or channel-blocked"));
+    return *layout;
+  }
+
+  // Calls f(x_offset, y_offset) for every element the shortcut copies. Channel offsets are
+  // tabled once so the inner loop has no division.
+  struct ShortcutWalk {
+    ref::ShortcutGeometry g;
+    BlockedLayout x, y;
+    std::vector<int64_t> x_channel, y_channel;
+    ShortcutWalk(const ref::ShortcutGeometry& geometry, const BlockedLayout& xl, const BlockedLayout& yl)
+        : g(geometry), x(xl), y(yl) {
+      for (int64_t c = 0; c < g.c; ++c) {
+        x_channel.push_back(x.offset(0, c, 0, 0));
+        y_channel.push_back(y.offset(0, c + g.pad_front, 0, 0));
+      }
+    }
+    template <class F>
+    void run(F&& f) const {
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int64_t n = 0; n < g.n; ++n)
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            const int64_t xb = x.offset(n, 0, oy * g.stride, ox * g.stride), yb = y.offset(n, 0, oy, ox);
+            for (int64_t c = 0; c < g.c; ++c) f(xb + x_channel[c], yb + y_channel[c]);
+          }
+    }
+  };
+
   void compile_shortcut_forward(const Node& node) {
     const int src = node.inputs[0];
-    ShortcutState& s = shortcut_[node.id];
-    s.src_plain = forward_view(src, plain_md(dims(graph_.nodes[src])));
-    mem_[node.id] = alloc(plain_md(dims(node)));
-    auto host = [in = s.src_plain, out = mem_[node.id], g = shortcut_geometry(node)] {
-      ref::shortcut_forward(static_cast<const float*>(in.get_data_handle()),
-                            static_cast<float*>(out.get_data_handle()), g);
+    // the output keeps the input's layout family: blocked in, blocked out
+    const int64_t block = layout_of(mem_[src], node).block;
+    const tag out_tag = block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : block == 4 ? tag::nChw4c : tag::nchw;
+    mem_[node.id] = alloc(memory::desc(dims(node), dt::f32, out_tag));
+    auto host = [x = mem_[src], y = mem_[node.id],
+                 walk = ShortcutWalk(shortcut_geometry(node), layout_of(mem_[src], node), layout_of(mem_[node.id], node))] {
+      const float* in = static_cast<const float*>(x.get_data_handle());
+      float* out = static_cast<float*>(y.get_data_handle());
+      walk.run([&](int64_t xi, int64_t yi) { out[yi] = in[xi]; });
     };
     forward_training_.push_back({{}, {}, host});
     forward_inference_.push_back({{}, {}, host});
@@ -754,15 +787,16 @@ class OnednnPlan final : public Plan {
 
   void compile_shortcut_backward(const Node& node) {
     const int src = node.inputs[0];
-    ShortcutState& s = shortcut_[node.id];
-    s.diff_dst_plain = backward_view(node.id, plain_md(dims(node)));
-    s.diff_src_plain = alloc(plain_md(dims(graph_.nodes[src])));
-    backward_.push_back({{}, {}, [dy = s.diff_dst_plain, dx = s.diff_src_plain, g = shortcut_geometry(node)] {
+    memory target = grad_target(src, mem_[src].get_desc());
+    backward_.push_back({{}, {}, [dy = diff_[node.id], dx = target,
+                                  walk = ShortcutWalk(shortcut_geometry(node), layout_of(target, node),
+                                                      layout_of(diff_[node.id], node))] {
                            float* out = static_cast<float*>(dx.get_data_handle());
-                           std::fill_n(out, g.n * g.c * g.h * g.w, 0.0f);
-                           ref::shortcut_backward(static_cast<const float*>(dy.get_data_handle()), out, g);
+                           const float* in = static_cast<const float*>(dy.get_data_handle());
+                           std::fill_n(out, dx.get_desc().get_size() / sizeof(float), 0.0f);
+                           walk.run([&](int64_t xi, int64_t yi) { out[xi] = in[yi]; });
                          }});
-    finish_grad(src, s.diff_src_plain);
+    finish_grad(src, target);
   }
 
   // Gradient buffers, decided from the output down so that aliases can point upward:
@@ -811,7 +845,6 @@ class OnednnPlan final : public Plan {
     memory workspace;
   };
   std::unordered_map<int, PoolState> pool_;
-  std::unordered_map<int, ShortcutState> shortcut_;
   Steps forward_training_, forward_inference_, backward_;
   memory logits_plain_, dlogits_plain_;
   std::vector<std::pair<memory, size_t>> placements_;

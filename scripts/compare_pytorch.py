@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Trains the same models with cnnbench and with PyTorch on this machine, one after the other,
+and prints images/sec and the ratio per model.
+
+Both run with the same model, per-rank batch, thread count, precision, synthetic data and
+number of warm-up and timed steps. PyTorch gets its best CPU setting: channels_last memory
+format and glibc told to keep freed memory (MALLOC_MMAP_MAX_=0,
+MALLOC_TRIM_THRESHOLD_=68719476736), without which it pays page faults every step; cnnbench
+runs under the same environment.
+
+  scripts/compare_pytorch.py                      # resnet50, vgg16, resnet20; writes results/
+  scripts/compare_pytorch.py --models resnet20 --steps 30
+Needs python3-torch and python3-torchvision (scripts/install_deps.sh --pytorch).
+"""
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULTS = {"resnet50": 32, "vgg16": 16, "resnet20": 128}  # per-rank batch
+MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
+
+PYTORCH_WORKER = r'''
+import sys, time, json
+import torch, torch.nn as nn, torch.nn.functional as F
+model_name, batch, threads, warmup, steps, precision = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+torch.set_num_threads(threads)
+torch.manual_seed(1)
+
+class Shortcut(nn.Module):  # CIFAR ResNet option A: subsample, zero-pad channels
+    def __init__(self, pad):
+        super().__init__(); self.pad = pad
+    def forward(self, x):
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False); self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False); self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = Shortcut((cout - cin) // 2) if stride != 1 or cin != cout else nn.Identity()
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+class CifarResNet(nn.Module):
+    def __init__(self, depth):
+        super().__init__(); n = (depth - 2) // 6
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False); self.bn1 = nn.BatchNorm2d(16)
+        layers, cin = [], 16
+        for stage, width in enumerate((16, 32, 64)):
+            for i in range(n):
+                layers.append(Block(cin, width, 2 if stage > 0 and i == 0 else 1)); cin = width
+        self.layers = nn.Sequential(*layers); self.fc = nn.Linear(64, 10)
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+if model_name.startswith("resnet") and int(model_name[6:]) in (20, 32, 44, 56, 110):
+    model, size, classes = CifarResNet(int(model_name[6:])), 32, 10
+else:
+    import torchvision
+    model, size, classes = getattr(torchvision.models, model_name)(), 224, 1000
+model = model.to(memory_format=torch.channels_last).train()
+images = torch.randn(batch, 3, size, size).to(memory_format=torch.channels_last)
+labels = torch.randint(0, classes, (batch,))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+loss_fn = nn.CrossEntropyLoss()
+
+def step():
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        loss = loss_fn(model(images), labels)
+    loss.backward()
+    optimizer.step()
+
+for _ in range(warmup):
+    step()
+times = []
+for _ in range(steps):
+    start = time.perf_counter(); step(); times.append(time.perf_counter() - start)
+print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "torch": torch.__version__}))
+'''
+
+
+def run_checked(args, env, what):
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"compare_pytorch.py: {what} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
+    return done
+
+
+def run_pytorch(python, model, batch, threads, warmup, steps, precision, env):
+    out = run_checked([python, "-c", PYTORCH_WORKER, model, str(batch), str(threads), str(warmup), str(steps),
+                       precision], env, f"PyTorch {model}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "r.json")
+        args = [binary, f"--model={model}", f"--batch_size={batch}", f"--num_batches={steps}",
+                f"--num_warmup_batches={warmup}", f"--num_intra_threads={threads}", "--optimizer=momentum",
+                "--weight_decay=1e-4", f"--benchmark_log_dir={tmp}", f"--result_json={result}"]
+        if precision != "fp32":
+            args.append("--use_fp16")
+        run_checked(args, env, f"cnnbench {model}")
+        with open(result) as f:
+            doc = json.load(f)
+    return {"images_per_sec": doc["summary"]["images_per_sec"], "fraction_of_peak": doc["summary"]["fraction_of_peak"],
+            "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=list(DEFAULTS), help="models to compare")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--binary", default=os.path.join(ROOT, "build", "cnnbench"))
+    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
+                        help="interpreter that has Debian's torch (default /usr/bin/python3)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "results"), help="folder for compare_pytorch_*.csv/.md")
+    args = parser.parse_args()
+    env = dict(os.environ, **MALLOC_ENV)
+    rows = []
+    for model in args.models:
+        batch = DEFAULTS.get(model, 32)
+        steps = args.steps * (5 if model == "resnet20" else 1)  # short steps: time more of them
+        ours = run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps, args.precision, env)
+        theirs = run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, env)
+        ratio = ours["images_per_sec"] / theirs["images_per_sec"]
+        rows.append({"model": model, "batch": batch, "threads": args.threads, "precision": args.precision,
+                     "steps": steps, "cnnbench_images_per_sec": round(ours["images_per_sec"], 2),
+                     "pytorch_images_per_sec": round(theirs["images_per_sec"], 2), "ratio": round(ratio, 3),
+                     "cnnbench_fraction_of_peak": round(ours["fraction_of_peak"], 3),
+                     "torch_version": theirs["torch"], "cpu": ours["cpu"]})
+        print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
+              f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
+              f"({100 * ours['fraction_of_peak']:.1f}% of the measured {args.precision} peak)", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"compare_pytorch_{args.precision}")
+    with open(stem + ".csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(stem + ".md", "w") as f:
+        f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']}, {args.precision}, {args.threads} threads, "
+                f"{rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n")
+        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak |\n|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} | {r['pytorch_images_per_sec']} "
+                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% |\n")
+    print(f"wrote {stem}.csv and {stem}.md")
+
+
+if __name__ == "__main__":
+    main()
