@@ -9,8 +9,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, const float* images,
-                    const int32_t* labels) {
+StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientReducer* reducer,
+                    const float* images, const int32_t* labels) {
   StepRecord r;
   const auto start = std::chrono::steady_clock::now();
   plan.set_input(images);
@@ -23,8 +23,16 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
     plan.backward();
     r.backward_sec = seconds_since(phase);
     phase = std::chrono::steady_clock::now();
-    plan.sgd_step(sgd, static_cast<float>(settings.learning_rate));
-    r.update_sec = seconds_since(phase);
+    const float lr = static_cast<float>(settings.learning_rate);
+    if (reducer) {
+      const ReducerStepStats stats =
+          reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
+      r.comm_sec = stats.comm_sec;
+      r.exposed_sec = stats.exposed_sec;
+    } else {
+      plan.sgd_step(sgd, lr);
+    }
+    r.update_sec = seconds_since(phase) - r.exposed_sec;
   }
   r.time_sec = seconds_since(start);
   r.loss = loss.loss;
@@ -36,21 +44,22 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
 }  // namespace
 
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      const float* images, const int32_t* labels, const StepLoopEvents& events) {
+                                      GradientReducer* reducer, const float* images, const int32_t* labels,
+                                      const StepLoopEvents& events) {
   SgdConfig sgd;
   sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
   sgd.weight_decay = static_cast<float>(config.weight_decay);
   sgd.nesterov = config.nesterov;
 
   if (events.warmup_started) events.warmup_started();
-  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, images, labels);
+  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, reducer, images, labels);
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(one_step(settings, sgd, plan, images, labels));
+    steps.push_back(one_step(settings, sgd, plan, reducer, images, labels));
     if (events.step_done) events.step_done(i, steps);
   }
   return steps;

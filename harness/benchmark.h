@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/run_settings.h"
+#include "comm/gradient_reducer.h"
 #include "harness/stats.h"
 #include "kernels/plan.h"
 
@@ -13,6 +14,8 @@ namespace cnnbench {
 
 struct StepRecord {
   double time_sec = 0, forward_sec = 0, backward_sec = 0, update_sec = 0;
+  double comm_sec = 0;     // gradient allreduce, on the communication thread (overlapped)
+  double exposed_sec = 0;  // of which the compute thread waited for, after backward
   double loss = 0;
   int64_t top1_correct = 0, top5_correct = 0;
 };
@@ -24,8 +27,11 @@ struct StepLoopEvents {
 };
 
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
+// With a reducer, gradients are averaged across ranks during backward and each bucket is
+// updated as soon as it is reduced.
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      const float* images, const int32_t* labels, const StepLoopEvents& events);
+                                      GradientReducer* reducer, const float* images, const int32_t* labels,
+                                      const StepLoopEvents& events);
 
 // Images per second of each step (global batch / step time).
 std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);

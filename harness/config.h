@@ -38,6 +38,12 @@ struct Config {
   std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
   bool use_fp16 = false;
   std::string variable_update = "horovod";
+  // distributed
+  std::string allreduce = "mpi";        // mpi | gloo
+  double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
+  std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
+  std::string baseline;                 // JSON result of a reference run, for scaling efficiency
+  std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
   uint64_t seed = 1;
   // output
   std::string train_dir;

@@ -1,23 +1,27 @@
-// cnnbench: trains (or runs forward) a CNN on synthetic data and reports images/sec in
-// tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV row.
+// cnnbench: trains (or runs forward) a CNN on synthetic data across MPI ranks and reports
+// images/sec in tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV row.
+//   mpiexec -np N cnnbench --model=resnet50 --batch_size=32 ...     (or srun, or one process)
 #include <fmt/format.h>
+#include <malloc.h>
+#include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 
-#include "harness/benchmark.h"
+#include "comm/communicator.h"
+#include "harness/allreduce_bench.h"
 #include "harness/config.h"
-#include "harness/peak.h"
-#include "harness/result_record.h"
-#include "harness/run_context.h"
-#include "harness/run_settings.h"
-#include "harness/run_summary.h"
-#include "harness/synthetic_data.h"
-#include "harness/tf_log.h"
-#include "kernels/backend.h"
-#include "kernels/threads.h"
+#include "harness/training_run.h"
+#include "models/model_zoo.h"
 
 namespace cnnbench {
 namespace {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
 
 void list_models() {
   fmt::print("{:<11} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}\n", "model", "data", "input", "classes", "parameters",
@@ -30,83 +34,67 @@ void list_models() {
   }
 }
 
-void print_peak(int threads) {
-  for (DType t : {DType::f32, DType::bf16}) {
-    const PeakResult p = measure_peak(t, threads);
-    if (p.supported)
-      fmt::print("{} peak: {:.1f} GFLOP/s ({} thread{}, {})\n", dtype_name(t), p.gflops, threads, threads == 1 ? "" : "s",
-                 p.isa);
-    else
-      fmt::print("{} peak: no fast {} instructions on this CPU\n", dtype_name(t), dtype_name(t));
-  }
-}
-
-int run(const Config& config) {
-  const int threads = configure_threads(static_cast<int>(config.num_intra_threads));
-  if (config.peak) {
-    print_peak(threads);
-    return 0;
-  }
-  const RunSettings settings = resolve_settings(config, /*ranks=*/1, threads);
-  const Graph graph = build_model(settings.model.name, settings.batch_size);
-  PlanOptions options;
-  options.compute = settings.precision;
-  options.input_nhwc = config.data_format == "NHWC";
-  TfLog log(stdout, settings, config);
-  log.header("['/cpu:0']", fmt::format("{}, {} thread{}", config.backend, threads, threads == 1 ? "" : "s"));
-
-  auto plan = compile_plan(config.backend, graph, options);
-  init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), config.seed);
-  const Shape& in = graph.input().out;
-  const Batch batch = make_synthetic_batch(in.n, in.c, in.h, in.w, graph.num_classes(), config.seed + 1);
-  const PeakResult peak = measure_peak(settings.precision, threads);
-
-  StepLoopEvents events;
-  events.warmup_started = [&] { log.warmup_started(); };
-  events.warmup_done = [&] { log.warmup_done(); };
-  events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) { log.step(i, steps); };
-  const std::vector<StepRecord> steps =
-      run_step_loop(settings, config, *plan, batch.images.data(), batch.labels.data(), events);
-
-  const RunSummary summary = summarize(settings, graph, steps, peak);
-  log.total(summary.images_per_sec);
-  print_summary(stdout, summary, settings);
-  if (config.layer_timing) print_layer_table(stdout, graph, plan->layer_times(), summary.timed_steps);
-  const RunContext context = collect_run_context();
-  const ResultInputs inputs{config, settings, graph, context, steps, summary,
-                            config.layer_timing ? &plan->layer_times() : nullptr, config.backend, 1};
-  const std::string json_path = write_results(inputs);
-  fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
-  return 0;
-}
-
 }  // namespace
 }  // namespace cnnbench
 
 int main(int argc, char** argv) {
   using namespace cnnbench;
+  // Keep freed memory in the process: glibc otherwise hands large blocks back to the kernel
+  // and every step pays page faults again (Open MPI's allreduce allocates a buffer per call).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 64 << 30);
+  // Waiting ranks yield their core: ranks may share cores with compute threads.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  try {
+    init_mpi(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnnbench: %s\n", e.what());
+    return 1;
+  }
+
+  // 1. flags, the same on every rank: errors reported once, by rank 0
   Config config;
+  std::string error;
   try {
     config = parse_command_line(argc, argv);
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "cnnbench: %s\n", e.what());
+    error = e.what();
+  }
+  if (report_errors_together(error)) {
+    finalize_mpi();
     return 2;
   }
-  if (config.help) {
-    std::fputs(usage().c_str(), stdout);
+  if (config.help || config.list_models) {
+    if (world_rank() == 0) {
+      if (config.help) std::fputs(usage().c_str(), stdout);
+      if (config.list_models) list_models();
+    }
+    finalize_mpi();
     return 0;
   }
-  if (config.list_models) {
-    list_models();
-    return 0;
-  }
+
+  // 2. the run: errors in setting it up are gathered and printed once by rank 0 (exit 2); any
+  // later failure ends the whole job at once, naming the rank, so no rank waits in a collective.
+  int exit_code = 0;
   try {
-    return run(config);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "cnnbench: %s\n", e.what());
-    return 2;
+    std::string not_built;
+    if (config.allreduce == "nccl") not_built = "--allreduce: 'nccl' needs GPUs and a CUDA build; this build has mpi, gloo";
+    if (report_errors_together(not_built)) throw ErrorsReported{2};
+    std::unique_ptr<Communicator> comm = make_communicator(config.allreduce);
+    if (config.mode == "allreduce")
+      run_allreduce_benchmark(config, *comm);
+    else
+      run_training(config, *comm);
+  } catch (const ErrorsReported& e) {
+    exit_code = e.exit_code;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnnbench: error: %s\n", e.what());
-    return 1;
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::fprintf(stderr, "cnnbench: rank %d: error: %s\n", world_rank(), e.what());
+    std::fflush(stderr);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    exit_code = 1;
   }
+  finalize_mpi();
+  return exit_code;
 }

@@ -16,12 +16,15 @@ nlohmann::json result_json(const ResultInputs& in) {
   for (const auto& [key, value] : config_values(in.config)) config[key] = value;
   nlohmann::json steps = {{"time_sec", nlohmann::json::array()},     {"forward_sec", nlohmann::json::array()},
                           {"backward_sec", nlohmann::json::array()}, {"update_sec", nlohmann::json::array()},
+                          {"comm_sec", nlohmann::json::array()},     {"exposed_comm_sec", nlohmann::json::array()},
                           {"loss", nlohmann::json::array()},         {"top1_correct", nlohmann::json::array()}};
   for (const StepRecord& r : in.steps) {
     steps["time_sec"].push_back(r.time_sec);
     steps["forward_sec"].push_back(r.forward_sec);
     steps["backward_sec"].push_back(r.backward_sec);
     steps["update_sec"].push_back(r.update_sec);
+    steps["comm_sec"].push_back(r.comm_sec);
+    steps["exposed_comm_sec"].push_back(r.exposed_sec);
     steps["loss"].push_back(r.loss);
     steps["top1_correct"].push_back(r.top1_correct);
   }
@@ -48,7 +51,11 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"warmup_steps", s.warmup_steps},
         {"timed_steps", s.timed_steps},
         {"learning_rate", s.learning_rate},
-        {"variable_update", in.config.variable_update}}},
+        {"variable_update", in.config.variable_update},
+        {"allreduce", in.allreduce},
+        {"fusion_threshold_mb", in.config.fusion_threshold_mb},
+        {"compression", in.config.compression},
+        {"buckets", m.buckets}}},
       {"steps", steps},
       {"summary",
        {{"images_per_sec", m.images_per_sec},
@@ -68,7 +75,13 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"peak_isa", m.peak.isa},
         {"fraction_of_peak", m.fraction_of_peak},
         {"peak_rss_bytes", m.peak_rss_bytes},
-        {"final_loss", m.final_loss}}},
+        {"final_loss", m.final_loss},
+        {"comm_mean_sec", m.comm_mean_sec},
+        {"exposed_comm_mean_sec", m.exposed_mean_sec},
+        {"rank_skew", m.rank_skew},
+        {"baseline_images_per_sec", m.baseline_images_per_sec},
+        {"baseline_ranks", m.baseline_ranks},
+        {"scaling_efficiency", m.scaling_efficiency}}},
   };
   if (in.layers) {
     nlohmann::json layers = nlohmann::json::array();
@@ -90,9 +103,11 @@ nlohmann::json result_json(const ResultInputs& in) {
 std::vector<std::string> csv_header() {
   return {"time_utc",          "model",           "dataset",         "synthetic",          "mode",
           "backend",           "precision",       "ranks",           "hosts",              "threads_per_rank",
-          "batch_size_per_rank", "global_batch",  "timed_steps",     "variable_update",    "images_per_sec",
+          "batch_size_per_rank", "global_batch",  "timed_steps",     "variable_update",    "allreduce",
+          "fusion_threshold_mb", "compression",   "images_per_sec",
           "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter", "step_time_p50_sec",
-          "step_time_p90_sec", "step_time_p99_sec", "achieved_gflops", "fraction_of_peak", "peak_rss_bytes",
+          "step_time_p90_sec", "step_time_p99_sec", "achieved_gflops", "fraction_of_peak", "comm_mean_sec",
+          "exposed_comm_mean_sec", "rank_skew", "scaling_efficiency", "peak_rss_bytes",
           "final_loss",        "host",            "git_revision",    "json_file"};
 }
 
@@ -114,6 +129,9 @@ std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json
           std::to_string(s.global_batch),
           std::to_string(s.timed_steps),
           in.config.variable_update,
+          in.allreduce,
+          num(in.config.fusion_threshold_mb),
+          in.config.compression,
           num(m.images_per_sec),
           num(m.speed.mean),
           num(m.speed.stderr_),
@@ -123,6 +141,10 @@ std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json
           num(m.step_p99_sec),
           num(m.achieved_gflops),
           num(m.fraction_of_peak),
+          num(m.comm_mean_sec),
+          num(m.exposed_mean_sec),
+          num(m.rank_skew),
+          num(m.scaling_efficiency),
           std::to_string(m.peak_rss_bytes),
           num(m.final_loss),
           in.context.host,

@@ -23,6 +23,7 @@ struct ResultInputs {
   const std::vector<LayerTime>* layers;  // null without --layer_timing
   std::string backend;
   int hosts = 1;
+  std::string allreduce = "none";  // the allreduce backend, or none (1 rank, independent)
 };
 
 nlohmann::json result_json(const ResultInputs& in);

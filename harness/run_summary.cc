@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 namespace cnnbench {
 
 int64_t peak_rss_bytes() {
@@ -39,7 +42,28 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
   if (peak.supported && peak.gflops > 0) s.fraction_of_peak = s.achieved_gflops / (peak.gflops * settings.ranks);
   s.peak_rss_bytes = peak_rss_bytes();
   s.final_loss = steps.empty() ? 0 : steps.back().loss;
+  std::vector<double> comm, exposed;
+  for (const StepRecord& r : steps) {
+    comm.push_back(r.comm_sec);
+    exposed.push_back(r.exposed_sec);
+  }
+  s.comm_mean_sec = mean(comm);
+  s.exposed_mean_sec = mean(exposed);
   return s;
+}
+
+void apply_baseline(RunSummary& s, const std::string& path, int ranks) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("--baseline: cannot read " + path);
+  try {
+    const auto doc = nlohmann::json::parse(in);
+    s.baseline_images_per_sec = doc.at("summary").at("images_per_sec").get<double>();
+    s.baseline_ranks = doc.at("run").at("ranks").get<int>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("--baseline: " + path + " is not a cnnbench JSON result: " + e.what());
+  }
+  const double per_rank = s.baseline_images_per_sec / s.baseline_ranks;
+  s.scaling_efficiency = s.images_per_sec / (per_rank * ranks);
 }
 
 void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) {
@@ -60,6 +84,15 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
                dtype_name(settings.precision));
   fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank\n", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  if (settings.ranks > 1) {
+    fmt::print(out, "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed after backward\n",
+               s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step);
+    fmt::print(out, "  rank skew       slowest rank computes {:.1f}% longer than the fastest\n", 100 * s.rank_skew);
+  }
+  if (s.baseline_ranks > 0)
+    fmt::print(out, "  scaling         {:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})\n",
+               100 * s.scaling_efficiency, s.images_per_sec, settings.ranks, s.baseline_images_per_sec, s.baseline_ranks,
+               s.images_per_sec / settings.ranks, s.baseline_images_per_sec / s.baseline_ranks);
   std::fflush(out);
 }
 

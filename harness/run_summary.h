@@ -27,10 +27,21 @@ struct RunSummary {
   double fraction_of_peak = 0;
   int64_t peak_rss_bytes = 0;
   double final_loss = 0;
+  // across ranks
+  double comm_mean_sec = 0;       // allreduce time per step (communication thread, max over ranks)
+  double exposed_mean_sec = 0;    // of it, not hidden behind backward (max over ranks)
+  double rank_skew = 0;           // slowest rank's compute time / fastest's - 1
+  int buckets = 0;                // allreduce buckets per step
+  double baseline_images_per_sec = 0;  // from --baseline (0: none)
+  int baseline_ranks = 0;
+  double scaling_efficiency = 0;  // images/sec / (ranks x baseline per-rank images/sec)
 };
 
+// `steps`: every timed step with time_sec already the max over ranks.
 RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
                      const PeakResult& peak);
+// Reads images_per_sec and ranks from a cnnbench JSON result; throws naming the file.
+void apply_baseline(RunSummary& summary, const std::string& baseline_json, int ranks);
 void print_summary(FILE* out, const RunSummary& summary, const RunSettings& settings);
 void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps);
 int64_t peak_rss_bytes();

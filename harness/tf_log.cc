@@ -7,6 +7,7 @@
 namespace cnnbench {
 
 void TfLog::header(const std::string& devices, const std::string& backend_note) {
+  if (!out_) return;
   const RunSettings& s = settings_;
   fmt::print(out_, "Model:       {}\n", s.model.name);
   fmt::print(out_, "Dataset:     {}{}\n", s.dataset, s.synthetic ? " (synthetic)" : "");
@@ -15,6 +16,7 @@ void TfLog::header(const std::string& devices, const std::string& backend_note) 
   fmt::print(out_, "             {} per device\n", s.batch_size);
   fmt::print(out_, "Num batches: {}\n", s.timed_steps);
   fmt::print(out_, "Num epochs:  {:.2f}\n", s.epochs);
+  fmt::print(out_, "Devices:     {}\n", devices);
   fmt::print(out_, "Devices:     {}\n", devices);
   fmt::print(out_, "Data format: {}\n", config_.data_format);
   fmt::print(out_, "Optimizer:   {}\n", config_.optimizer);
@@ -27,17 +29,20 @@ void TfLog::header(const std::string& devices, const std::string& backend_note) 
 }
 
 void TfLog::warmup_started() {
+  if (!out_) return;
   fmt::print(out_, "Running warm up\n");
   std::fflush(out_);
 }
 
 void TfLog::warmup_done() {
+  if (!out_) return;
   fmt::print(out_, "Done warm up\n");
   fmt::print(out_, "Step\tImg/sec\ttotal_loss{}\n", config_.print_training_accuracy ? "\ttop_1_accuracy\ttop_5_accuracy" : "");
   std::fflush(out_);
 }
 
 void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
+  if (!out_) return;
   if (index != 0 && (index + 1) % config_.display_every != 0) return;
   const SpeedStats stats = speed_stats(step_speeds(steps, settings_.global_batch));
   const StepRecord& last = steps.back();
@@ -51,6 +56,7 @@ void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
 }
 
 void TfLog::total(double images_per_sec) {
+  if (!out_) return;
   fmt::print(out_, "----------------------------------------------------------------\n");
   fmt::print(out_, "total images/sec: {:.2f}\n", images_per_sec);
   fmt::print(out_, "----------------------------------------------------------------\n");

@@ -1,5 +1,5 @@
 // harness/tf_log.h — console lines in tf_cnn_benchmarks' format, so existing log parsers keep
-// working: the header block, "Running warm up"/"Done warm up", the Step/Img/sec/total_loss
+// working (out may be null: ranks other than 0 print nothing): the header block, "Running warm up"/"Done warm up", the Step/Img/sec/total_loss
 // table every display_every steps, and the "total images/sec:" block. Rank 0 prints.
 #pragma once
 

@@ -78,8 +78,15 @@ class Plan {
   virtual void set_output_grad(const float* grad) = 0;
   // Fills gradients() (overwriting), calling the hook for each parameter as it is ready.
   virtual void backward() = 0;
-  // v = momentum * v + (g + weight_decay * w);  w -= lr * v  (or the Nesterov form).
-  virtual void sgd_step(const SgdConfig& config, float learning_rate) = 0;
+  // v = momentum * v + (g + weight_decay * w);  w -= lr * v  (or the Nesterov form), over the
+  // parameter elements [offset, offset + count) (the whole arena by default).
+  virtual void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) = 0;
+  void sgd_step(const SgdConfig& config, float learning_rate) {
+    sgd_step(config, learning_rate, 0, static_cast<size_t>(layout_.param_elements));
+  }
+  // loss() seeds backward with scale x d(mean loss)/d(logits): 1/ranks turns the allreduce sum
+  // of gradients into their average at no cost.
+  void set_loss_gradient_scale(float scale) { loss_gradient_scale_ = scale; }
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;
@@ -95,6 +102,7 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
+  float loss_gradient_scale_ = 1.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;
 };

@@ -88,8 +88,10 @@ class OnednnPlan final : public Plan {
     LossResult result;
     result.top1_correct = count_top_k(z, labels, n, classes, 1);  // also validates the labels
     result.top5_correct = count_top_k(z, labels, n, classes, 5);
-    result.loss = cpu::softmax_cross_entropy(z, labels, static_cast<float*>(dlogits_plain_.get_data_handle()),
-                                             n, classes);
+    float* dz = static_cast<float*>(dlogits_plain_.get_data_handle());
+    result.loss = cpu::softmax_cross_entropy(z, labels, dz, n, classes);
+    if (loss_gradient_scale_ != 1.0f)
+      for (int64_t i = 0; i < n * classes; ++i) dz[i] *= loss_gradient_scale_;
     if (!same(dlogits_plain_, diff_[logits.id])) run_reorder(dlogits_plain_, diff_[logits.id]);
     return result;
   }
@@ -101,9 +103,9 @@ class OnednnPlan final : public Plan {
 
   void backward() override { run(backward_, &LayerTime::backward_sec); }
 
-  void sgd_step(const SgdConfig& config, float learning_rate) override {
-    cpu::sgd_update(params_.data(), grads_.data(), momentum_.data(), layout_.param_elements,
-                    learning_rate, config.momentum, config.weight_decay, config.nesterov);
+  void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override {
+    cpu::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
+                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov);
   }
 
   void read_output(int node, float* dst) override {

@@ -1,0 +1,160 @@
+#include "comm/communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+namespace cnnbench {
+
+const char* wire_type_name(WireType t) {
+  switch (t) {
+    case WireType::f32: return "fp32";
+    case WireType::f16: return "fp16";
+    case WireType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+size_t wire_type_size(WireType t) { return t == WireType::f32 ? 4 : 2; }
+
+void init_mpi(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  // Errors come back as codes we turn into messages, instead of MPI's default abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw std::runtime_error("the MPI library offers no thread support; cnnbench's communication thread needs it");
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+Communicator::Communicator() {
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  host_.assign(name, length);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_free(&local);
+  const auto names = gather_strings(host_);
+  hosts_ = static_cast<int>(std::set<std::string>(names.begin(), names.end()).size());
+}
+
+namespace {
+void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string(what) + " failed: " + std::string(text, length));
+}
+}  // namespace
+
+void Communicator::broadcast(void* data, size_t bytes, int root) const {
+  // MPI counts are int: send large buffers in pieces
+  char* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes;) {
+    const int n = static_cast<int>(std::min<size_t>(bytes - done, 1 << 30));
+    check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    done += n;
+  }
+}
+
+void Communicator::barrier() const { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+void Communicator::allreduce_max(double* v, size_t n) const {
+  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+void Communicator::allreduce_min(double* v, size_t n) const {
+  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+void Communicator::allreduce_sum(double* v, size_t n) const {
+  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+
+std::vector<std::string> Communicator::gather_strings(const std::string& mine) const {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size_), offsets(size_);
+  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(total, '\0');
+  check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < size_; ++r) out.push_back(all.substr(offsets[r], lengths[r]));
+  return out;
+}
+
+void Communicator::abort(int exit_code) const {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::exit(exit_code);  // not reached
+}
+
+}  // namespace cnnbench
+
+namespace cnnbench {
+
+bool report_errors_together(const std::string& mine) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int failed = mine.empty() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!failed) return false;
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), offsets(size);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(rank == 0 ? total : 0, '\0');
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank != 0) return true;
+  std::vector<std::pair<std::string, std::vector<int>>> distinct;
+  for (int r = 0; r < size; ++r) {
+    const std::string m = all.substr(offsets[r], lengths[r]);
+    if (m.empty()) continue;
+    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == m; });
+    if (it == distinct.end())
+      distinct.push_back({m, {r}});
+    else
+      it->second.push_back(r);
+  }
+  for (const auto& [message, ranks] : distinct) {
+    if (static_cast<int>(ranks.size()) == size) {
+      std::fprintf(stderr, "cnnbench: %s\n", message.c_str());
+      continue;
+    }
+    std::string who;
+    for (int r : ranks) {
+      if (!who.empty()) who += ',';
+      who += std::to_string(r);
+    }
+    std::fprintf(stderr, "cnnbench: rank %s: %s\n", who.c_str(), message.c_str());
+  }
+  std::fflush(stderr);
+  return true;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,67 @@
+// comm/communicator.h — Communicator: the ranks of a job and what they do together.
+// The control plane (rank, size, hosts, broadcast, barrier, scalar reductions, gathers, abort)
+// always runs over MPI, which launched the job (mpiexec, or srun through PMI). The data plane,
+// allreduce of gradient buckets, is the backend's: MPI_Allreduce, Gloo's ring over TCP, and
+// later NCCL. Backends are chosen by name in comm_registry.cc, the only place with #ifdefs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cnnbench {
+
+enum class WireType { f32, f16, bf16 };  // element type on the wire (gradient compression)
+
+const char* wire_type_name(WireType t);
+size_t wire_type_size(WireType t);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // among the ranks on this host
+  int hosts() const { return hosts_; }
+  const std::string& host() const { return host_; }
+  virtual std::string backend() const = 0;
+
+  // Data plane: in-place sum over ranks of `count` elements of type `type` (16-bit types are
+  // summed in fp32 pairwise and rounded back). Safe to call from one communication thread.
+  virtual void allreduce_sum(void* data, size_t count, WireType type) = 0;
+
+  // Control plane (MPI), called from the main thread.
+  void broadcast(void* data, size_t bytes, int root) const;
+  void barrier() const;
+  void allreduce_max(double* values, size_t count) const;
+  void allreduce_min(double* values, size_t count) const;
+  void allreduce_sum(double* values, size_t count) const;
+  std::vector<std::string> gather_strings(const std::string& mine) const;  // every rank gets all
+  [[noreturn]] void abort(int exit_code) const;
+
+ protected:
+  Communicator();  // reads rank, size, host and local rank from MPI (initialized by the caller)
+  int rank_ = 0, size_ = 1, local_rank_ = 0, hosts_ = 1;
+  std::string host_;
+};
+
+// Every rank of MPI_COMM_WORLD calls this with its error message (empty: none); rank 0 prints
+// each distinct message once to stderr, naming the ranks unless all share it. True if any failed.
+bool report_errors_together(const std::string& mine);
+
+// Thrown after report_errors_together() has printed: the caller only exits.
+struct ErrorsReported {
+  int exit_code;
+};
+
+// Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
+void init_mpi(int* argc, char*** argv);
+void finalize_mpi();
+
+std::vector<std::string> communicator_backends();
+// Throws std::invalid_argument for an unknown name or a backend this build lacks.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend);
+
+}  // namespace cnnbench

@@ -1,0 +1,66 @@
+// comm/gradient_reducer.h — GradientReducer: averages gradients across ranks while backward
+// is still running. The compute thread reports each tensor as backward finishes it
+// (tensor_ready, through the Plan's hook); when a bucket is complete a communication thread
+// allreduces it in place (casting to fp16/bf16 and back when compressing). After backward, the
+// caller takes the reduced buckets one by one (wait_for_buckets), so the optimizer can update
+// bucket k while later buckets are still on the wire. Sums become averages because the loss
+// gradient is pre-scaled by 1/ranks.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/bucket_plan.h"
+#include "comm/communicator.h"
+
+namespace cnnbench {
+
+struct ReducerStepStats {
+  double comm_sec = 0;     // time the communication thread spent reducing (casts included)
+  double exposed_sec = 0;  // time the compute thread waited for it after backward
+};
+
+class GradientReducer {
+ public:
+  GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
+                  size_t fusion_threshold_bytes, WireType wire);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Compute thread: tensor `index` (into the extents given at construction) is final.
+  void tensor_ready(int index);
+  // Compute thread, after backward: calls on_reduced(bucket) for every bucket in order as soon
+  // as it is reduced, then readies the reducer for the next step. Rethrows a communication error.
+  ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced);
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  void communicate();
+
+  Communicator& comm_;
+  float* gradients_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_tensor_;
+  std::vector<int> remaining_;  // tensors still missing, per bucket
+  WireType wire_;
+  std::vector<uint16_t> wire_buffer_;
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_, bucket_done_;
+  std::deque<int> queue_;
+  std::vector<char> reduced_;  // per bucket, this step
+  double comm_sec_ = 0;  // this step
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace cnnbench

@@ -1,0 +1,18 @@
+// harness/training_run.h — one benchmark run across the job's ranks: agree on the
+// configuration, build and compile the model, broadcast rank 0's weights, run the step loop
+// with gradients averaged by the GradientReducer, take every step's time as the max over
+// ranks, and have rank 0 print and write the results.
+#pragma once
+
+#include "comm/communicator.h"
+#include "harness/config.h"
+
+namespace cnnbench {
+
+// Throws ConfigError (the same on every rank) for settings that cannot run.
+void run_training(const Config& config, Communicator& comm);
+
+// Throws ConfigError naming the first setting on which some rank differs from rank 0.
+void check_ranks_agree(const Config& config, const Communicator& comm);
+
+}  // namespace cnnbench
