@@ -2,6 +2,7 @@
 // CSV results, and a clear one-line error with a non-zero exit for bad input.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,8 +19,10 @@ struct CliRun {
   std::string output;
 };
 
-CliRun run_cnnbench(const std::string& args, const std::string& dir) {
-  const std::string cmd = "cd '" + dir + "' && '" CNNBENCH_BINARY "' " + args + " 2>&1";
+// Runs `launcher` + the binary + `first_args` (for MPMD launches: more after " : ") + args.
+CliRun run_cnnbench_with(const std::string& launcher, const std::string& first_args, const std::string& args,
+                         const std::string& dir) {
+  const std::string cmd = "cd '" + dir + "' && " + launcher + "'" CNNBENCH_BINARY "' " + first_args + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -27,6 +30,8 @@ CliRun run_cnnbench(const std::string& args, const std::string& dir) {
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+CliRun run_cnnbench(const std::string& args, const std::string& dir) { return run_cnnbench_with("", "", args, dir); }
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
@@ -106,6 +111,66 @@ TEST(Cli, ListModelsAndHelp) {
   const CliRun help = run_cnnbench("--help", dir);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--num_warmup_batches"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+// A rank that dies mid-run (CNNBENCH_TEST_EXIT_AT) ends the whole job promptly, for either
+// allreduce backend, and the output names it; nobody waits forever in a collective.
+TEST(CliMpi, DeadRankEndsTheJobNamingIt) {
+  for (const char* backend : {"mpi", "gloo"}) {
+    const std::string dir = fresh_dir(std::string("cli_dead_") + backend);
+    const auto start = std::chrono::steady_clock::now();
+    const CliRun r = run_cnnbench_with(
+        std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 3 -x CNNBENCH_TEST_EXIT_AT=1:2 ", "", std::string("--model=resnet20 "
+        "--batch_size=8 --num_batches=50 --num_warmup_batches=1 --num_intra_threads=1 --allreduce=") + backend, dir);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(r.exit_code, 0) << backend << ": " << r.output;
+    EXPECT_LT(seconds, 60.0) << backend << ": the job should end within seconds, not hang";
+    EXPECT_NE(r.output.find("rank 1 stops dead"), std::string::npos) << r.output;
+    EXPECT_TRUE(r.output.find("exited on signal") != std::string::npos ||
+                r.output.find("non-zero status") != std::string::npos ||
+                r.output.find("rank 0: error") != std::string::npos)
+        << backend << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results/results.csv")) << "no result from a failed job";
+  }
+}
+
+TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
+  const std::string dir = fresh_dir("cli_two_ranks");
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--model=resnet20 --batch_size=8 --num_batches=4 --num_warmup_batches=1 "
+                                     "--num_intra_threads=1 --result_json=r.json --allreduce=gloo --compression=fp16",
+                                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Batch size:  16 global"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("allreduce gloo"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n') < 60, true) << "only rank 0 prints";
+  std::ifstream json_file(dir + "/r.json");
+  const auto doc = nlohmann::json::parse(json_file);
+  EXPECT_EQ(doc["run"]["ranks"], 2);
+  EXPECT_EQ(doc["run"]["allreduce"], "gloo");
+  EXPECT_EQ(doc["run"]["compression"], "fp16");
+  EXPECT_GT(doc["summary"]["comm_mean_sec"].get<double>(), 0.0);
+}
+
+TEST(CliMpi, RanksThatDisagreeAreRefused) {
+  const std::string dir = fresh_dir("cli_disagree");
+  std::ofstream(dir + "/a.toml") << "batch_size = 8\n";
+  std::ofstream(dir + "/b.toml") << "batch_size = 16\n";
+  // one job, two programs (MPMD): rank 0 gets a.toml, rank 1 gets b.toml
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 1 ",
+                                     "--config=a.toml --model=resnet20 : -np 1 " CNNBENCH_BINARY
+                                     " --config=b.toml --model=resnet20",
+                                     "", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ranks disagree on the configuration: rank 0 has batch_size=8, rank 1 has batch_size=16"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
