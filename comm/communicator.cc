@@ -49,6 +49,7 @@ Communicator::Communicator() {
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
   const auto names = gather_strings(host_);
   hosts_ = static_cast<int>(std::set<std::string>(names.begin(), names.end()).size());

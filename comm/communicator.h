@@ -24,6 +24,7 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }  // among the ranks on this host
+  int local_size() const { return local_size_; }  // ranks on this host
   int hosts() const { return hosts_; }
   const std::string& host() const { return host_; }
   virtual std::string backend() const = 0;
@@ -43,7 +44,7 @@ class Communicator {
 
  protected:
   Communicator();  // reads rank, size, host and local rank from MPI (initialized by the caller)
-  int rank_ = 0, size_ = 1, local_rank_ = 0, hosts_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, hosts_ = 1;
   std::string host_;
 };
 

@@ -104,7 +104,7 @@ const std::vector<FlagSpec>& flag_specs() {
       BOOL_FLAG(nesterov, "Nesterov momentum"),
       TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref"}), "compute backend: onednn, or ref (slow reference)"),
       INT_FLAG(num_intra_threads, if (c.num_intra_threads < 0) throw ConfigError("must not be negative"),
-               "compute threads per rank; 0 = every CPU the rank may use"),
+               "compute threads per rank; 0 = the CPUs the rank is bound to, or the host's shared among its ranks"),
       TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
       BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest"),
       TEXT_FLAG(variable_update,

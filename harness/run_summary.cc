@@ -84,11 +84,13 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
                dtype_name(settings.precision));
   fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank\n", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
-  if (settings.ranks > 1) {
+  if (settings.ranks > 1 && s.buckets == 0)
+    fmt::print(out, "  allreduce       none: ranks train independently (the upper bound for gradient exchange)\n");
+  if (settings.ranks > 1 && s.buckets > 0)
     fmt::print(out, "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed after backward\n",
                s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step);
+  if (settings.ranks > 1)
     fmt::print(out, "  rank skew       slowest rank computes {:.1f}% longer than the fastest\n", 100 * s.rank_skew);
-  }
   if (s.baseline_ranks > 0)
     fmt::print(out, "  scaling         {:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})\n",
                100 * s.scaling_efficiency, s.images_per_sec, settings.ranks, s.baseline_images_per_sec, s.baseline_ranks,

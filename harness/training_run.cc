@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include <unistd.h>
+
 #include "comm/gradient_reducer.h"
 #include "harness/benchmark.h"
 #include "harness/peak.h"
@@ -55,6 +57,16 @@ class GlobalSteps {
   std::vector<StepRecord> global_;
 };
 
+// --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
+// (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
+int default_threads(const Config& config, const Communicator& comm) {
+  if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
+  const int mine = available_cpus();
+  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
+  return mine;
+}
+
 }  // namespace
 
 void check_ranks_agree(const Config& config, const Communicator& comm) {
@@ -91,7 +103,7 @@ void run_training(const Config& config, Communicator& comm) {
   std::unique_ptr<Plan> plan;
   try {
     check_ranks_agree(config, comm);
-    threads = configure_threads(static_cast<int>(config.num_intra_threads));
+    threads = configure_threads(default_threads(config, comm));
     settings = resolve_settings(config, comm.size(), threads);
     graph = build_model(settings.model.name, settings.batch_size);
     PlanOptions options;
