@@ -45,6 +45,15 @@ struct Config {
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
   uint64_t seed = 1;
+  // convergence (real data)
+  std::string piecewise_learning_rate_schedule;  // "rate;epoch;rate;...": tf_cnn_benchmarks' form
+  double num_learning_rate_warmup_epochs = 0;
+  bool cosine_learning_rate = false;
+  int64_t learning_rate_base_batch = 0;  // > 0: rate x global batch / this (linear scaling)
+  double eval_during_training_every_n_epochs = 0;  // 0 = evaluate once, at the end
+  double stop_at_top_1_accuracy = 0;     // stop once test top-1 reaches this (0..1)
+  int64_t num_data_workers = 2;          // input threads per rank
+  bool resume = false;                   // continue from the newest valid checkpoint in train_dir
   // output
   std::string train_dir;
   std::string benchmark_log_dir = "cnnbench_results";

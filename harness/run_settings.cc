@@ -27,11 +27,11 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
                       std::to_string(model->image_size) + "x" + std::to_string(model->image_size) + "), not " +
                       s.dataset);
   s.synthetic = config.data_dir.empty();
-  if (!s.synthetic)
-    throw ConfigError("--data_dir: this build reads synthetic data only; drop --data_dir to benchmark on synthetic " +
-                      s.dataset + " images");
-  if (!config.train_dir.empty())
-    throw ConfigError("--train_dir: checkpoints are written by the convergence mode, which this build lacks");
+  if (s.synthetic && !config.train_dir.empty())
+    throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
+  if (s.synthetic && config.resume) throw ConfigError("--resume: needs --data_dir and --train_dir");
+  if (!s.synthetic && s.dataset == "imagenet")
+    throw ConfigError("--data_dir: ImageNet JPEG folders are not read by this build yet; cifar10 and fashion_mnist are");
   s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
   s.ranks = ranks;
   s.global_batch = s.batch_size * ranks;

@@ -12,6 +12,7 @@
 #include "harness/benchmark.h"
 #include "harness/peak.h"
 #include "harness/result_record.h"
+#include "harness/run_setup.h"
 #include "harness/run_context.h"
 #include "harness/run_settings.h"
 #include "harness/run_summary.h"
@@ -23,18 +24,6 @@
 
 namespace cnnbench {
 namespace {
-
-std::string serialize(const Config& config) {
-  std::string out;
-  for (const auto& [key, value] : config_values(config)) out += key + "=" + value + "\n";
-  return out;
-}
-
-WireType wire_type(const std::string& compression) {
-  if (compression == "fp16") return WireType::f16;
-  if (compression == "bf16") return WireType::bf16;
-  return WireType::f32;
-}
 
 // Keeps the timed steps with time_sec replaced by the max over ranks, synchronising at the
 // steps where every rank calls sync_through (the display points and the end).
@@ -57,90 +46,20 @@ class GlobalSteps {
   std::vector<StepRecord> global_;
 };
 
-// --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
-// (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
-int default_threads(const Config& config, const Communicator& comm) {
-  if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
-  const int mine = available_cpus();
-  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
-  return mine;
-}
-
 }  // namespace
-
-void check_ranks_agree(const Config& config, const Communicator& comm) {
-  if (comm.size() == 1) return;
-  const std::vector<std::string> all = comm.gather_strings(serialize(config));
-  for (int r = 1; r < comm.size(); ++r) {
-    if (all[r] == all[0]) continue;
-    const auto lines = [](const std::string& s) {
-      std::vector<std::string> out;
-      for (size_t at = 0, next; at < s.size(); at = next + 1) {
-        next = s.find('\n', at);
-        out.push_back(s.substr(at, next - at));
-      }
-      return out;
-    };
-    const auto mine = lines(all[0]), theirs = lines(all[r]);
-    for (size_t i = 0; i < std::min(mine.size(), theirs.size()); ++i)
-      if (mine[i] != theirs[i])
-        throw ConfigError(fmt::format("ranks disagree on the configuration: rank 0 has {}, rank {} has {}", mine[i], r,
-                                      theirs[i]));
-    throw ConfigError(fmt::format("ranks disagree on the configuration (rank 0 and rank {})", r));
-  }
-}
 
 void run_training(const Config& config, Communicator& comm) {
   const bool leader = comm.rank() == 0;
-  set_error_context(fmt::format("rank {} on host {}", comm.rank(), comm.host()));
-  // Setup is local to each rank (but for the agreement check): its errors are gathered and
-  // printed once, then every rank leaves together.
-  std::string error;
-  int threads = 1;
-  RunSettings settings;
-  Graph graph;
-  std::unique_ptr<Plan> plan;
-  try {
-    check_ranks_agree(config, comm);
-    threads = configure_threads(default_threads(config, comm));
-    settings = resolve_settings(config, comm.size(), threads);
-    graph = build_model(settings.model.name, settings.batch_size);
-    PlanOptions options;
-    options.compute = settings.precision;
-    options.input_nhwc = config.data_format == "NHWC";
-    plan = compile_plan(config.backend, graph, options);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (report_errors_together(error)) throw ErrorsReported{2};
-  const bool exchange_gradients = comm.size() > 1 && config.variable_update != "independent" && settings.training;
+  RunSetup setup = set_up_run(config, comm);
+  const RunSettings& settings = setup.settings;
+  const Graph& graph = setup.graph;
+  Plan* plan = setup.plan.get();
+  const int threads = setup.threads;
+  start_from_rank0_weights(*plan, comm, config.seed);
+  std::unique_ptr<GradientReducer> reducer = attach_reducer(*plan, comm, config, settings);
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  std::string devices = comm.size() == 1 ? "['/cpu:0']"
-                                         : fmt::format("{} ranks x ['/cpu:0'] on {} host{}", comm.size(), comm.hosts(),
-                                                       comm.hosts() == 1 ? "" : "s");
-  std::string note = fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
-  if (exchange_gradients)
-    note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
-                        config.compression);
-  log.header(devices, note);
-
-  init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), config.seed);
-  comm.broadcast(plan->parameters().data(), plan->parameters().size_bytes(), 0);
-  comm.broadcast(plan->buffers().data(), plan->buffers().size_bytes(), 0);
-
-  std::unique_ptr<GradientReducer> reducer;
-  if (exchange_gradients) {
-    std::vector<TensorExtent> tensors;
-    for (const ArenaEntry& e : plan->layout().params)
-      tensors.push_back({static_cast<size_t>(e.offset), static_cast<size_t>(e.elements)});
-    reducer = std::make_unique<GradientReducer>(comm, plan->gradients().data(), tensors,
-                                                static_cast<size_t>(config.fusion_threshold_mb * (1 << 20)),
-                                                wire_type(config.compression));
-    plan->set_loss_gradient_scale(1.0f / static_cast<float>(comm.size()));
-    plan->set_gradient_ready_hook([r = reducer.get()](int index) { r->tensor_ready(index); });
-  }
+  log.header(devices_text(comm), backend_text(config, comm, threads, reducer != nullptr));
 
   const Shape& in = graph.input().out;
   // each rank trains on its own images, as data parallelism does
@@ -165,6 +84,7 @@ void run_training(const Config& config, Communicator& comm) {
   };
   const std::vector<StepRecord> local =
       run_step_loop(settings, config, *plan, reducer.get(), batch.images.data(), batch.labels.data(), events);
+  const bool exchange_gradients = reducer != nullptr;
   const std::vector<StepRecord>& steps = global.sync_through(local);
 
   RunSummary summary = summarize(settings, graph, steps, peak);

@@ -12,7 +12,4 @@ namespace cnnbench {
 // Throws ConfigError (the same on every rank) for settings that cannot run.
 void run_training(const Config& config, Communicator& comm);
 
-// Throws ConfigError naming the first setting on which some rank differs from rank 0.
-void check_ranks_agree(const Config& config, const Communicator& comm);
-
 }  // namespace cnnbench

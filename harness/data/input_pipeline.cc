@@ -1,0 +1,120 @@
+#include "harness/data/input_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace cnnbench {
+
+std::vector<int64_t> epoch_order(int64_t count, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed * 1000003ull + static_cast<uint64_t>(epoch) * 7919ull + 17);
+  for (int64_t i = count - 1; i > 0; --i) std::swap(order[i], order[static_cast<int64_t>(rng() % (i + 1))]);
+  return order;
+}
+
+std::vector<int64_t> rank_shard(const std::vector<int64_t>& order, int rank, int ranks) {
+  std::vector<int64_t> shard;
+  for (size_t i = rank; i < order.size(); i += ranks) shard.push_back(order[i]);
+  return shard;
+}
+
+InputPipeline::InputPipeline(const ImageDataset& data, const Augmentation& augmentation, int64_t batch_size, int rank,
+                             int ranks, uint64_t seed, bool training, int workers, int depth)
+    : data_(data),
+      augmentation_(augmentation),
+      batch_size_(batch_size),
+      example_floats_(data.channels * data.height * data.width),
+      rank_(rank),
+      ranks_(ranks),
+      seed_(seed),
+      training_(training),
+      workers_count_(std::max(1, workers)),
+      depth_(std::max(depth, workers_count_ + 2)) {
+  // training: every rank steps the same number of times (shards differ by at most one image)
+  if (training) steps_ = data.count / ranks / batch_size;
+  images_.assign(depth_, std::vector<float>(batch_size * example_floats_));
+  labels_.assign(depth_, std::vector<int32_t>(batch_size));
+  valid_.assign(depth_, 0);
+  ready_.assign(depth_, -1);
+}
+
+InputPipeline::~InputPipeline() { stop_workers(); }
+
+void InputPipeline::stop_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  stop_ = false;
+}
+
+void InputPipeline::start_epoch(int64_t epoch) {
+  stop_workers();
+  epoch_ = epoch;
+  if (training_) {
+    shard_ = rank_shard(epoch_order(data_.count, seed_, epoch), rank_, ranks_);
+  } else {
+    std::vector<int64_t> in_order(data_.count);
+    std::iota(in_order.begin(), in_order.end(), 0);
+    shard_ = rank_shard(in_order, rank_, ranks_);
+    steps_ = (static_cast<int64_t>(shard_.size()) + batch_size_ - 1) / batch_size_;  // no collective per step
+  }
+  consumed_ = 0;
+  std::fill(ready_.begin(), ready_.end(), -1);
+  for (int w = 0; w < workers_count_; ++w) workers_.emplace_back([this, w] { produce(w); });
+}
+
+void InputPipeline::produce(int worker) {
+  for (int64_t b = worker; b < steps_; b += workers_count_) {
+    const int s = slot(b);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      // the slot is free once its previous batch (b - depth_) is done with: the consumer has
+      // asked for the batch after it
+      changed_.wait(lock, [&] { return stop_ || consumed_ >= b - depth_ + 2; });
+      if (stop_) return;
+    }
+    std::mt19937_64 rng(seed_ ^ (static_cast<uint64_t>(epoch_) << 40) ^ (static_cast<uint64_t>(rank_) << 24) ^
+                        static_cast<uint64_t>(b) * 0x9e3779b97f4a7c15ull);
+    int64_t valid = 0;
+    for (int64_t i = 0; i < batch_size_; ++i) {
+      const int64_t position = b * batch_size_ + i;
+      // evaluation pads its last batch by repeating the shard's first image; it is not counted
+      const int64_t index = position < static_cast<int64_t>(shard_.size()) ? shard_[position] : shard_[0];
+      valid += position < static_cast<int64_t>(shard_.size());
+      make_example(data_, index, augmentation_, rng, images_[s].data() + i * example_floats_);
+      labels_[s][i] = data_.labels[index];
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      valid_[s] = valid;
+      ready_[s] = b;
+    }
+    changed_.notify_all();
+  }
+}
+
+const float* InputPipeline::next_images() {
+  const int64_t b = consumed_;
+  const int s = slot(b);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return ready_[s] == b; });
+  }
+  stall_sec_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // the slot stays ours until the next call: consumed_ moves on then
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    consumed_ = b + 1;
+  }
+  changed_.notify_all();
+  return images_[s].data();
+}
+
+}  // namespace cnnbench
