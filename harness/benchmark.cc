@@ -11,19 +11,36 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientReducer* reducer,
                     const float* images, const int32_t* labels) {
-  StepRecord r;
   const auto start = std::chrono::steady_clock::now();
   plan.set_input(images);
-  auto phase = std::chrono::steady_clock::now();
-  plan.forward(settings.training ? Mode::training : Mode::inference);
+  StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training);
+  r.time_sec = seconds_since(start);
+  return r;
+}
+
+}  // namespace
+
+SgdConfig sgd_config(const Config& config) {
+  SgdConfig sgd;
+  sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
+  sgd.weight_decay = static_cast<float>(config.weight_decay);
+  sgd.nesterov = config.nesterov;
+  return sgd;
+}
+
+StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
+                      bool training) {
+  StepRecord r;
+  const auto start = std::chrono::steady_clock::now();
+  auto phase = start;
+  plan.forward(training ? Mode::training : Mode::inference);
   const LossResult loss = plan.loss(labels);
   r.forward_sec = seconds_since(phase);
-  if (settings.training) {
+  if (training) {
     phase = std::chrono::steady_clock::now();
     plan.backward();
     r.backward_sec = seconds_since(phase);
     phase = std::chrono::steady_clock::now();
-    const float lr = static_cast<float>(settings.learning_rate);
     if (reducer) {
       const ReducerStepStats stats =
           reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
@@ -41,16 +58,10 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
   return r;
 }
 
-}  // namespace
-
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
                                       GradientReducer* reducer, const float* images, const int32_t* labels,
                                       const StepLoopEvents& events) {
-  SgdConfig sgd;
-  sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
-  sgd.weight_decay = static_cast<float>(config.weight_decay);
-  sgd.nesterov = config.nesterov;
-
+  const SgdConfig sgd = sgd_config(config);
   if (events.warmup_started) events.warmup_started();
   for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, reducer, images, labels);
   if (events.warmup_done) events.warmup_done();

@@ -26,6 +26,14 @@ struct StepLoopEvents {
   std::function<void(int64_t index, const std::vector<StepRecord>&)> step_done;
 };
 
+SgdConfig sgd_config(const Config& config);
+
+// One step on the batch already given to plan.set_input(): forward (inference when not
+// training), loss, and when training backward and the update, averaged across ranks by the
+// reducer if there is one.
+StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float learning_rate,
+                      const int32_t* labels, bool training);
+
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
 // With a reducer, gradients are averaged across ranks during backward and each bucket is
 // updated as soon as it is reduced.

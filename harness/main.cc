@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "harness/allreduce_bench.h"
 #include "harness/config.h"
+#include "harness/convergence_run.h"
 #include "harness/training_run.h"
 #include "models/model_zoo.h"
 
@@ -87,6 +88,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<Communicator> comm = make_communicator(config.allreduce);
     if (config.mode == "allreduce")
       run_allreduce_benchmark(config, *comm);
+    else if (!config.data_dir.empty())
+      run_convergence(config, *comm);
     else
       run_training(config, *comm);
   } catch (const ErrorsReported& e) {

@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "test_files.h"
 #include "test_util.h"
 
 namespace cnnbench {
@@ -171,6 +172,62 @@ TEST(CliMpi, RanksThatDisagreeAreRefused) {
   EXPECT_NE(r.output.find("ranks disagree on the configuration: rank 0 has batch_size=8, rank 1 has batch_size=16"),
             std::string::npos)
       << r.output;
+}
+
+}  // namespace
+}  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// CI's convergence check: 2 ranks train small_cnn on the real Fashion-MNIST (Debian's
+// dataset-fashion-mnist) for 3 epochs; only real learning gets past 88% test top-1.
+TEST(CliMpi, FashionMnistTwoRanksLearns) {
+  const std::string dir = fresh_dir("cli_fashion");
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--config=" CNNBENCH_SOURCE_DIR "/configs/fashion_mnist.toml --num_epochs=3 "
+                                     "--eval_during_training_every_n_epochs=1 --result_json=fm.json",
+                                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(final test top-1 accuracy: ([0-9.]+))"))) << r.output;
+  EXPECT_GE(std::stod(m[1]), 0.88) << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/fm.json"));
+  ASSERT_EQ(doc["epochs"].size(), 3u);
+  EXPECT_LT(doc["epochs"][2]["train_loss"].get<double>(), doc["epochs"][0]["train_loss"].get<double>());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/fm_epochs.csv"));
+}
+
+// Kill-and-resume: a run stopped after epoch 2 and resumed (past a damaged newest checkpoint)
+// ends with the same weights, momentum and statistics, bit for bit, as one never interrupted.
+TEST(Cli, ResumeAfterStopMatchesUninterruptedRun) {
+  const std::string dir = fresh_dir("cli_resume");
+  testing::write_idx_dataset(dir, "train", 640, true);
+  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --optimizer=momentum "
+                             "--init_learning_rate=0.02 --num_data_workers=2 ";
+  CliRun r = run_cnnbench(common + "--num_epochs=3 --train_dir=whole", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench(common + "--num_epochs=2 --train_dir=parts", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // the newest checkpoint is damaged: resume must fall back to epoch 1 and redo epoch 2
+  const std::string epoch2 = dir + "/parts/checkpoint-epoch-0002.ckpt";
+  std::filesystem::resize_file(epoch2, std::filesystem::file_size(epoch2) - 10);
+  r = run_cnnbench(common + "--num_epochs=3 --train_dir=parts --resume", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checksum mismatch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resuming from parts/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos)
+      << r.output;
+  const std::string whole = slurp_file(dir + "/whole/checkpoint-epoch-0003.ckpt");
+  ASSERT_FALSE(whole.empty());
+  EXPECT_TRUE(whole == slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt"));
 }
 
 }  // namespace

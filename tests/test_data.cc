@@ -1,0 +1,221 @@
+// Real-data loading: the published CIFAR-10 binary and idx formats, generated here byte for
+// byte (real CIFAR-10 cannot be downloaded on the build machines), every malformed file named
+// in its error; epoch shards; the input pipeline; learning-rate schedules.
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "harness/config.h"
+#include "harness/data/augmentation.h"
+#include "harness/data/image_dataset.h"
+#include "harness/data/input_pipeline.h"
+#include "harness/lr_schedule.h"
+#include "test_files.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::idx_bytes;
+using testing::write_file;
+using testing::write_idx_dataset;
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// CIFAR-10 binary: records of 1 label byte + 3072 pixel bytes (R, G, B planes).
+void write_cifar_batch(const std::string& path, int records, int first_label, int truncate_by = 0) {
+  std::string bytes;
+  for (int r = 0; r < records; ++r) {
+    bytes += static_cast<char>((first_label + r) % 10);
+    for (int p = 0; p < 3072; ++p) bytes += static_cast<char>((r * 7 + p) % 251);
+  }
+  bytes.resize(bytes.size() - truncate_by);
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cifar10, ReadsThePublishedBinaryLayout) {
+  const std::string dir = fresh_dir("cifar_ok") + "/cifar-10-batches-bin";
+  fs::create_directories(dir);
+  for (int i = 1; i <= 5; ++i) write_cifar_batch(dir + "/data_batch_" + std::to_string(i) + ".bin", 3, i);
+  write_cifar_batch(dir + "/test_batch.bin", 4, 0);
+  const ImageDataset train = load_cifar10(fs::path(dir).parent_path().string(), true);  // the folder above works too
+  EXPECT_EQ(train.count, 15);
+  EXPECT_EQ(train.labels[0], 1);
+  EXPECT_EQ(train.labels[14], (5 + 2) % 10);
+  // record 1 of batch 1: green plane starts at pixel byte 1024
+  EXPECT_EQ(train.image(1)[1024], static_cast<uint8_t>((7 + 1024) % 251));
+  const ImageDataset test = load_cifar10(dir, false);
+  EXPECT_EQ(test.count, 4);
+}
+
+TEST(Cifar10, MalformedFilesAreNamed) {
+  const std::string dir = fresh_dir("cifar_bad");
+  write_cifar_batch(dir + "/test_batch.bin", 2, 0, /*truncate_by=*/100);
+  std::string m = error_of([&] { load_cifar10(dir, false); });
+  EXPECT_NE(m.find("test_batch.bin"), std::string::npos) << m;
+  EXPECT_NE(m.find("3073-byte records"), std::string::npos) << m;
+
+  write_cifar_batch(dir + "/test_batch.bin", 2, 0);
+  std::fstream f(dir + "/test_batch.bin", std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(3073);
+  f.put(static_cast<char>(12));  // label of record 1
+  f.close();
+  m = error_of([&] { load_cifar10(dir, false); });
+  EXPECT_NE(m.find("record 1 has label 12"), std::string::npos) << m;
+
+  m = error_of([&] { load_cifar10(dir, true); });  // train batches missing
+  EXPECT_NE(m.find("data_batch_1.bin"), std::string::npos) << m;
+
+  const std::string pickle = fresh_dir("cifar_pickle") + "/cifar-10-batches-py";
+  fs::create_directories(pickle);
+  std::ofstream(pickle + "/data_batch_1") << "pickle";
+  m = error_of([&] { load_cifar10(fs::path(pickle).parent_path().string(), true); });
+  EXPECT_NE(m.find("Python (pickle) version"), std::string::npos) << m;
+  EXPECT_NE(m.find("binary version"), std::string::npos) << m;
+}
+
+TEST(Idx, ReadsGzippedAndPlainFiles) {
+  for (bool gzip : {true, false}) {
+    const std::string dir = fresh_dir(gzip ? "idx_gz" : "idx_plain");
+    write_idx_dataset(dir, "train", 30, gzip);
+    write_idx_dataset(dir, "t10k", 10, gzip);
+    const ImageDataset d = load_idx_dataset(dir, true, "fashion_mnist");
+    EXPECT_EQ(d.count, 30);
+    EXPECT_EQ(d.height, 28);
+    EXPECT_EQ(d.labels[13], 3);
+    EXPECT_EQ(d.image(13)[6 * 28], 255);  // row 2 x label is bright
+    EXPECT_EQ(load_idx_dataset(dir, false, "fashion_mnist").count, 10);
+  }
+}
+
+TEST(Idx, MalformedFilesAreNamed) {
+  const std::string dir = fresh_dir("idx_bad");
+  write_idx_dataset(dir, "train", 5, false);
+  const std::string images = dir + "/train-images-idx3-ubyte", labels = dir + "/train-labels-idx1-ubyte";
+  write_file(images, idx_bytes({5, 28, 28}, std::vector<uint8_t>(5 * 784 - 10)), false);
+  std::string m = error_of([&] { load_idx_dataset(dir, true, "x"); });
+  EXPECT_NE(m.find("train-images-idx3-ubyte: truncated"), std::string::npos) << m;
+
+  write_file(images, idx_bytes({5, 28}, std::vector<uint8_t>(5 * 28)), false);  // 2 dimensions, not 3
+  m = error_of([&] { load_idx_dataset(dir, true, "x"); });
+  EXPECT_NE(m.find("not an idx file"), std::string::npos) << m;
+
+  write_file(images, idx_bytes({5, 28, 28}, std::vector<uint8_t>(5 * 784)), false);
+  write_file(labels, idx_bytes({5}, {1, 2, 3, 10, 4}), false);
+  m = error_of([&] { load_idx_dataset(dir, true, "x"); });
+  EXPECT_NE(m.find("label 10 of image 3"), std::string::npos) << m;
+
+  write_file(labels, idx_bytes({4}, {1, 2, 3, 4}), false);
+  m = error_of([&] { load_idx_dataset(dir, true, "x"); });
+  EXPECT_NE(m.find("4 labels for 5 images"), std::string::npos) << m;
+  m = error_of([&] { load_idx_dataset(dir, false, "x"); });
+  EXPECT_NE(m.find("missing t10k-images-idx3-ubyte"), std::string::npos) << m;
+}
+
+TEST(Sharding, RanksCoverEachEpochExactlyOnceAndEpochsDiffer) {
+  const int64_t n = 1003;
+  for (int ranks : {1, 2, 3, 4}) {
+    const auto order = epoch_order(n, 5, 2);
+    std::multiset<int64_t> seen;
+    for (int r = 0; r < ranks; ++r)
+      for (int64_t i : rank_shard(order, r, ranks)) seen.insert(i);
+    ASSERT_EQ(static_cast<int64_t>(seen.size()), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen.count(i), 1u) << "image " << i << " with " << ranks << " ranks";
+  }
+  EXPECT_EQ(epoch_order(n, 5, 2), epoch_order(n, 5, 2));  // reproducible
+  EXPECT_NE(epoch_order(n, 5, 2), epoch_order(n, 5, 3));  // and new every epoch
+  EXPECT_NE(epoch_order(n, 5, 2), epoch_order(n, 6, 2));
+}
+
+TEST(InputPipeline, BatchesAreDeterministicAndEvaluationCoversAll) {
+  const std::string dir = fresh_dir("pipeline");
+  write_idx_dataset(dir, "train", 100, false);
+  const ImageDataset d = load_idx_dataset(dir, true, "fashion_mnist");
+  Augmentation cifar_like;
+  cifar_like.pad = 4;
+  cifar_like.flip = true;
+  auto run_epoch = [&](int workers) {
+    InputPipeline p(d, cifar_like, 8, 1, 2, 42, true, workers);
+    p.start_epoch(3);
+    std::vector<float> all;
+    for (int64_t s = 0; s < p.steps_per_epoch(); ++s) {
+      const float* images = p.next_images();
+      all.insert(all.end(), images, images + 8 * 784);
+    }
+    EXPECT_EQ(p.steps_per_epoch(), 50 / 8);
+    return all;
+  };
+  EXPECT_EQ(run_epoch(1), run_epoch(3));  // thread timing does not matter
+
+  // evaluation: in order, last batch padded, every image of the rank's shard exactly once
+  for (int rank : {0, 1, 2}) {
+    InputPipeline eval(d, augmentation_for("fashion_mnist", false), 16, rank, 3, 42, false);
+    eval.start_epoch(0);
+    int64_t valid = 0;
+    std::multiset<int32_t> labels;
+    for (int64_t s = 0; s < eval.steps_per_epoch(); ++s) {
+      eval.next_images();
+      for (int64_t i = 0; i < eval.current_valid(); ++i) labels.insert(eval.current_labels()[i]);
+      valid += eval.current_valid();
+    }
+    EXPECT_EQ(valid, rank == 0 ? 34 : 33);
+  }
+}
+
+TEST(Augmentation, NormalisesAndCropsWithZeroPadding) {
+  ImageDataset d;
+  d.count = 1;
+  d.channels = 1;
+  d.height = d.width = 4;
+  d.pixels = std::vector<uint8_t>(16, 255);
+  d.labels = {0};
+  Augmentation a;
+  a.mean[0] = 0.5f;
+  a.stddev[0] = 0.5f;
+  std::mt19937_64 rng(1);
+  std::vector<float> out(16);
+  make_example(d, 0, a, rng, out.data());
+  EXPECT_FLOAT_EQ(out[5], 1.0f);  // (1 - 0.5) / 0.5
+  a.pad = 4;
+  bool saw_padding = false;
+  for (int i = 0; i < 20 && !saw_padding; ++i) {
+    make_example(d, 0, a, rng, out.data());
+    for (float v : out) saw_padding |= v == -1.0f;  // a zero pixel: (0 - 0.5) / 0.5
+  }
+  EXPECT_TRUE(saw_padding);
+}
+
+TEST(LrSchedule, PiecewiseWarmupCosineAndScaling) {
+  const LrSchedule p = make_lr_schedule(0.5, "0.1;82;0.01;123;0.001", 0, false, 164, 128, 0);
+  EXPECT_DOUBLE_EQ(p.at(0), 0.1);
+  EXPECT_DOUBLE_EQ(p.at(81.9), 0.1);
+  EXPECT_NEAR(p.at(82), 0.01, 1e-12);
+  EXPECT_NEAR(p.at(150), 0.001, 1e-12);
+  const LrSchedule w = make_lr_schedule(0.4, "", 5, false, 90, 1024, 256);  // 0.4 x 1024 / 256 = 1.6
+  EXPECT_NEAR(w.at(2.5), 0.8, 1e-12);
+  EXPECT_NEAR(w.at(10), 1.6, 1e-12);
+  const LrSchedule c = make_lr_schedule(0.2, "", 0, true, 10, 128, 0);
+  EXPECT_NEAR(c.at(5), 0.1, 1e-12);
+  EXPECT_NEAR(c.at(10), 0.0, 1e-12);
+  EXPECT_THROW(make_lr_schedule(0.1, "0.1;82", 0, false, 10, 1, 0), ConfigError);
+  EXPECT_THROW(make_lr_schedule(0.1, "0.1;82;0.01;50;0.001", 0, false, 10, 1, 0), ConfigError);
+  EXPECT_THROW(make_lr_schedule(0.1, "0.1;x;0.01", 0, false, 10, 1, 0), ConfigError);
+}
+
+}  // namespace
+}  // namespace cnnbench
