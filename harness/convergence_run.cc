@@ -11,6 +11,7 @@
 #include "harness/benchmark.h"
 #include "harness/checkpoint.h"
 #include "harness/data/input_pipeline.h"
+#include "harness/data/jpeg_folder.h"
 #include "harness/lr_schedule.h"
 #include "harness/result_files.h"
 #include "harness/run_context.h"
@@ -30,9 +31,39 @@ struct EpochMetrics {
   double test_loss = 0, test_top1 = 0, test_top5 = 0;
 };
 
-ImageDataset load_split(const std::string& dataset, const std::string& dir, bool train) {
-  if (dataset == "cifar10") return load_cifar10(dir, train);
-  return load_idx_dataset(dir, train, dataset);
+// Training and test examples of a data set, and what they are made from.
+struct DataSplits {
+  std::unique_ptr<ImageDataset> train_images, test_images;  // in-memory data sets
+  std::unique_ptr<ExampleSource> train, test;
+  int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
+};
+
+DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size) {
+  DataSplits d;
+  if (dataset == "imagenet") {
+    JpegFolder train = scan_jpeg_folder(dir + "/train");
+    JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
+    d.classes = static_cast<int64_t>(train.classes.size());
+    d.train_count = static_cast<int64_t>(train.files.size());
+    d.test_count = static_cast<int64_t>(val.files.size());
+    d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
+    d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
+    d.channels = 3;
+    d.height = d.width = image_size;
+    return d;
+  }
+  const bool cifar = dataset == "cifar10";
+  d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
+  d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
+  d.train = std::make_unique<InMemorySource>(*d.train_images, augmentation_for(dataset, true));
+  d.test = std::make_unique<InMemorySource>(*d.test_images, augmentation_for(dataset, false));
+  d.train_count = d.train_images->count;
+  d.test_count = d.test_images->count;
+  d.channels = d.train_images->channels;
+  d.height = d.train_images->height;
+  d.width = d.train_images->width;
+  d.classes = d.train_images->classes;
+  return d;
 }
 
 struct EvalResult {
@@ -99,17 +130,19 @@ void run_convergence(const Config& config, Communicator& comm) {
   const RunSettings& settings = setup.settings;
   Plan& plan = *setup.plan;
 
-  ImageDataset train, test;
+  DataSplits data;
   std::string error;
   try {
-    train = load_split(settings.dataset, config.data_dir, true);
-    test = load_split(settings.dataset, config.data_dir, false);
     const Shape& in = setup.graph.input().out;
-    if (train.channels != in.c || train.height != in.h || train.width != in.w)
+    data = load_data(settings.dataset, config.data_dir, in.h);
+    if (data.channels != in.c || data.height != in.h || data.width != in.w)
       throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
-                                           train.channels, train.height, train.width, settings.model.name, in.c, in.h,
+                                           data.channels, data.height, data.width, settings.model.name, in.c, in.h,
                                            in.w));
-    if (train.count / comm.size() < settings.batch_size)
+    if (data.classes > setup.graph.num_classes())
+      throw std::runtime_error(fmt::format("{}: {} classes, model {} has {} outputs", config.data_dir, data.classes,
+                                           settings.model.name, setup.graph.num_classes()));
+    if (data.train_count / comm.size() < settings.batch_size)
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
   } catch (const std::exception& e) {
     error = e.what();
@@ -138,16 +171,16 @@ void run_convergence(const Config& config, Communicator& comm) {
       make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
                        config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
                        settings.global_batch, config.learning_rate_base_batch);
-  InputPipeline train_input(train, augmentation_for(settings.dataset, true), settings.batch_size, comm.rank(),
-                            comm.size(), config.seed, true, static_cast<int>(config.num_data_workers));
-  InputPipeline test_input(test, augmentation_for(settings.dataset, false), settings.batch_size, comm.rank(),
-                           comm.size(), config.seed, false, static_cast<int>(config.num_data_workers));
+  InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
+                            static_cast<int>(config.num_data_workers));
+  InputPipeline test_input(*data.test, settings.batch_size, comm.rank(), comm.size(), config.seed, false,
+                           static_cast<int>(config.num_data_workers));
 
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm), backend_text(config, comm, setup.threads, reducer != nullptr));
   if (leader)
     fmt::print("Training on {} ({} images; {} steps per epoch), testing on {} images, {} epochs\n", config.data_dir,
-               train.count, train_input.steps_per_epoch(), test.count, total_epochs);
+               data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);
   const bool terminal = leader && isatty(STDOUT_FILENO);
   const SgdConfig sgd = sgd_config(config);
 

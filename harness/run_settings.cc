@@ -30,8 +30,6 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (s.synthetic && !config.train_dir.empty())
     throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
   if (s.synthetic && config.resume) throw ConfigError("--resume: needs --data_dir and --train_dir");
-  if (!s.synthetic && s.dataset == "imagenet")
-    throw ConfigError("--data_dir: ImageNet JPEG folders are not read by this build yet; cifar10 and fashion_mnist are");
   s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
   s.ranks = ranks;
   s.global_batch = s.batch_size * ranks;

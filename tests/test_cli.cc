@@ -232,3 +232,22 @@ TEST(Cli, ResumeAfterStopMatchesUninterruptedRun) {
 
 }  // namespace
 }  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+// An ImageNet-style JPEG folder trains and evaluates end to end (resnet18 at 224 x 224).
+TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
+  const std::string dir = fresh_dir("cli_jpeg");
+  testing::write_jpeg_folders(dir + "/imagenet", 3, 3);
+  const CliRun r = run_cnnbench("--model=resnet18 --data_dir=imagenet --batch_size=2 --num_epochs=1 "
+                                "--optimizer=momentum --init_learning_rate=0.01 --result_json=r.json",
+                                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Dataset:     imagenet\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(9 images; 4 steps per epoch), testing on 3 images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("final test top-1 accuracy"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace cnnbench

@@ -9,6 +9,7 @@
 #include "harness/data/augmentation.h"
 #include "harness/data/image_dataset.h"
 #include "harness/data/input_pipeline.h"
+#include "harness/data/jpeg_folder.h"
 #include "harness/lr_schedule.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -150,7 +151,8 @@ TEST(InputPipeline, BatchesAreDeterministicAndEvaluationCoversAll) {
   cifar_like.pad = 4;
   cifar_like.flip = true;
   auto run_epoch = [&](int workers) {
-    InputPipeline p(d, cifar_like, 8, 1, 2, 42, true, workers);
+    const InMemorySource source(d, cifar_like);
+    InputPipeline p(source, 8, 1, 2, 42, true, workers);
     p.start_epoch(3);
     std::vector<float> all;
     for (int64_t s = 0; s < p.steps_per_epoch(); ++s) {
@@ -164,7 +166,8 @@ TEST(InputPipeline, BatchesAreDeterministicAndEvaluationCoversAll) {
 
   // evaluation: in order, last batch padded, every image of the rank's shard exactly once
   for (int rank : {0, 1, 2}) {
-    InputPipeline eval(d, augmentation_for("fashion_mnist", false), 16, rank, 3, 42, false);
+    const InMemorySource source(d, augmentation_for("fashion_mnist", false));
+    InputPipeline eval(source, 16, rank, 3, 42, false);
     eval.start_epoch(0);
     int64_t valid = 0;
     std::multiset<int32_t> labels;
@@ -198,6 +201,58 @@ TEST(Augmentation, NormalisesAndCropsWithZeroPadding) {
     for (float v : out) saw_padding |= v == -1.0f;  // a zero pixel: (0 - 0.5) / 0.5
   }
   EXPECT_TRUE(saw_padding);
+}
+
+TEST(JpegFolder, ScansClassesDecodesAndCrops) {
+  const std::string root = fresh_dir("jpeg_ok");
+  testing::write_jpeg_folders(root, 3, 2);
+  testing::write_jpeg(root + "/train/n01001/grey.jpg", 64, 48, 9, /*grey=*/true);
+  std::ofstream(root + "/train/n01001/notes.txt") << "not an image";
+  const JpegFolder train = scan_jpeg_folder(root + "/train");
+  EXPECT_EQ(train.classes, (std::vector<std::string>{"n01000", "n01001", "n01002"}));
+  EXPECT_EQ(train.files.size(), 7u);
+  EXPECT_EQ(train.labels.back(), 2);
+  const JpegFolder val = scan_jpeg_folder(root + "/val", &train.classes);
+  EXPECT_EQ(val.labels, (std::vector<int32_t>{0, 1, 2}));
+
+  const RgbImage small = decode_jpeg(root + "/train/n01000/img1.JPEG", 100);
+  EXPECT_EQ(small.width, 320 / 2);  // shorter side 260 / 2 = 130 >= 100, 260 / 4 = 65 is not
+  const RgbImage full = decode_jpeg(root + "/train/n01000/img1.JPEG", 1);
+  EXPECT_EQ(full.width, 320 / 8);  // any size will do: decoded at the smallest scale, 1/8
+  const RgbImage big = decode_jpeg(root + "/train/n01000/img1.JPEG", 256);
+  EXPECT_EQ(big.width, 320);  // halving would leave the shorter side under 256
+  EXPECT_EQ(decode_jpeg(root + "/train/n01001/grey.jpg", 1).pixels.size() % 3, 0u);  // grey comes out RGB
+
+  const JpegFolderSource training(train, true), evaluation(val, false);
+  std::vector<float> a(3 * 224 * 224), b(a.size()), c(a.size());
+  std::mt19937_64 r1(1), r2(2);
+  training.make(0, r1, a.data());
+  training.make(0, r2, b.data());
+  EXPECT_NE(a, b);  // random crops differ
+  for (float v : a) ASSERT_TRUE(std::isfinite(v) && std::fabs(v) < 3.0f);
+  evaluation.make(1, r1, a.data());
+  evaluation.make(1, r2, c.data());
+  EXPECT_EQ(a, c);  // evaluation is deterministic
+
+  std::filesystem::create_directories(root + "/val/n09999");
+  testing::write_jpeg(root + "/val/n09999/x.JPEG", 40, 40, 1);
+  EXPECT_NE(error_of([&] { scan_jpeg_folder(root + "/val", &train.classes); }).find("n09999: a class the training"),
+            std::string::npos);
+}
+
+TEST(JpegFolder, CorruptFileIsNamedThroughThePipeline) {
+  const std::string root = fresh_dir("jpeg_bad");
+  testing::write_jpeg_folders(root, 2, 2);
+  const std::string victim = root + "/train/n01001/img0.JPEG";
+  std::filesystem::resize_file(victim, std::filesystem::file_size(victim) / 2);
+  EXPECT_NE(error_of([&] { decode_jpeg(victim, 1); }).find(victim + ": corrupt or unsupported JPEG"), std::string::npos);
+  std::ofstream(root + "/train/n01000/img0.JPEG", std::ios::trunc) << "GIF89a not a jpeg";
+  const JpegFolderSource source(scan_jpeg_folder(root + "/train"), true);
+  InputPipeline pipeline(source, 4, 0, 1, 7, true, 2);
+  pipeline.start_epoch(0);
+  const std::string m = error_of([&] { pipeline.next_images(); });
+  EXPECT_NE(m.find("corrupt or unsupported JPEG"), std::string::npos) << m;
+  EXPECT_NE(m.find("/img0.JPEG"), std::string::npos) << m;
 }
 
 TEST(LrSchedule, PiecewiseWarmupCosineAndScaling) {

@@ -1,9 +1,12 @@
 // tests/test_files.h — writes small data sets in the exact published file formats.
 #pragma once
 
+#include <jpeglib.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -43,6 +46,46 @@ inline void write_idx_dataset(const std::string& dir, const std::string& prefix,
   const std::string ext = gzip ? ".gz" : "";
   write_file(dir + "/" + prefix + "-images-idx3-ubyte" + ext, idx_bytes({static_cast<uint32_t>(n), 28, 28}, pixels), gzip);
   write_file(dir + "/" + prefix + "-labels-idx1-ubyte" + ext, idx_bytes({static_cast<uint32_t>(n)}, labels), gzip);
+}
+
+// A w x h JPEG (RGB, or grey) of a smooth pattern that depends on `seed`.
+inline void write_jpeg(const std::string& path, int w, int h, int seed, bool grey = false) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr jerr;
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = w;
+  cinfo.image_height = h;
+  cinfo.input_components = grey ? 1 : 3;
+  cinfo.in_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 90, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  std::vector<unsigned char> row(w * cinfo.input_components);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < cinfo.input_components; ++c)
+        row[x * cinfo.input_components + c] = static_cast<unsigned char>((x * (c + 1) + cinfo.next_scanline * 2 + seed * 40) % 256);
+    JSAMPROW p = row.data();
+    jpeg_write_scanlines(&cinfo, &p, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::fclose(f);
+  jpeg_destroy_compress(&cinfo);
+}
+
+// root/train/<class>/ and root/val/<class>/ JPEG folders: `per_class` training and 1 validation
+// image in each of `classes` classes.
+inline void write_jpeg_folders(const std::string& root, int classes, int per_class) {
+  for (const char* split : {"train", "val"})
+    for (int c = 0; c < classes; ++c) {
+      const std::string dir = root + "/" + split + "/n0" + std::to_string(1000 + c);
+      std::filesystem::create_directories(dir);
+      const int n = std::string(split) == "train" ? per_class : 1;
+      for (int i = 0; i < n; ++i) write_jpeg(dir + "/img" + std::to_string(i) + ".JPEG", 300 + 20 * i, 260, c * 7 + i);
+    }
 }
 
 }  // namespace cnnbench::testing

@@ -20,12 +20,11 @@ std::vector<int64_t> rank_shard(const std::vector<int64_t>& order, int rank, int
   return shard;
 }
 
-InputPipeline::InputPipeline(const ImageDataset& data, const Augmentation& augmentation, int64_t batch_size, int rank,
-                             int ranks, uint64_t seed, bool training, int workers, int depth)
-    : data_(data),
-      augmentation_(augmentation),
+InputPipeline::InputPipeline(const ExampleSource& source, int64_t batch_size, int rank, int ranks, uint64_t seed,
+                             bool training, int workers, int depth)
+    : source_(source),
       batch_size_(batch_size),
-      example_floats_(data.channels * data.height * data.width),
+      example_floats_(source.example_floats()),
       rank_(rank),
       ranks_(ranks),
       seed_(seed),
@@ -33,7 +32,7 @@ InputPipeline::InputPipeline(const ImageDataset& data, const Augmentation& augme
       workers_count_(std::max(1, workers)),
       depth_(std::max(depth, workers_count_ + 2)) {
   // training: every rank steps the same number of times (shards differ by at most one image)
-  if (training) steps_ = data.count / ranks / batch_size;
+  if (training) steps_ = source.count() / ranks / batch_size;
   images_.assign(depth_, std::vector<float>(batch_size * example_floats_));
   labels_.assign(depth_, std::vector<int32_t>(batch_size));
   valid_.assign(depth_, 0);
@@ -57,9 +56,9 @@ void InputPipeline::start_epoch(int64_t epoch) {
   stop_workers();
   epoch_ = epoch;
   if (training_) {
-    shard_ = rank_shard(epoch_order(data_.count, seed_, epoch), rank_, ranks_);
+    shard_ = rank_shard(epoch_order(source_.count(), seed_, epoch), rank_, ranks_);
   } else {
-    std::vector<int64_t> in_order(data_.count);
+    std::vector<int64_t> in_order(source_.count());
     std::iota(in_order.begin(), in_order.end(), 0);
     shard_ = rank_shard(in_order, rank_, ranks_);
     steps_ = (static_cast<int64_t>(shard_.size()) + batch_size_ - 1) / batch_size_;  // no collective per step
@@ -82,13 +81,20 @@ void InputPipeline::produce(int worker) {
     std::mt19937_64 rng(seed_ ^ (static_cast<uint64_t>(epoch_) << 40) ^ (static_cast<uint64_t>(rank_) << 24) ^
                         static_cast<uint64_t>(b) * 0x9e3779b97f4a7c15ull);
     int64_t valid = 0;
-    for (int64_t i = 0; i < batch_size_; ++i) {
-      const int64_t position = b * batch_size_ + i;
-      // evaluation pads its last batch by repeating the shard's first image; it is not counted
-      const int64_t index = position < static_cast<int64_t>(shard_.size()) ? shard_[position] : shard_[0];
-      valid += position < static_cast<int64_t>(shard_.size());
-      make_example(data_, index, augmentation_, rng, images_[s].data() + i * example_floats_);
-      labels_[s][i] = data_.labels[index];
+    try {
+      for (int64_t i = 0; i < batch_size_; ++i) {
+        const int64_t position = b * batch_size_ + i;
+        // evaluation pads its last batch by repeating the shard's first image; it is not counted
+        const int64_t index = position < static_cast<int64_t>(shard_.size()) ? shard_[position] : shard_[0];
+        valid += position < static_cast<int64_t>(shard_.size());
+        source_.make(index, rng, images_[s].data() + i * example_floats_);
+        labels_[s][i] = source_.label(index);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::current_exception();
+      changed_.notify_all();
+      return;
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -105,7 +111,8 @@ const float* InputPipeline::next_images() {
   const auto start = std::chrono::steady_clock::now();
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return ready_[s] == b; });
+    changed_.wait(lock, [&] { return ready_[s] == b || error_; });
+    if (ready_[s] != b) std::rethrow_exception(error_);
   }
   stall_sec_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // the slot stays ours until the next call: consumed_ moves on then

@@ -8,12 +8,12 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "harness/data/augmentation.h"
-#include "harness/data/image_dataset.h"
+#include "harness/data/example_source.h"
 
 namespace cnnbench {
 
@@ -25,14 +25,15 @@ class InputPipeline {
  public:
   // training: shuffled and augmented, full batches only (ranks must step together);
   // evaluation: in order, the last batch padded (valid() tells how many count).
-  InputPipeline(const ImageDataset& data, const Augmentation& augmentation, int64_t batch_size, int rank, int ranks,
-                uint64_t seed, bool training, int workers = 2, int depth = 3);
+  InputPipeline(const ExampleSource& source, int64_t batch_size, int rank, int ranks, uint64_t seed, bool training,
+                int workers = 2, int depth = 3);
   ~InputPipeline();
 
   // Steps of one epoch: the same on every rank when training; evaluation's is set by start_epoch.
   int64_t steps_per_epoch() const { return steps_; }
   void start_epoch(int64_t epoch);
-  // The next batch of the epoch (images NCHW, labels); blocks until it is ready.
+  // The next batch of the epoch (images NCHW, labels); blocks until it is ready. Rethrows a
+  // worker's error (naming the file it could not read).
   const float* next_images();
   const int32_t* current_labels() const { return labels_[slot(consumed_ - 1)].data(); }
   int64_t current_valid() const { return valid_[slot(consumed_ - 1)]; }
@@ -43,8 +44,7 @@ class InputPipeline {
   void produce(int worker);
   void stop_workers();
 
-  const ImageDataset& data_;
-  Augmentation augmentation_;
+  const ExampleSource& source_;
   int64_t batch_size_, example_floats_;
   int rank_, ranks_;
   uint64_t seed_;
@@ -61,6 +61,7 @@ class InputPipeline {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;
+  std::exception_ptr error_;  // a worker's failure (a corrupt file), rethrown to the consumer
   std::vector<std::thread> workers_;
 };
 

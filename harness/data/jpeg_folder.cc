@@ -1,0 +1,173 @@
+#include "harness/data/jpeg_folder.h"
+
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_jpeg(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpeg" || ext == ".jpg";
+}
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void on_error(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+[[noreturn]] void fail_decode(ErrorManager& e, const char* why) {
+  std::snprintf(e.message, sizeof(e.message), "%s", why);
+  std::longjmp(e.jump, 1);
+}
+
+// Warnings (a truncated file, bad Huffman data) are errors too: a benchmark must not train on
+// half-grey images without saying so.
+void on_message(j_common_ptr cinfo, int level) {
+  if (level < 0) on_error(cinfo);
+}
+
+// Bilinear sample of the region (x0, y0, w, h) of `image` into size x size, normalised, CHW.
+void resample(const RgbImage& image, double x0, double y0, double w, double h, int64_t size, bool flip,
+              const Augmentation& norm, float* out) {
+  for (int64_t oy = 0; oy < size; ++oy) {
+    const double sy = std::clamp(y0 + (oy + 0.5) * h / size - 0.5, 0.0, image.height - 1.0);
+    const int y_lo = static_cast<int>(sy), y_hi = std::min(y_lo + 1, image.height - 1);
+    const double fy = sy - y_lo;
+    for (int64_t ox = 0; ox < size; ++ox) {
+      const int64_t tx = flip ? size - 1 - ox : ox;
+      const double sx = std::clamp(x0 + (tx + 0.5) * w / size - 0.5, 0.0, image.width - 1.0);
+      const int x_lo = static_cast<int>(sx), x_hi = std::min(x_lo + 1, image.width - 1);
+      const double fx = sx - x_lo;
+      for (int c = 0; c < 3; ++c) {
+        auto at = [&](int y, int x) { return static_cast<double>(image.pixels[(y * image.width + x) * 3 + c]); };
+        const double v = (1 - fy) * ((1 - fx) * at(y_lo, x_lo) + fx * at(y_lo, x_hi)) +
+                         fy * ((1 - fx) * at(y_hi, x_lo) + fx * at(y_hi, x_hi));
+        out[(c * size + oy) * size + ox] = static_cast<float>((v / 255.0 - norm.mean[c]) / norm.stddev[c]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::string>* classes) {
+  if (!fs::is_directory(root)) throw std::runtime_error(root + ": no such folder (expected <class>/*.JPEG inside)");
+  JpegFolder f;
+  f.root = root;
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(root))
+    if (entry.is_directory()) found.push_back(entry.path().filename().string());
+  std::sort(found.begin(), found.end());
+  f.classes = classes ? *classes : found;
+  std::map<std::string, int32_t> index;
+  for (size_t i = 0; i < f.classes.size(); ++i) index[f.classes[i]] = static_cast<int32_t>(i);
+  for (const std::string& name : found) {
+    if (!index.count(name)) throw std::runtime_error(root + "/" + name + ": a class the training folder does not have");
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(fs::path(root) / name))
+      if (entry.is_regular_file() && is_jpeg(entry.path())) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    for (const std::string& file : files) {
+      f.files.push_back(file);
+      f.labels.push_back(index[name]);
+    }
+  }
+  if (f.files.empty()) throw std::runtime_error(root + ": no JPEG files in its class folders");
+  return f;
+}
+
+RgbImage decode_jpeg(const std::string& path, int min_side) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  RgbImage image;
+  jpeg_decompress_struct cinfo;
+  ErrorManager errors;
+  cinfo.err = jpeg_std_error(&errors.pub);
+  errors.pub.error_exit = on_error;
+  errors.pub.emit_message = on_message;
+  jpeg_create_decompress(&cinfo);
+  if (setjmp(errors.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    throw std::runtime_error(path + ": corrupt or unsupported JPEG: " + errors.message);
+  }
+  if (bytes.empty()) fail_decode(errors, "empty file");
+  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK)
+    fail_decode(errors, "CMYK images are not supported");
+  cinfo.out_color_space = JCS_RGB;
+  const unsigned shorter = std::min(cinfo.image_width, cinfo.image_height);
+  unsigned denom = 1;
+  while (denom < 8 && shorter / (denom * 2) >= static_cast<unsigned>(min_side)) denom *= 2;
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = denom;
+  jpeg_start_decompress(&cinfo);
+  image.width = static_cast<int>(cinfo.output_width);
+  image.height = static_cast<int>(cinfo.output_height);
+  image.pixels.resize(static_cast<size_t>(image.width) * image.height * 3);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = image.pixels.data() + static_cast<size_t>(cinfo.output_scanline) * image.width * 3;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return image;
+}
+
+JpegFolderSource::JpegFolderSource(JpegFolder folder, bool training, int64_t size)
+    : folder_(std::move(folder)), training_(training), size_(size), normalisation_(augmentation_for("imagenet", false)) {}
+
+void JpegFolderSource::make(int64_t index, std::mt19937_64& rng, float* out) const {
+  const int64_t resize = size_ * 256 / 224;  // evaluation: shorter side before the centre crop
+  const RgbImage image = decode_jpeg(folder_.files[index], static_cast<int>(training_ ? size_ : resize));
+  const double W = image.width, H = image.height;
+  if (!training_) {
+    const double scale = resize / std::min(W, H), crop = size_ / scale;
+    resample(image, (W - crop) / 2, (H - crop) / 2, crop, crop, size_, false, normalisation_, out);
+    return;
+  }
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  double w = 0, h = 0, x0 = 0, y0 = 0;
+  bool found = false;
+  for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+    const double area = W * H * (0.08 + 0.92 * unit(rng));
+    const double aspect = std::exp(std::log(3.0 / 4.0) + unit(rng) * (std::log(4.0 / 3.0) - std::log(3.0 / 4.0)));
+    w = std::round(std::sqrt(area * aspect));
+    h = std::round(std::sqrt(area / aspect));
+    if (w > 0 && h > 0 && w <= W && h <= H) {
+      x0 = std::floor(unit(rng) * (W - w + 1));
+      y0 = std::floor(unit(rng) * (H - h + 1));
+      found = true;
+    }
+  }
+  if (!found) {  // torchvision's fallback: the largest centred crop within the aspect range
+    const double ratio = W / H;
+    w = ratio < 3.0 / 4.0 ? W : ratio > 4.0 / 3.0 ? std::round(H * 4.0 / 3.0) : W;
+    h = ratio < 3.0 / 4.0 ? std::round(W * 4.0 / 3.0) : H;
+    x0 = (W - w) / 2;
+    y0 = (H - h) / 2;
+  }
+  resample(image, x0, y0, w, h, size_, (rng() & 1) != 0, normalisation_, out);
+}
+
+}  // namespace cnnbench
