@@ -10,6 +10,7 @@
 
 #include "harness/benchmark.h"
 #include "harness/checkpoint.h"
+#include "harness/fault_injection.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/data/jpeg_folder.h"
 #include "harness/lr_schedule.h"
@@ -208,6 +209,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       loss_sum += r.loss;
       correct += static_cast<double>(r.top1_correct);
       ++steps_done;
+      exit_here_if_asked(comm.rank(), steps_done);
       if (terminal && (s % config.display_every == 0 || s + 1 == epoch_steps)) {
         const int width = 30, done = static_cast<int>(width * (s + 1) / epoch_steps);
         fmt::print("\rEpoch {}/{} [{}{}] {}/{} loss {:.3f}", epoch + 1, epochs, std::string(done, '='),

@@ -10,6 +10,7 @@
 
 #include "comm/gradient_reducer.h"
 #include "harness/benchmark.h"
+#include "harness/fault_injection.h"
 #include "harness/peak.h"
 #include "harness/result_record.h"
 #include "harness/run_setup.h"
@@ -71,15 +72,8 @@ void run_training(const Config& config, Communicator& comm) {
   StepLoopEvents events;
   events.warmup_started = [&] { log.warmup_started(); };
   events.warmup_done = [&] { log.warmup_done(); };
-  // Fault injection for the tests: CNNBENCH_TEST_EXIT_AT=R:S makes rank R die after timed
-  // step S, as a crashed or killed rank would (no MPI_Finalize, no message to the others).
-  int exit_rank = -1, exit_step = -1;
-  if (const char* spec = std::getenv("CNNBENCH_TEST_EXIT_AT")) std::sscanf(spec, "%d:%d", &exit_rank, &exit_step);
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
-    if (comm.rank() == exit_rank && i + 1 == exit_step) {
-      std::fprintf(stderr, "cnnbench: rank %d stops dead after step %d (CNNBENCH_TEST_EXIT_AT)\n", exit_rank, exit_step);
-      std::_Exit(3);
-    }
+    exit_here_if_asked(comm.rank(), i + 1);
     if (i == 0 || (i + 1) % config.display_every == 0) log.step(i, global.sync_through(steps));
   };
   const std::vector<StepRecord> local =

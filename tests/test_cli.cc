@@ -205,9 +205,10 @@ TEST(CliMpi, FashionMnistTwoRanksLearns) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/fm_epochs.csv"));
 }
 
-// Kill-and-resume: a run stopped after epoch 2 and resumed (past a damaged newest checkpoint)
-// ends with the same weights, momentum and statistics, bit for bit, as one never interrupted.
-TEST(Cli, ResumeAfterStopMatchesUninterruptedRun) {
+// Kill-and-resume: a run killed in the middle of epoch 3 and resumed (past a damaged newest
+// checkpoint) ends with the same weights, momentum and statistics, bit for bit, as one never
+// interrupted.
+TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   const std::string dir = fresh_dir("cli_resume");
   testing::write_idx_dataset(dir, "train", 640, true);
   testing::write_idx_dataset(dir, "t10k", 100, true);
@@ -215,8 +216,10 @@ TEST(Cli, ResumeAfterStopMatchesUninterruptedRun) {
                              "--init_learning_rate=0.02 --num_data_workers=2 ";
   CliRun r = run_cnnbench(common + "--num_epochs=3 --train_dir=whole", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run_cnnbench(common + "--num_epochs=2 --train_dir=parts", dir);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 20 steps per epoch: killed after step 50, in epoch 3
+  r = run_cnnbench_with("CNNBENCH_TEST_EXIT_AT=0:50 ", "", common + "--num_epochs=3 --train_dir=parts", dir);
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  ASSERT_FALSE(std::filesystem::exists(dir + "/parts/checkpoint-epoch-0003.ckpt"));
   // the newest checkpoint is damaged: resume must fall back to epoch 1 and redo epoch 2
   const std::string epoch2 = dir + "/parts/checkpoint-epoch-0002.ckpt";
   std::filesystem::resize_file(epoch2, std::filesystem::file_size(epoch2) - 10);

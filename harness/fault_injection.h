@@ -1,0 +1,12 @@
+// harness/fault_injection.h — for the tests: CNNBENCH_TEST_EXIT_AT=R:S makes rank R die right
+// after its step S (counted from 1), as a crashed or killed rank would: no MPI_Finalize, no
+// message to the other ranks, exit code 3.
+#pragma once
+
+#include <cstdint>
+
+namespace cnnbench {
+
+void exit_here_if_asked(int rank, int64_t step);
+
+}  // namespace cnnbench
