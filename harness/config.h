@@ -36,7 +36,8 @@ struct Config {
   std::string backend = "onednn";
   int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on
   std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
-  bool use_fp16 = false;
+  bool use_fp16 = false;            // the device's fast half type: bf16 on this CPU
+  std::string precision = "fp32";   // fp32 | bf16 | fp16 (compute type of activations)
   std::string variable_update = "horovod";
   // distributed
   std::string allreduce = "mpi";        // mpi | gloo

@@ -45,7 +45,11 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
                     : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0
                                                   : 0.1;
-  s.precision = config.use_fp16 ? DType::bf16 : DType::f32;
+  // --use_fp16 asks for the half type the device runs fastest: on CPUs that is bf16 (AVX-512
+  // BF16); fp16 would need AVX-512 FP16.
+  s.precision = config.use_fp16 ? DType::bf16 : *parse_dtype(config.precision);
+  if (config.use_fp16 && config.precision == "fp16")
+    throw ConfigError("--precision=fp16 with --use_fp16: the CPU backend computes halves in bf16");
   s.threads = threads;
   s.training = !config.forward_only;
   return s;

@@ -34,6 +34,10 @@ TEST(PlanErrors, UnsupportedComputeTypeIsRefused) {
     EXPECT_NE(m.find("fp16"), std::string::npos) << m;
     EXPECT_NE(m.find(backend), std::string::npos) << m;
   }
+  PlanOptions bf16;
+  bf16.compute = DType::bf16;
+  EXPECT_NE(message_of([&] { compile_plan("ref", small_graph(), bf16); }).find("fp32 only"), std::string::npos);
+  EXPECT_NO_THROW(compile_plan("onednn", small_graph(), bf16));
 }
 
 TEST(PlanErrors, LabelOutOfRangeIsRefused) {

@@ -1,6 +1,7 @@
 // Small networks trained for a few hundred SGD steps on fixed problems. The loss floors
 // asserted here are out of reach for an untrained net (ln 3 = 1.10, ln 2 = 0.69) and for a
 // linear model on the rings, so only a working forward + backward + update passes.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/backend.h"
@@ -46,9 +47,13 @@ Problem bars(int64_t n) {
   return p;
 }
 
+// "onednn-bf16" is the oneDNN backend computing in bf16.
 LossResult train(const std::string& backend, const Graph& graph, const Problem& problem, int steps, float lr,
                  int* hook_calls = nullptr) {
-  auto plan = compile_plan(backend, graph);
+  PlanOptions options;
+  const bool bf16 = backend == "onednn-bf16";
+  if (bf16) options.compute = DType::bf16;
+  auto plan = compile_plan(bf16 ? "onednn" : backend, graph, options);
   init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 5);
   if (hook_calls) plan->set_gradient_ready_hook([hook_calls](int) { ++*hook_calls; });
   plan->set_input(problem.images.data());
@@ -94,7 +99,40 @@ TEST_P(ToyTraining, SmallConvNetLearnsBars) {
   EXPECT_EQ(result.top1_correct, n);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn"));
+INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn", "onednn-bf16"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// bf16 training follows the fp32 loss curve: over 150 steps of the bar problem the losses stay
+// within 0.05 + 10% of each other, step by step.
+TEST(ToyTrainingBf16, FollowsTheFp32LossCurve) {
+  const int64_t n = 64;
+  const Problem problem = bars(n);
+  GraphBuilder b("cnn", {n, 1, 8, 8});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv1"), "bn1"), "relu1");
+  x = b.relu(b.batch_norm(b.conv(x, 8, 3, 1, 1, "conv2"), "bn2"), "relu2");
+  const Graph cnn = b.finish(b.linear(b.global_avg_pool(x, "gap"), 2, "fc"));
+  std::vector<double> curves[2];
+  for (int half = 0; half < 2; ++half) {
+    PlanOptions options;
+    options.compute = half ? DType::bf16 : DType::f32;
+    auto plan = compile_plan("onednn", cnn, options);
+    init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 5);
+    plan->set_input(problem.images.data());
+    for (int step = 0; step < 150; ++step) {
+      plan->forward(Mode::training);
+      curves[half].push_back(plan->loss(problem.labels.data()).loss);
+      plan->backward();
+      plan->sgd_step({0.9f, 1e-4f, false}, 0.05f);
+    }
+  }
+  for (int step = 0; step < 150; ++step)
+    ASSERT_NEAR(curves[1][step], curves[0][step], 0.05 + 0.1 * curves[0][step]) << "step " << step;
+  EXPECT_LT(curves[1].back(), 0.1);
+}
 
 }  // namespace
 }  // namespace cnnbench

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <unordered_map>
 #include <vector>
@@ -50,7 +51,7 @@ memory::desc plain_md(const memory::dims& dims) {
   return memory::desc(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
 }
 
-memory::desc any_md(const memory::dims& dims) { return memory::desc(dims, dt::f32, tag::any); }
+memory::desc any_md(const memory::dims& dims, dt type = dt::f32) { return memory::desc(dims, type, tag::any); }
 
 bool same(const memory& a, const memory& b) { return a.get() == b.get(); }
 
@@ -62,16 +63,18 @@ class OnednnPlan final : public Plan {
  public:
   OnednnPlan(const Graph& graph, const PlanOptions& options)
       : Plan(graph), input_grad_(options.input_grad), input_nhwc_(options.input_nhwc), fuse_(options.fuse) {
-    if (options.compute != DType::f32)
-      throw std::invalid_argument(std::string("backend 'onednn': compute type ") +
-                                  dtype_name(options.compute) + " is not supported; use fp32");
+    if (options.compute == DType::f16)
+      throw std::invalid_argument(
+          "backend 'onednn': fp16 compute needs AVX-512 FP16, which this build does not target; "
+          "bf16 is the CPU's fast half type (--precision=bf16, or --use_fp16, picks it)");
+    act_dt_ = options.compute == DType::bf16 ? dt::bf16 : dt::f32;
     engine_ = ONEDNN_CHECK("creating the CPU engine", dnnl::engine(dnnl::engine::kind::cpu, 0));
     stream_ = dnnl::stream(engine_);
     compile();
   }
 
   void set_input(const float* images) override {
-    std::copy_n(images, graph_.input().out.elements(), static_cast<float*>(mem_[0].get_data_handle()));
+    std::copy_n(images, graph_.input().out.elements(), static_cast<float*>(input_user_.get_data_handle()));
   }
 
   void forward(Mode mode) override {
@@ -120,7 +123,7 @@ class OnednnPlan final : public Plan {
 
   void read_input_grad(float* dst) override {
     if (!input_grad_) throw std::logic_error("plan was built without input_grad");
-    memory plain(mem_[0].get_desc(), engine_, dst);
+    memory plain(input_user_.get_desc(), engine_, dst);
     run_reorder(diff_[0], plain);
   }
 
@@ -151,6 +154,9 @@ class OnednnPlan final : public Plan {
   }
 
   // ---- compile helpers ----
+  // A tensor computed in the plan's compute type, layout left to the primitive.
+  memory::desc act(const memory::dims& d) const { return any_md(d, act_dt_); }
+
   // Inner product makes 2-D (n x features) tensors, and the elementwise ops after it keep them
   // 2-D; every other tensor is 4-D NCHW.
   memory::dims dims(const Node& node) const {
@@ -264,7 +270,16 @@ class OnednnPlan final : public Plan {
                         flat_[node.inputs[0]]);
     plan_fusions();
 
-    mem_[0] = alloc(input_nhwc_ ? memory::desc(dims(graph_.input()), dt::f32, tag::nhwc) : plain_md(dims(graph_.input())));
+    // the images as the caller gives them (fp32), and in the compute type for the ops
+    const tag input_tag = input_nhwc_ ? tag::nhwc : tag::nchw;
+    input_user_ = alloc(memory::desc(dims(graph_.input()), dt::f32, input_tag));
+    if (act_dt_ == dt::f32) {
+      mem_[0] = input_user_;
+    } else {
+      mem_[0] = alloc(memory::desc(dims(graph_.input()), act_dt_, input_tag));
+      reorder_step(forward_training_, input_user_, mem_[0]);
+      reorder_step(forward_inference_, input_user_, mem_[0]);
+    }
     for (const Node& node : graph_.nodes) {
       if (node.kind == OpKind::input) continue;
       if (absorbs_[node.id] >= 0) {  // a ReLU folded into its producer
@@ -374,12 +389,12 @@ class OnednnPlan final : public Plan {
     const memory::desc bias_md({node.conv.out_channels}, dt::f32, tag::x);
     auto desc = node.conv.bias
                     ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                      dnnl::algorithm::convolution_direct, any_md(src_dims),
-                                                      any_md(w_dims), bias_md, any_md(dst_dims), strides,
+                                                      dnnl::algorithm::convolution_direct, act(src_dims),
+                                                      act(w_dims), bias_md, act(dst_dims), strides,
                                                       pad_l, pad_r)
                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                      dnnl::algorithm::convolution_direct, any_md(src_dims),
-                                                      any_md(w_dims), any_md(dst_dims), strides, pad_l, pad_r);
+                                                      dnnl::algorithm::convolution_direct, act(src_dims),
+                                                      act(w_dims), act(dst_dims), strides, pad_l, pad_r);
     auto pd = ONEDNN_CHECK(where(node, "creating the forward convolution"),
                            dnnl::convolution_forward::primitive_desc(desc, relu_attr(node), engine_));
     WeightedState& s = conv_[node.id];
@@ -415,10 +430,10 @@ class OnednnPlan final : public Plan {
     auto wdesc = node.conv.bias
                      ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
                                                                 s.src.get_desc(), any_md(w_dims), bias_md,
-                                                                any_md(dst_dims), strides, pad_l, pad_r)
+                                                                act(dst_dims), strides, pad_l, pad_r)
                      : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
                                                                 s.src.get_desc(), any_md(w_dims),
-                                                                any_md(dst_dims), strides, pad_l, pad_r);
+                                                                act(dst_dims), strides, pad_l, pad_r);
     auto wpd = ONEDNN_CHECK(where(node, "creating the backward-weights convolution"),
                             dnnl::convolution_backward_weights::primitive_desc(wdesc, engine_, fwd_pd));
     memory diff_dst_w = backward_view(node.id, wpd.diff_dst_desc());
@@ -436,8 +451,8 @@ class OnednnPlan final : public Plan {
 
     // data gradient
     if (in.id == 0 && !input_grad_) return;
-    auto ddesc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any_md(src_dims),
-                                                       any_md(w_dims), any_md(dst_dims), strides, pad_l, pad_r);
+    auto ddesc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, act(src_dims),
+                                                       act(w_dims), act(dst_dims), strides, pad_l, pad_r);
     auto dpd = ONEDNN_CHECK(where(node, "creating the backward-data convolution"),
                             dnnl::convolution_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
     memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
@@ -459,10 +474,10 @@ class OnednnPlan final : public Plan {
     const memory::desc w_plain(w_dims, dt::f32, w_dims.size() == 2 ? tag::oi : tag::oihw);
     const memory::desc bias_md({node.linear.out_features}, dt::f32, tag::x);
     auto desc = node.linear.bias
-                    ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, any_md(src_dims),
-                                                        any_md(w_dims), bias_md, any_md(dst_dims))
-                    : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, any_md(src_dims),
-                                                        any_md(w_dims), any_md(dst_dims));
+                    ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, act(src_dims),
+                                                        act(w_dims), bias_md, act(dst_dims))
+                    : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, act(src_dims),
+                                                        act(w_dims), act(dst_dims));
     auto pd = ONEDNN_CHECK(where(node, "creating the forward inner product"),
                            dnnl::inner_product_forward::primitive_desc(desc, engine_));
     WeightedState& s = conv_[node.id];
@@ -493,9 +508,9 @@ class OnednnPlan final : public Plan {
 
     auto wdesc = node.linear.bias
                      ? dnnl::inner_product_backward_weights::desc(s.src.get_desc(), any_md(w_dims), bias_md,
-                                                                  any_md(dst_dims))
+                                                                  act(dst_dims))
                      : dnnl::inner_product_backward_weights::desc(s.src.get_desc(), any_md(w_dims),
-                                                                  any_md(dst_dims));
+                                                                  act(dst_dims));
     auto wpd = ONEDNN_CHECK(where(node, "creating the backward-weights inner product"),
                             dnnl::inner_product_backward_weights::primitive_desc(wdesc, engine_, fwd_pd));
     memory diff_dst_w = backward_view(node.id, wpd.diff_dst_desc());
@@ -512,7 +527,7 @@ class OnednnPlan final : public Plan {
     gradients_ready_step(node);
 
     if (in.id == 0 && !input_grad_) return;
-    auto ddesc = dnnl::inner_product_backward_data::desc(any_md(src_dims), any_md(w_dims), any_md(dst_dims));
+    auto ddesc = dnnl::inner_product_backward_data::desc(act(src_dims), act(w_dims), act(dst_dims));
     auto dpd = ONEDNN_CHECK(where(node, "creating the backward-data inner product"),
                             dnnl::inner_product_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
     memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
@@ -685,7 +700,7 @@ class OnednnPlan final : public Plan {
     auto pd = ONEDNN_CHECK(where(node, "creating the forward pooling"),
                            dnnl::pooling_forward::primitive_desc(
                                dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, pool_algorithm(node),
-                                                           mem_[src].get_desc(), any_md(dims(node)), g.strides,
+                                                           mem_[src].get_desc(), act(dims(node)), g.strides,
                                                            g.kernel, g.pad_l, g.pad_r),
                                engine_));
     pool_[node.id].forward_pd = pd;
@@ -776,12 +791,14 @@ class OnednnPlan final : public Plan {
     // the output keeps the input's layout family: blocked in, blocked out
     const int64_t block = layout_of(mem_[src], node).block;
     const tag out_tag = block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : block == 4 ? tag::nChw4c : tag::nchw;
-    mem_[node.id] = alloc(memory::desc(dims(node), dt::f32, out_tag));
-    auto host = [x = mem_[src], y = mem_[node.id],
+    mem_[node.id] = alloc(memory::desc(dims(node), act_dt_, out_tag));
+    auto host = [x = mem_[src], y = mem_[node.id], wide = act_dt_ == dt::f32,
                  walk = ShortcutWalk(shortcut_geometry(node), layout_of(mem_[src], node), layout_of(mem_[node.id], node))] {
-      const float* in = static_cast<const float*>(x.get_data_handle());
-      float* out = static_cast<float*>(y.get_data_handle());
-      walk.run([&](int64_t xi, int64_t yi) { out[yi] = in[xi]; });
+      auto copy = [&](auto* out, const auto* in) { walk.run([&](int64_t xi, int64_t yi) { out[yi] = in[xi]; }); };
+      if (wide)
+        copy(static_cast<float*>(y.get_data_handle()), static_cast<const float*>(x.get_data_handle()));
+      else
+        copy(static_cast<uint16_t*>(y.get_data_handle()), static_cast<const uint16_t*>(x.get_data_handle()));
     };
     forward_training_.push_back({{}, {}, host});
     forward_inference_.push_back({{}, {}, host});
@@ -790,13 +807,18 @@ class OnednnPlan final : public Plan {
   void compile_shortcut_backward(const Node& node) {
     const int src = node.inputs[0];
     memory target = grad_target(src, mem_[src].get_desc());
-    backward_.push_back({{}, {}, [dy = diff_[node.id], dx = target,
+    backward_.push_back({{}, {}, [dy = diff_[node.id], dx = target, wide = act_dt_ == dt::f32,
                                   walk = ShortcutWalk(shortcut_geometry(node), layout_of(target, node),
                                                       layout_of(diff_[node.id], node))] {
-                           float* out = static_cast<float*>(dx.get_data_handle());
-                           const float* in = static_cast<const float*>(dy.get_data_handle());
-                           std::fill_n(out, dx.get_desc().get_size() / sizeof(float), 0.0f);
-                           walk.run([&](int64_t xi, int64_t yi) { out[xi] = in[yi]; });
+                           std::memset(dx.get_data_handle(), 0, dx.get_desc().get_size());  // 0 in fp32 and bf16
+                           auto scatter = [&](auto* out, const auto* in) {
+                             walk.run([&](int64_t xi, int64_t yi) { out[xi] = in[yi]; });
+                           };
+                           if (wide)
+                             scatter(static_cast<float*>(dx.get_data_handle()), static_cast<const float*>(dy.get_data_handle()));
+                           else
+                             scatter(static_cast<uint16_t*>(dx.get_data_handle()),
+                                     static_cast<const uint16_t*>(dy.get_data_handle()));
                          }});
     finish_grad(src, target);
   }
@@ -831,6 +853,7 @@ class OnednnPlan final : public Plan {
   }
 
   bool input_grad_, input_nhwc_, fuse_;
+  dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::vector<std::vector<int>> consumers_;
@@ -849,6 +872,7 @@ class OnednnPlan final : public Plan {
   std::unordered_map<int, PoolState> pool_;
   Steps forward_training_, forward_inference_, backward_;
   memory logits_plain_, dlogits_plain_;
+  memory input_user_;  // fp32 images from set_input(); mem_[0] is them in the compute type
   std::vector<std::pair<memory, size_t>> placements_;
   size_t activation_bytes_ = 0;
   Arena activations_;  // every activation, gradient, workspace and reordered weight
