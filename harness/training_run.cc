@@ -2,11 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-
-#include <unistd.h>
 
 #include "comm/gradient_reducer.h"
 #include "harness/benchmark.h"
@@ -19,9 +15,6 @@
 #include "harness/run_summary.h"
 #include "harness/synthetic_data.h"
 #include "harness/tf_log.h"
-#include "kernels/backend.h"
-#include "kernels/error_context.h"
-#include "kernels/threads.h"
 
 namespace cnnbench {
 namespace {
