@@ -17,7 +17,6 @@ void TfLog::header(const std::string& devices, const std::string& backend_note) 
   fmt::print(out_, "Num batches: {}\n", s.timed_steps);
   fmt::print(out_, "Num epochs:  {:.2f}\n", s.epochs);
   fmt::print(out_, "Devices:     {}\n", devices);
-  fmt::print(out_, "Devices:     {}\n", devices);
   fmt::print(out_, "Data format: {}\n", config_.data_format);
   fmt::print(out_, "Optimizer:   {}\n", config_.optimizer);
   fmt::print(out_, "Variables:   {}\n", config_.variable_update);

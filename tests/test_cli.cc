@@ -62,6 +62,9 @@ TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
   ASSERT_TRUE(std::regex_search(r.output, total, std::regex(R"(total images/sec: ([0-9.]+))"))) << r.output;
   EXPECT_GT(std::stod(total[1]), 0.0);
   EXPECT_NE(r.output.find("layer1.0.conv1"), std::string::npos);  // the layer table
+  size_t devices = 0;
+  for (size_t at = r.output.find("Devices:"); at != std::string::npos; at = r.output.find("Devices:", at + 1)) ++devices;
+  EXPECT_EQ(devices, 1u) << "each header line once";
 
   std::ifstream json_file(dir + "/out/r.json");
   ASSERT_TRUE(json_file.good());
