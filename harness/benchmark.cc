@@ -10,10 +10,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientReducer* reducer,
-                    const float* images, const int32_t* labels) {
+                    LossScaler* scaler, const float* images, const int32_t* labels) {
   const auto start = std::chrono::steady_clock::now();
   plan.set_input(images);
-  StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training);
+  StepRecord r =
+      train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training, scaler);
   r.time_sec = seconds_since(start);
   return r;
 }
@@ -29,10 +30,12 @@ SgdConfig sgd_config(const Config& config) {
 }
 
 StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
-                      bool training) {
+                      bool training, LossScaler* scaler) {
   StepRecord r;
   const auto start = std::chrono::steady_clock::now();
   auto phase = start;
+  const double loss_scale = scaler ? scaler->scale() : 1.0;
+  if (scaler) plan.set_loss_scale(static_cast<float>(loss_scale));
   plan.forward(training ? Mode::training : Mode::inference);
   const LossResult loss = plan.loss(labels);
   r.forward_sec = seconds_since(phase);
@@ -41,7 +44,18 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
     plan.backward();
     r.backward_sec = seconds_since(phase);
     phase = std::chrono::steady_clock::now();
-    if (reducer) {
+    if (scaler) {
+      // every bucket must be known finite before any is applied
+      if (reducer) {
+        const ReducerStepStats stats = reducer->wait_for_buckets(nullptr);
+        r.comm_sec = stats.comm_sec;
+        r.exposed_sec = stats.exposed_sec;
+      }
+      r.skipped = !scaler->accept(plan.gradients());
+      SgdConfig unscaled = sgd;
+      unscaled.gradient_scale = static_cast<float>(1.0 / loss_scale);
+      if (!r.skipped) plan.sgd_step(unscaled, lr);
+    } else if (reducer) {
       const ReducerStepStats stats =
           reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
       r.comm_sec = stats.comm_sec;
@@ -59,18 +73,18 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
 }
 
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientReducer* reducer, const float* images, const int32_t* labels,
-                                      const StepLoopEvents& events) {
+                                      GradientReducer* reducer, LossScaler* scaler, const float* images,
+                                      const int32_t* labels, const StepLoopEvents& events) {
   const SgdConfig sgd = sgd_config(config);
   if (events.warmup_started) events.warmup_started();
-  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, reducer, images, labels);
+  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, reducer, scaler, images, labels);
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(one_step(settings, sgd, plan, reducer, images, labels));
+    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels));
     if (events.step_done) events.step_done(i, steps);
   }
   return steps;

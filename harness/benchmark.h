@@ -7,6 +7,7 @@
 
 #include "harness/run_settings.h"
 #include "comm/gradient_reducer.h"
+#include "harness/loss_scaler.h"
 #include "harness/stats.h"
 #include "kernels/plan.h"
 
@@ -18,6 +19,7 @@ struct StepRecord {
   double exposed_sec = 0;  // of which the compute thread waited for, after backward
   double loss = 0;
   int64_t top1_correct = 0, top5_correct = 0;
+  bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
 };
 
 struct StepLoopEvents {
@@ -32,14 +34,14 @@ SgdConfig sgd_config(const Config& config);
 // training), loss, and when training backward and the update, averaged across ranks by the
 // reducer if there is one.
 StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float learning_rate,
-                      const int32_t* labels, bool training);
+                      const int32_t* labels, bool training, LossScaler* scaler = nullptr);
 
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
 // With a reducer, gradients are averaged across ranks during backward and each bucket is
 // updated as soon as it is reduced.
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientReducer* reducer, const float* images, const int32_t* labels,
-                                      const StepLoopEvents& events);
+                                      GradientReducer* reducer, LossScaler* scaler, const float* images,
+                                      const int32_t* labels, const StepLoopEvents& events);
 
 // Images per second of each step (global batch / step time).
 std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);

@@ -38,6 +38,9 @@ struct Config {
   std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
   bool use_fp16 = false;            // the device's fast half type: bf16 on this CPU
   std::string precision = "fp32";   // fp32 | bf16 | fp16 (compute type of activations)
+  double fp16_loss_scale = 0;        // > 0: static loss scale (initial scale when auto)
+  bool fp16_enable_auto_loss_scale = false;
+  int64_t fp16_inc_loss_scale_every_n = 1000;
   std::string variable_update = "horovod";
   // distributed
   std::string allreduce = "mpi";        // mpi | gloo

@@ -184,6 +184,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);
   const bool terminal = leader && isatty(STDOUT_FILENO);
   const SgdConfig sgd = sgd_config(config);
+  const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
 
   char stamp[32];
   const std::time_t now = std::time(nullptr);
@@ -205,7 +206,8 @@ void run_convergence(const Config& config, Communicator& comm) {
     for (int64_t s = 0; s < epoch_steps; ++s) {
       lr = schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps));
       plan.set_input(train_input.next_images());
-      const StepRecord r = train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(), true);
+      const StepRecord r =
+          train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(), true, scaler.get());
       loss_sum += r.loss;
       correct += static_cast<double>(r.top1_correct);
       ++steps_done;

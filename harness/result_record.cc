@@ -81,7 +81,9 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"rank_skew", m.rank_skew},
         {"baseline_images_per_sec", m.baseline_images_per_sec},
         {"baseline_ranks", m.baseline_ranks},
-        {"scaling_efficiency", m.scaling_efficiency}}},
+        {"scaling_efficiency", m.scaling_efficiency},
+        {"loss_scale", m.loss_scale},
+        {"skipped_steps", m.skipped_steps}}},
   };
   if (in.layers) {
     nlohmann::json layers = nlohmann::json::array();

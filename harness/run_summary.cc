@@ -91,6 +91,9 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
                s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step);
   if (settings.ranks > 1)
     fmt::print(out, "  rank skew       slowest rank computes {:.1f}% longer than the fastest\n", 100 * s.rank_skew);
+  if (s.loss_scale > 0)
+    fmt::print(out, "  loss scaling    final scale {:g}, {} step{} skipped for inf/NaN gradients\n", s.loss_scale,
+               s.skipped_steps, s.skipped_steps == 1 ? "" : "s");
   if (s.baseline_ranks > 0)
     fmt::print(out, "  scaling         {:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})\n",
                100 * s.scaling_efficiency, s.images_per_sec, settings.ranks, s.baseline_images_per_sec, s.baseline_ranks,

@@ -35,6 +35,8 @@ struct RunSummary {
   double baseline_images_per_sec = 0;  // from --baseline (0: none)
   int baseline_ranks = 0;
   double scaling_efficiency = 0;  // images/sec / (ranks x baseline per-rank images/sec)
+  double loss_scale = 0;          // final loss scale (0: no loss scaling)
+  int64_t skipped_steps = 0;      // steps skipped for inf/NaN gradients (warm-up included)
 };
 
 // `steps`: every timed step with time_sec already the max over ranks.

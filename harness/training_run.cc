@@ -69,8 +69,9 @@ void run_training(const Config& config, Communicator& comm) {
     exit_here_if_asked(comm.rank(), i + 1);
     if (i == 0 || (i + 1) % config.display_every == 0) log.step(i, global.sync_through(steps));
   };
-  const std::vector<StepRecord> local =
-      run_step_loop(settings, config, *plan, reducer.get(), batch.images.data(), batch.labels.data(), events);
+  const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
+  const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), scaler.get(),
+                                                      batch.images.data(), batch.labels.data(), events);
   const bool exchange_gradients = reducer != nullptr;
   const std::vector<StepRecord>& steps = global.sync_through(local);
 
@@ -88,6 +89,10 @@ void run_training(const Config& config, Communicator& comm) {
   comm.allreduce_min(&fastest, 1);
   summary.rank_skew = fastest > 0 ? slowest / fastest - 1 : 0;
   summary.buckets = reducer ? static_cast<int>(reducer->buckets().size()) : 0;
+  if (scaler) {
+    summary.loss_scale = scaler->scale();
+    summary.skipped_steps = scaler->skipped_steps();
+  }
   if (!config.baseline.empty()) apply_baseline(summary, config.baseline, comm.size());
   if (!leader) return;
 

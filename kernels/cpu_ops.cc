@@ -27,11 +27,11 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, float* 
 }
 
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                float weight_decay, bool nesterov) {
+                float weight_decay, bool nesterov, float gradient_scale) {
   if (nesterov) {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < count; ++i) {
-      const float grad = g[i] + weight_decay * w[i];
+      const float grad = gradient_scale * g[i] + weight_decay * w[i];
       const float vel = momentum * v[i] + grad;
       v[i] = vel;
       w[i] -= lr * (grad + momentum * vel);
@@ -39,7 +39,7 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
   } else {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < count; ++i) {
-      const float vel = momentum * v[i] + g[i] + weight_decay * w[i];
+      const float vel = momentum * v[i] + gradient_scale * g[i] + weight_decay * w[i];
       v[i] = vel;
       w[i] -= lr * vel;
     }

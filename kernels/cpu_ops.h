@@ -11,8 +11,9 @@ namespace cnnbench::cpu {
 double softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits,
                              int64_t n, int64_t classes);
 
+// g is multiplied by gradient_scale first (the inverse loss scale).
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                float weight_decay, bool nesterov);
+                float weight_decay, bool nesterov, float gradient_scale = 1.0f);
 
 // running = (1 - momentum) * running + momentum * batch; the variance unbiased by m / (m - 1).
 void update_running_stats(const float* batch_mean, const float* batch_var, float* running_mean,

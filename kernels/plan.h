@@ -30,6 +30,7 @@ struct SgdConfig {
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
+  float gradient_scale = 1.0f;  // gradients are multiplied by this first (1 / loss scale)
 };
 
 // Time spent in one node's steps, summed over the steps run since timing was switched on.
@@ -78,6 +79,7 @@ class Plan {
   virtual void set_output_grad(const float* grad) = 0;
   // Fills gradients() (overwriting), calling the hook for each parameter as it is ready.
   virtual void backward() = 0;
+  // With g = gradient_scale x gradient:
   // v = momentum * v + (g + weight_decay * w);  w -= lr * v  (or the Nesterov form), over the
   // parameter elements [offset, offset + count) (the whole arena by default).
   virtual void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) = 0;
@@ -87,6 +89,9 @@ class Plan {
   // loss() seeds backward with scale x d(mean loss)/d(logits): 1/ranks turns the allreduce sum
   // of gradients into their average at no cost.
   void set_loss_gradient_scale(float scale) { loss_gradient_scale_ = scale; }
+  // Loss scaling for half precision: multiplies the loss gradient too (undone in sgd_step by
+  // SgdConfig::gradient_scale).
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;
@@ -102,7 +107,7 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
-  float loss_gradient_scale_ = 1.0f;
+  float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;
 };

@@ -93,8 +93,8 @@ class OnednnPlan final : public Plan {
     result.top5_correct = count_top_k(z, labels, n, classes, 5);
     float* dz = static_cast<float*>(dlogits_plain_.get_data_handle());
     result.loss = cpu::softmax_cross_entropy(z, labels, dz, n, classes);
-    if (loss_gradient_scale_ != 1.0f)
-      for (int64_t i = 0; i < n * classes; ++i) dz[i] *= loss_gradient_scale_;
+    if (const float scale = loss_gradient_scale_ * loss_scale_; scale != 1.0f)
+      for (int64_t i = 0; i < n * classes; ++i) dz[i] *= scale;
     if (!same(dlogits_plain_, diff_[logits.id])) run_reorder(dlogits_plain_, diff_[logits.id]);
     return result;
   }
@@ -108,7 +108,8 @@ class OnednnPlan final : public Plan {
 
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override {
     cpu::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
-                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov);
+                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
+                    config.gradient_scale);
   }
 
   void read_output(int node, float* dst) override {

@@ -129,8 +129,8 @@ class RefPlan final : public Plan {
     result.top5_correct = count_top_k(out_[logits.id].data(), labels, logits.out.n, logits.out.c, 5);
     result.loss = ref::softmax_cross_entropy(out_[logits.id].data(), labels, diff_[logits.id].data(),
                                              logits.out.n, logits.out.c);
-    if (loss_gradient_scale_ != 1.0f)
-      for (float& d : diff_[logits.id]) d *= loss_gradient_scale_;
+    if (const float scale = loss_gradient_scale_ * loss_scale_; scale != 1.0f)
+      for (float& d : diff_[logits.id]) d *= scale;
     return result;
   }
 
@@ -181,7 +181,8 @@ class RefPlan final : public Plan {
 
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override {
     ref::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
-                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov);
+                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
+                    config.gradient_scale);
   }
 
   void read_output(int node, float* dst) override {
