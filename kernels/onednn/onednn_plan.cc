@@ -458,7 +458,7 @@ class OnednnPlan final : public Plan {
                             dnnl::convolution_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
     memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
                          ? s.weights_forward
-                         : weights_in(s.weights_plain, dpd.weights_desc(), {&backward_});
+                         : weights_in(s.weights_forward, dpd.weights_desc(), {&backward_});
     memory diff_dst = backward_view(node.id, dpd.diff_dst_desc());
     memory target = grad_target(in.id, dpd.diff_src_desc());
     backward_.push_back({dnnl::convolution_backward_data(dpd),
@@ -533,7 +533,7 @@ class OnednnPlan final : public Plan {
                             dnnl::inner_product_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
     memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
                          ? s.weights_forward
-                         : weights_in(s.weights_plain, dpd.weights_desc(), {&backward_});
+                         : weights_in(s.weights_forward, dpd.weights_desc(), {&backward_});
     memory diff_dst = backward_view(node.id, dpd.diff_dst_desc());
     memory target = grad_target(in.id, dpd.diff_src_desc());
     backward_.push_back({dnnl::inner_product_backward_data(dpd),
@@ -824,13 +824,32 @@ class OnednnPlan final : public Plan {
     finish_grad(src, target);
   }
 
-  // Gradient buffers, decided from the output down so that aliases can point upward:
-  // a ReLU folded into its producer shares the producer's gradient; an add's input read by
-  // nothing else takes the add's gradient as its own (no copy), unless that input is a
-  // folded ReLU whose in-place backward would overwrite what the add's other input reads.
+  // Gradient buffers, decided from the output down so that aliases can point upward. A ReLU
+  // folded into its producer shares the producer's gradient. A tensor read by an add can take
+  // the add's gradient as its own (no copy) when nothing overwrites that buffer before every
+  // other reader is done with it: backward runs in descending node order, the add's other input
+  // reads the buffer at its own step (or at the add's, when it copies), and the buffer is
+  // modified at the steps of the tensor's other consumers (accumulating their gradients) and at
+  // the tensor's own step if it is a folded ReLU masked in place. A residual block's input is
+  // the case this is for: its add is read by the block's last batch norm long before the
+  // block's first convolution adds its gradient.
+  bool may_alias_add_gradient(int id, const Node& add) const {
+    if (std::count(add.inputs.begin(), add.inputs.end(), id) != 1) return false;
+    if (!(diff_[add.id].get_desc() == mem_[id].get_desc())) return false;
+    int last_modifier = -1;
+    for (int c : consumers_[id])
+      if (c != add.id) last_modifier = std::max(last_modifier, c);
+    const bool in_place_relu = absorbs_[id] >= 0 && graph_.nodes[absorbs_[id]].kind != OpKind::batch_norm;
+    if (in_place_relu) last_modifier = std::max(last_modifier, id);
+    if (last_modifier < 0) return true;  // nothing modifies the buffer
+    const int other = add.inputs[0] == id ? add.inputs[1] : add.inputs[0];
+    if (other < id) return false;  // its gradient is not decided yet: assume the worst
+    const int reader = same(diff_[other], diff_[add.id]) ? other : add.id;
+    return reader > last_modifier;
+  }
+
   void allocate_gradients() {
     for (int id = graph_.output; id >= 0; --id) {
-      const Node& node = graph_.nodes[id];
       if (id == 0 && !input_grad_) {
         diff_[0] = alloc(mem_[0].get_desc());  // written by batch norm etc., never read
         continue;
@@ -839,17 +858,14 @@ class OnednnPlan final : public Plan {
         diff_[id] = diff_[fused_into_[id]];
         continue;
       }
-      if (id != graph_.output && consumers_[id].size() == 1) {
-        const Node& consumer = graph_.nodes[consumers_[id][0]];
-        const bool in_place_relu = absorbs_[id] >= 0 && graph_.nodes[absorbs_[id]].kind != OpKind::batch_norm;
-        if (consumer.kind == OpKind::add && !in_place_relu &&
-            diff_[consumer.id].get_desc() == mem_[id].get_desc()) {
-          diff_[id] = diff_[consumer.id];
-          continue;
-        }
+      diff_[id] = memory();
+      if (id != graph_.output && !consumers_[id].empty()) {
+        // the add that runs first in backward among this tensor's consumers, if it is an add
+        const int first = *std::max_element(consumers_[id].begin(), consumers_[id].end());
+        const Node& consumer = graph_.nodes[first];
+        if (consumer.kind == OpKind::add && may_alias_add_gradient(id, consumer)) diff_[id] = diff_[consumer.id];
       }
-      (void)node;
-      diff_[id] = alloc(mem_[id].get_desc());
+      if (!diff_[id]) diff_[id] = alloc(mem_[id].get_desc());
     }
   }
 
