@@ -26,17 +26,6 @@ int64_t to_int(const std::string& v) {
   return out;
 }
 
-double to_real(const std::string& v) {
-  size_t used = 0;
-  double out = 0;
-  try {
-    out = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + v + "' is not a number");
-  return out;
-}
 
 bool to_bool(const std::string& v) {
   if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
@@ -64,7 +53,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
            [](Config& c, const std::string& v) { c.field = to_int(v); check; },                   \
            [](const Config& c) { return std::to_string(c.field); }}
 #define REAL_FLAG(field, check, help)                                                             \
-  FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = to_real(v); check; }, \
+  FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = parse_real(v); check; }, \
            [](const Config& c) { return real_text(c.field); }}
 #define BOOL_FLAG(field, help)                                                                    \
   FlagSpec{#field, Kind::boolean, help, [](Config& c, const std::string& v) { c.field = to_bool(v); }, \
@@ -159,6 +148,18 @@ const FlagSpec* find_flag(const std::string& name) {
 }
 
 }  // namespace
+
+double parse_real(const std::string& v) {
+  size_t used = 0;
+  double out = 0;
+  try {
+    out = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + v + "' is not a number");
+  return out;
+}
 
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
   const FlagSpec* spec = find_flag(name);

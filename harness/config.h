@@ -77,6 +77,9 @@ void apply_config_file(const std::string& path, Config& config);
 // Applies one flag value, validated, as if given as --name=value.
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
 
+// A whole string as a finite number; throws ConfigError("'v' is not a number") otherwise.
+double parse_real(const std::string& value);
+
 std::string usage();
 // name=value for every setting, for the JSON result.
 std::vector<std::pair<std::string, std::string>> config_values(const Config& config);

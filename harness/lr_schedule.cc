@@ -33,16 +33,11 @@ LrSchedule make_lr_schedule(double base_rate, const std::string& piecewise, doub
     std::string item;
     std::vector<double> values;
     while (std::getline(in, item, ';')) {
-      size_t used = 0;
-      double v = 0;
       try {
-        v = std::stod(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
+        values.push_back(parse_real(item));
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string("--piecewise_learning_rate_schedule: ") + e.what());
       }
-      if (used == 0 || used != item.size())
-        throw ConfigError("--piecewise_learning_rate_schedule: '" + item + "' is not a number");
-      values.push_back(v);
     }
     if (values.size() % 2 == 0)
       throw ConfigError("--piecewise_learning_rate_schedule: expected rate;epoch;rate;...;rate (an odd count of numbers)");

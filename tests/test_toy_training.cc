@@ -48,6 +48,14 @@ Problem bars(int64_t n) {
 }
 
 // "onednn-bf16" is the oneDNN backend computing in bf16.
+// Two conv-bn-relu layers, global average pooling, two classes: enough for the bars.
+Graph bars_cnn(int64_t n) {
+  GraphBuilder b("cnn", {n, 1, 8, 8});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv1"), "bn1"), "relu1");
+  x = b.relu(b.batch_norm(b.conv(x, 8, 3, 1, 1, "conv2"), "bn2"), "relu2");
+  return b.finish(b.linear(b.global_avg_pool(x, "gap"), 2, "fc"));
+}
+
 LossResult train(const std::string& backend, const Graph& graph, const Problem& problem, int steps, float lr,
                  int* hook_calls = nullptr) {
   PlanOptions options;
@@ -90,10 +98,7 @@ TEST_P(ToyTraining, TwoLayerNetLearnsRings) {
 TEST_P(ToyTraining, SmallConvNetLearnsBars) {
   const int64_t n = 64;
   const Problem problem = bars(n);
-  GraphBuilder b("cnn", {n, 1, 8, 8});
-  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv1"), "bn1"), "relu1");
-  x = b.relu(b.batch_norm(b.conv(x, 8, 3, 1, 1, "conv2"), "bn2"), "relu2");
-  const Graph cnn = b.finish(b.linear(b.global_avg_pool(x, "gap"), 2, "fc"));
+  const Graph cnn = bars_cnn(n);
   const LossResult result = train(GetParam(), cnn, problem, 150, 0.05f);
   EXPECT_LT(result.loss, 0.1);
   EXPECT_EQ(result.top1_correct, n);
@@ -111,10 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn
 TEST(ToyTrainingBf16, FollowsTheFp32LossCurve) {
   const int64_t n = 64;
   const Problem problem = bars(n);
-  GraphBuilder b("cnn", {n, 1, 8, 8});
-  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv1"), "bn1"), "relu1");
-  x = b.relu(b.batch_norm(b.conv(x, 8, 3, 1, 1, "conv2"), "bn2"), "relu2");
-  const Graph cnn = b.finish(b.linear(b.global_avg_pool(x, "gap"), 2, "fc"));
+  const Graph cnn = bars_cnn(n);
   std::vector<double> curves[2];
   for (int half = 0; half < 2; ++half) {
     PlanOptions options;
