@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using testing::idx_bytes;
 using testing::write_file;
 using testing::write_idx_dataset;
+using testing::error_of;
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
@@ -38,15 +39,6 @@ void write_cifar_batch(const std::string& path, int records, int first_label, in
   }
   bytes.resize(bytes.size() - truncate_by);
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Cifar10, ReadsThePublishedBinaryLayout) {

@@ -11,17 +11,8 @@ Graph small_graph() {
   return b.finish(b.linear(b.global_avg_pool(b.conv(b.input(), 4, 3, 1, 1, "conv"), "gap"), 10, "fc"));
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(PlanErrors, UnknownBackendNamesTheKnownOnes) {
-  const std::string m = message_of([] { compile_plan("tpu", small_graph()); });
+  const std::string m = testing::error_of([] { compile_plan("tpu", small_graph()); });
   EXPECT_NE(m.find("unknown backend 'tpu'"), std::string::npos) << m;
   EXPECT_NE(m.find("onednn"), std::string::npos) << m;
 }
@@ -30,13 +21,13 @@ TEST(PlanErrors, UnsupportedComputeTypeIsRefused) {
   for (const std::string backend : {"ref", "onednn"}) {
     PlanOptions options;
     options.compute = DType::f16;
-    const std::string m = message_of([&] { compile_plan(backend, small_graph(), options); });
+    const std::string m = testing::error_of([&] { compile_plan(backend, small_graph(), options); });
     EXPECT_NE(m.find("fp16"), std::string::npos) << m;
     EXPECT_NE(m.find(backend), std::string::npos) << m;
   }
   PlanOptions bf16;
   bf16.compute = DType::bf16;
-  EXPECT_NE(message_of([&] { compile_plan("ref", small_graph(), bf16); }).find("fp32 only"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { compile_plan("ref", small_graph(), bf16); }).find("fp32 only"), std::string::npos);
   EXPECT_NO_THROW(compile_plan("onednn", small_graph(), bf16));
 }
 
@@ -47,7 +38,7 @@ TEST(PlanErrors, LabelOutOfRangeIsRefused) {
     plan->set_input(images.data());
     plan->forward(Mode::training);
     const int32_t labels[2] = {3, 10};
-    const std::string m = message_of([&] { plan->loss(labels); });
+    const std::string m = testing::error_of([&] { plan->loss(labels); });
     EXPECT_NE(m.find("label 10"), std::string::npos) << m;
   }
 }
@@ -58,7 +49,7 @@ TEST(PlanErrors, ReadingAFusedNodeIsRefused) {
   const Graph g = b.finish(b.relu(conv, "relu"));
   auto plan = compile_plan("onednn", g);
   std::vector<float> out(2 * 4 * 64);
-  const std::string m = message_of([&] { plan->read_output(conv, out.data()); });
+  const std::string m = testing::error_of([&] { plan->read_output(conv, out.data()); });
   EXPECT_NE(m.find("fused"), std::string::npos) << m;
   PlanOptions unfused;
   unfused.fuse = false;

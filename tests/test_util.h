@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,16 @@ std::vector<T> random_vector(size_t n, uint64_t seed, double lo = -1.0, double h
   std::vector<T> v(n);
   for (auto& x : v) x = static_cast<T>(dist(rng));
   return v;
+}
+
+// The message of the exception `f` throws, or "" if it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // max |a - b| / max |b|: the error on the scale of the reference tensor.
