@@ -67,10 +67,16 @@ SizeResult measure_size(Communicator& comm, void* buffer, size_t bytes, WireType
     cast_to_wire(values.data(), static_cast<uint16_t*>(buffer), count, wire);
   comm.allreduce_sum(buffer, count, wire);
   const int64_t wrong = count_wrong(comm, buffer, count, wire);
-  // timing: a fixed number of calls, the same on every rank; zeros keep values finite
+  // timing: the same number of calls on every rank, about 1 GiB moved or half a second (slow
+  // links), at least 3 and at most 200; zeros keep values finite
   std::memset(buffer, 0, bytes);
-  const int iterations = static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 5, 200));
-  comm.allreduce_sum(buffer, count, wire);  // warm-up
+  comm.barrier();
+  double warm = now_sec();
+  comm.allreduce_sum(buffer, count, wire);
+  warm = now_sec() - warm;
+  comm.allreduce_max(&warm, 1);
+  const size_t by_bytes = (size_t{1} << 30) / bytes, by_time = static_cast<size_t>(0.5 / std::max(warm, 1e-9));
+  const int iterations = static_cast<int>(std::clamp<size_t>(std::min(by_bytes, by_time), 3, 200));
   comm.barrier();
   const double start = now_sec();
   for (int i = 0; i < iterations; ++i) comm.allreduce_sum(buffer, count, wire);
@@ -112,7 +118,7 @@ double time_exchange(Communicator& comm, float* gradients, const std::vector<Ten
 void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   const bool leader = comm.rank() == 0;
   const WireType wire = wire_of(config.compression);
-  const size_t largest = size_t{256} << 20;
+  const size_t largest = static_cast<size_t>(config.allreduce_max_mb * (1 << 20));
   Arena buffer(largest / sizeof(float));
   if (leader) {
     fmt::print("# cnnbench allreduce: {} ranks on {} host{}, backend {}, type {}\n", comm.size(), comm.hosts(),

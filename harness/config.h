@@ -45,6 +45,7 @@ struct Config {
   // distributed
   std::string allreduce = "mpi";        // mpi | gloo
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
+  double allreduce_max_mb = 256;        // largest size of --mode=allreduce
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
