@@ -14,6 +14,7 @@ packages=(
   libjpeg62-turbo-dev zlib1g-dev   # JPEG decoding, gzipped idx files
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  iproute2                         # ip, tc: the namespace cluster (scripts/netns_cluster.sh)
   dataset-fashion-mnist            # the real Fashion-MNIST, trained on in CI
 )
 for arg in "$@"; do
