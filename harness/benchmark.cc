@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "harness/fault_injection.h"
+
 namespace cnnbench {
 namespace {
 
@@ -10,11 +12,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientReducer* reducer,
-                    LossScaler* scaler, const float* images, const int32_t* labels) {
+                    LossScaler* scaler, const float* images, const int32_t* labels, bool timed) {
   const auto start = std::chrono::steady_clock::now();
   plan.set_input(images);
   StepRecord r =
       train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training, scaler);
+  if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
   r.time_sec = seconds_since(start);
   return r;
 }
@@ -77,14 +80,15 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
                                       const int32_t* labels, const StepLoopEvents& events) {
   const SgdConfig sgd = sgd_config(config);
   if (events.warmup_started) events.warmup_started();
-  for (int64_t i = 0; i < settings.warmup_steps; ++i) one_step(settings, sgd, plan, reducer, scaler, images, labels);
+  for (int64_t i = 0; i < settings.warmup_steps; ++i)
+    one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false);
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels));
+    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/true));
     if (events.step_done) events.step_done(i, steps);
   }
   return steps;

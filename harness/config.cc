@@ -250,7 +250,8 @@ Config parse_command_line(int argc, const char* const* argv) {
 std::string usage() {
   std::ostringstream s;
   s << "usage: cnnbench [--config FILE.toml] [--flag=value | --flag value]...\n"
-       "       mpiexec -np N cnnbench ...   (one rank per process)\n\nflags:\n";
+       "       mpiexec -np N cnnbench ...   (one rank per process)\n"
+       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]   (cnnbench compare --help)\n\nflags:\n";
   const Config defaults;
   for (const FlagSpec& f : flag_specs()) {
     std::string name = std::string("  --") + f.name;

@@ -1,7 +1,9 @@
 #include "harness/fault_injection.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace cnnbench {
 
@@ -18,6 +20,14 @@ void exit_here_if_asked(int rank, int64_t step) {
   std::fprintf(stderr, "cnnbench: rank %d stops dead after step %lld (CNNBENCH_TEST_EXIT_AT)\n", rank, target.step);
   std::fflush(stderr);
   std::_Exit(3);
+}
+
+void slow_step_if_asked() {
+  static const long long ms = [] {
+    const char* spec = std::getenv("CNNBENCH_TEST_SLOW_STEP_MS");
+    return spec ? std::atoll(spec) : 0LL;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace cnnbench

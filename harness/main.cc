@@ -1,6 +1,7 @@
 // cnnbench: trains (or runs forward) a CNN on synthetic data across MPI ranks and reports
 // images/sec in tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV row.
 //   mpiexec -np N cnnbench --model=resnet50 --batch_size=32 ...     (or srun, or one process)
+//   cnnbench compare BASE NEW [--tolerance=PCT] [--check_only]       (results against results)
 #include <fmt/format.h>
 #include <malloc.h>
 #include <mpi.h>
@@ -11,6 +12,7 @@
 
 #include "comm/communicator.h"
 #include "harness/allreduce_bench.h"
+#include "harness/compare.h"
 #include "harness/config.h"
 #include "harness/convergence_run.h"
 #include "harness/training_run.h"
@@ -41,6 +43,9 @@ void list_models() {
 
 int main(int argc, char** argv) {
   using namespace cnnbench;
+  // Comparing result files needs no MPI: it runs anywhere, with no launcher.
+  if (argc > 1 && std::string(argv[1]) == "compare")
+    return compare_command(std::vector<std::string>(argv + 2, argv + argc), stdout, stderr);
   // Keep freed memory in the process: glibc otherwise hands large blocks back to the kernel
   // and every step pays page faults again (Open MPI's allreduce allocates a buffer per call:
   // 0.6 GB/s instead of 12 GB/s for 64 MB here). One malloc arena: a thread's own arena

@@ -90,12 +90,16 @@ nlohmann::json result_json(const ResultInputs& in) {
     const double n = static_cast<double>(std::max<int64_t>(1, m.timed_steps));
     for (const Node& node : in.graph.nodes) {
       const LayerTime& t = (*in.layers)[node.id];
-      if (t.forward_sec + t.backward_sec <= 0) continue;
+      if (t.forward_sec + t.backward_sec <= 0 && node.params.empty()) continue;
+      // gradient sizes per layer let scripts/predict_scaling.py replay the bucket pipeline
+      nlohmann::json gradients = nlohmann::json::array();
+      for (const ParamSpec& p : node.params) gradients.push_back(p.elements());
       layers.push_back({{"name", node.name},
                         {"op", op_name(node.kind)},
                         {"forward_sec_per_step", t.forward_sec / n},
                         {"backward_sec_per_step", t.backward_sec / n},
-                        {"forward_macs", node.forward_macs}});
+                        {"forward_macs", node.forward_macs},
+                        {"gradient_elements", gradients}});
     }
     doc["layers"] = layers;
   }

@@ -257,3 +257,45 @@ TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
 
 }  // namespace
 }  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+// `cnnbench compare` gates a deliberately slowed run: the same configuration with every timed
+// step 100 ms longer (CNNBENCH_TEST_SLOW_STEP_MS) is a regression, exit 1; the other way round
+// it is faster, and --check_only reports it without failing. No MPI launcher needed.
+TEST(Cli, CompareGatesADeliberatelySlowedRun) {
+  const std::string dir = fresh_dir("cli_compare");
+  const std::string run = "--model=resnet20 --batch_size=16 --num_batches=12 --num_warmup_batches=2 --num_intra_threads=2 ";
+  ASSERT_EQ(run_cnnbench(run + "--result_json=base.json", dir).exit_code, 0);
+  ASSERT_EQ(run_cnnbench(run + "--result_json=again.json", dir).exit_code, 0);
+  const CliRun slowed = run_cnnbench_with("CNNBENCH_TEST_SLOW_STEP_MS=100 ", "", run + "--result_json=slow.json", dir);
+  ASSERT_EQ(slowed.exit_code, 0) << slowed.output;
+
+  CliRun r = run_cnnbench("compare base.json slow.json --tolerance=5", dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(resnet20 b16 fp32, 1 rank x 2 threads .* regression\n)")))
+      << r.output;
+  EXPECT_NE(r.output.find("REGRESSION: 1 configuration slower than the base by more than 5%"), std::string::npos);
+
+  r = run_cnnbench("compare slow.json base.json --tolerance=5", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" faster\n"), std::string::npos) << r.output;
+
+  r = run_cnnbench("compare base.json slow.json --check_only", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not gated (--check_only)"), std::string::npos) << r.output;
+
+  // two ordinary runs: whatever the noise says, they match and --check_only passes
+  r = run_cnnbench("compare base.json again.json --check_only", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench("compare base.json cnnbench_results --tolerance=5", dir);  // the folder pools all three
+  EXPECT_NE(r.output.find("Mann-Whitney 12+36"), std::string::npos) << r.output;
+
+  r = run_cnnbench("compare base.json missing.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "cnnbench compare: missing.json: no such file or folder\n");
+}
+
+}  // namespace
+}  // namespace cnnbench

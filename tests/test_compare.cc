@@ -1,0 +1,385 @@
+// `cnnbench compare`: the statistics on samples whose answers are known (scipy's), then the
+// command on result files written here: matched, unmatched, pooled, summary-only and malformed.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "harness/compare.h"
+#include "harness/result_files.h"
+#include "harness/result_record.h"
+#include "harness/significance.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+// ---- the statistics -------------------------------------------------------------------------
+
+TEST(Significance, MannWhitneyMatchesScipyTextbookExample) {
+  // scipy.stats.mannwhitneyu docs: males vs females, U = 17, asymptotic two-sided p = 0.11135
+  const MannWhitney r = mann_whitney({19, 22, 16, 29, 24}, {20, 11, 17, 12});
+  EXPECT_DOUBLE_EQ(r.u, 17.0);
+  EXPECT_NEAR(r.p_value, 0.11134688653314041, 1e-12);
+}
+
+TEST(Significance, MannWhitneyCorrectsForTies) {
+  // scipy: U = 5.5, p = 0.0887137 (tie-corrected variance, continuity correction)
+  const MannWhitney r = mann_whitney({1, 2, 2, 3, 3, 3}, {2, 3, 4, 4, 5});
+  EXPECT_DOUBLE_EQ(r.u, 5.5);
+  EXPECT_NEAR(r.p_value, 0.08871369199677616, 1e-12);
+}
+
+TEST(Significance, IdenticalSamplesAreNoEvidenceAndShiftedOnesAre) {
+  EXPECT_DOUBLE_EQ(mann_whitney({1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}).p_value, 1.0);
+  EXPECT_DOUBLE_EQ(mann_whitney({7, 7, 7}, {7, 7}).p_value, 1.0);  // no spread at all
+  EXPECT_DOUBLE_EQ(mann_whitney({}, {1, 2}).p_value, 1.0);
+  const std::vector<double> a = testing::random_vector<double>(20, 1, 99, 101);
+  const std::vector<double> b = testing::random_vector<double>(20, 2, 89, 91);
+  const MannWhitney shifted = mann_whitney(b, a);
+  EXPECT_LT(shifted.p_value, 1e-6);
+  EXPECT_DOUBLE_EQ(shifted.u, 0.0);  // every b below every a
+  EXPECT_LT(shifted.z, 0.0);
+}
+
+TEST(Significance, DistributionsMatchScipy) {
+  EXPECT_NEAR(normal_cdf(1.96), 0.9750021048517795, 1e-12);
+  EXPECT_NEAR(student_t_cdf(2.0, 10), 0.9633059826146297, 1e-10);
+  EXPECT_NEAR(student_t_cdf(-1.3, 3.5), 0.13629770790218498, 1e-10);
+  EXPECT_NEAR(student_t_cdf(0.5, 200), 0.6911876238417696, 1e-10);
+  // scipy.stats.ttest_ind_from_stats(100, 5, 20, 95, 8, 25, equal_var=False)
+  EXPECT_NEAR(welch_p_value(100, 5, 20, 95, 8, 25), 0.014208428289999828, 1e-10);
+  EXPECT_DOUBLE_EQ(welch_p_value(100, 5, 1, 50, 5, 20), 1.0);  // one sample: no spread known
+}
+
+TEST(Significance, BootstrapIntervalIsSeededAndCoversTheRatio) {
+  const std::vector<double> a = testing::random_vector<double>(30, 3, 98, 102);
+  std::vector<double> slower = a;
+  for (double& v : slower) v *= 0.8;
+  const Interval same = bootstrap_median_ratio(a, a);
+  EXPECT_LE(same.low, 1.0);
+  EXPECT_GE(same.high, 1.0);
+  const Interval r = bootstrap_median_ratio(a, slower);
+  EXPECT_GT(r.low, 0.75);
+  EXPECT_LT(r.high, 0.85);
+  EXPECT_LE(r.low, r.high);
+  const Interval again = bootstrap_median_ratio(a, slower);
+  EXPECT_EQ(r.low, again.low);
+  EXPECT_EQ(r.high, again.high);
+}
+
+// ---- result files written here -----------------------------------------------------------------
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  make_folders(dir);
+  return dir;
+}
+
+using Settings = std::map<std::string, std::string>;
+
+// resnet20, batch 32, 1 rank x 2 threads, fp32, unless `changes` says otherwise
+Settings settings_with(const Settings& changes = {}) {
+  Settings s = {{"model", "resnet20"},     {"dataset", "cifar10"},        {"synthetic", "true"},
+                {"mode", "training"},      {"backend", "onednn"},         {"precision", "fp32"},
+                {"ranks", "1"},            {"hosts", "1"},                {"threads_per_rank", "2"},
+                {"batch_size_per_rank", "32"}, {"allreduce", "none"},     {"variable_update", "horovod"},
+                {"fusion_threshold_mb", "16"}, {"compression", "none"}};
+  for (const auto& [k, v] : changes) s[k] = v;
+  return s;
+}
+
+// Step times around `step_sec`, +-2% noise, seeded.
+std::vector<double> step_times(double step_sec, uint64_t seed, int n = 30) {
+  std::vector<double> t = testing::random_vector<double>(n, seed, 0.98, 1.02);
+  for (double& v : t) v *= step_sec;
+  return t;
+}
+
+nlohmann::json result_doc(const Settings& s, const std::vector<double>& times) {
+  nlohmann::json run = nlohmann::json::object();
+  for (const auto& [k, v] : s) {
+    if (k == "model") continue;
+    if (k == "synthetic") run[k] = v == "true";
+    else if (k == "ranks" || k == "hosts" || k == "threads_per_rank" || k == "batch_size_per_rank") run[k] = std::stoi(v);
+    else if (k == "fusion_threshold_mb") run[k] = std::stod(v);
+    else run[k] = v;
+  }
+  run["global_batch"] = std::stoi(s.at("batch_size_per_rank")) * std::stoi(s.at("ranks"));
+  return {{"schema", "cnnbench.result/1"},
+          {"context", {{"host", "test"}}},
+          {"model", {{"name", s.at("model")}}},
+          {"run", run},
+          {"steps", {{"time_sec", times}}},
+          {"summary", {{"images_per_sec", 1.0}}}};
+}
+
+std::string write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream(path) << doc.dump(1);
+  return path;
+}
+
+std::string write_result(const std::string& path, double step_sec, uint64_t seed, const Settings& s = settings_with()) {
+  return write_json(path, result_doc(s, step_times(step_sec, seed)));
+}
+
+// A results.csv row as cnnbench writes it, naming `json_file`.
+void append_row(const std::string& csv, const Settings& s, double mean, double stderr_, int steps,
+                const std::string& json_file) {
+  std::map<std::string, std::string> by_name = s;
+  by_name["images_per_sec_mean"] = std::to_string(mean);
+  by_name["images_per_sec_stderr"] = std::to_string(stderr_);
+  by_name["timed_steps"] = std::to_string(steps);
+  by_name["json_file"] = json_file;
+  by_name["host"] = "test, with a comma";
+  std::vector<std::string> row;
+  for (const std::string& column : csv_header()) row.push_back(by_name.count(column) ? by_name[column] : "0");
+  append_csv_row(csv, csv_header(), row);
+}
+
+struct CommandRun {
+  int exit_code;
+  std::string out, err;
+};
+
+CommandRun run_compare(const std::vector<std::string>& args) {
+  char *out_text = nullptr, *err_text = nullptr;
+  size_t out_size = 0, err_size = 0;
+  FILE* out = open_memstream(&out_text, &out_size);
+  FILE* err = open_memstream(&err_text, &err_size);
+  const int code = compare_command(args, out, err);
+  std::fclose(out);
+  std::fclose(err);
+  CommandRun r{code, out_text, err_text};
+  std::free(out_text);
+  std::free(err_text);
+  return r;
+}
+
+// ---- matching and verdicts ---------------------------------------------------------------------
+
+TEST(Compare, MatchedRunsGetFasterSlowerOrNoChange) {
+  const std::string dir = fresh_dir("compare_verdicts");
+  const std::string base = write_result(dir + "/base.json", 0.100, 1);
+  CompareOptions options;
+  auto verdict_of = [&](double step_sec, uint64_t seed) {
+    const std::string next = write_result(dir + "/new.json", step_sec, seed);
+    const CompareReport r = compare_results(base, next, options);
+    EXPECT_EQ(r.matched.size(), 1u);
+    return r.matched.at(0);
+  };
+  const ComparedConfiguration same = verdict_of(0.100, 2);
+  EXPECT_EQ(same.verdict, Verdict::no_change) << same.p_value;
+  EXPECT_GT(same.p_value, 0.05);
+  EXPECT_TRUE(same.from_samples);
+  EXPECT_EQ(same.base_steps, 30);
+  EXPECT_NEAR(same.base_speed, 320, 320 * 0.02);  // 32 images in 0.1 s
+
+  const ComparedConfiguration faster = verdict_of(0.080, 3);
+  EXPECT_EQ(faster.verdict, Verdict::faster);
+  EXPECT_NEAR(faster.change, 0.25, 0.03);
+  EXPECT_LT(faster.p_value, 1e-6);
+
+  const ComparedConfiguration slower = verdict_of(0.103, 4);  // 3% slower: real, but within 5%
+  EXPECT_EQ(slower.verdict, Verdict::slower);
+  EXPECT_LT(slower.change, 0.0);
+  EXPECT_GT(slower.change, -0.05);
+}
+
+TEST(Compare, RegressionOnlyBeyondTheTolerance) {
+  const std::string dir = fresh_dir("compare_tolerance");
+  const std::string base = write_result(dir + "/base.json", 0.100, 1);
+  const std::string slow = write_result(dir + "/slow.json", 0.110, 2);  // 9% fewer images/sec
+  CommandRun r = run_compare({base, slow, "--tolerance=5"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("regression"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("REGRESSION: 1 configuration slower than the base by more than 5%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resnet20 b32 fp32, 1 rank x 2 threads"), std::string::npos) << r.out;
+
+  r = run_compare({base, slow, "--tolerance", "15"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("slower"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no regression"), std::string::npos) << r.out;
+
+  r = run_compare({base, slow, "--check_only"});  // reported, not gated
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 regression reported, not gated (--check_only)"), std::string::npos) << r.out;
+
+  r = run_compare({slow, base});  // the other way round is faster
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("faster"), std::string::npos) << r.out;
+}
+
+TEST(Compare, UnmatchedConfigurationsAreListedNotCompared) {
+  const std::string base_dir = fresh_dir("compare_unmatched_base"), new_dir = fresh_dir("compare_unmatched_new");
+  write_result(base_dir + "/a.json", 0.1, 1);
+  write_result(base_dir + "/b.json", 0.1, 2, settings_with({{"batch_size_per_rank", "64"}}));
+  write_result(new_dir + "/a.json", 0.1, 3);
+  write_result(new_dir + "/c.json", 0.1, 4,
+               settings_with({{"ranks", "2"}, {"threads_per_rank", "1"}, {"allreduce", "gloo"}, {"compression", "fp16"}}));
+  const CompareReport r = compare_results(base_dir, new_dir, {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].label, "resnet20 b32 fp32, 1 rank x 2 threads");
+  EXPECT_EQ(r.only_in_base, std::vector<std::string>{"resnet20 b64 fp32, 1 rank x 2 threads"});
+  EXPECT_EQ(r.only_in_new, std::vector<std::string>{"resnet20 b32 fp32, 2 ranks x 1 thread, gloo, fp16 on the wire"});
+  const CommandRun run = run_compare({base_dir, new_dir});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("only in base (not compared): resnet20 b64"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("only in new (not compared): resnet20 b32 fp32, 2 ranks"), std::string::npos) << run.out;
+}
+
+TEST(Compare, NothingMatchedIsBadInput) {
+  const std::string dir = fresh_dir("compare_nothing");
+  const std::string a = write_result(dir + "/a.json", 0.1, 1);
+  const std::string b = write_result(dir + "/b.json", 0.1, 2, settings_with({{"precision", "bf16"}}));
+  const CommandRun r = run_compare({a, b, "--check_only"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "cnnbench compare: nothing to compare: no configuration of " + a +
+                       " (resnet20 b32 fp32, 1 rank x 2 threads) is in " + b + " (resnet20 b32 bf16, 1 rank x 2 threads)\n");
+}
+
+TEST(Compare, RunsOfOneConfigurationArePooled) {
+  const std::string dir = fresh_dir("compare_pooled");
+  make_folders(dir + "/new");
+  const std::string base = write_result(dir + "/base.json", 0.1, 1);
+  write_result(dir + "/new/1.json", 0.1, 2);
+  write_result(dir + "/new/2.json", 0.1, 3);
+  const CompareReport r = compare_results(base, dir + "/new", {});
+  EXPECT_EQ(r.new_runs, 2);
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].new_runs, 2);
+  EXPECT_EQ(r.matched[0].new_steps, 60);
+}
+
+// A folder as cnnbench leaves it: JSON files and the results.csv naming them (read once each),
+// an allreduce result beside them (skipped), and a row whose JSON is gone (its summary used).
+TEST(Compare, CsvRowsUseTheirJsonOrElseTheirSummary) {
+  const std::string dir = fresh_dir("compare_csv");
+  make_folders(dir + "/runs");
+  const std::string csv = dir + "/runs/results.csv";
+  write_result(dir + "/runs/a.json", 0.1, 1);
+  append_row(csv, settings_with(), 320, 1, 30, "runs/a.json");  // as named from the folder above
+  append_row(csv, settings_with({{"batch_size_per_rank", "64"}}), 600, 2, 30, "runs/gone.json");
+  write_json(dir + "/runs/allreduce.json", {{"schema", "cnnbench.allreduce/1"}});
+
+  const std::string next = fresh_dir("compare_csv_new");
+  write_result(next + "/a.json", 0.1, 2);
+  append_row(next + "/results.csv", settings_with({{"batch_size_per_rank", "64"}}), 540, 2, 30, "elsewhere.json");
+
+  const CompareReport r = compare_results(dir + "/runs", next, {});
+  EXPECT_EQ(r.base_runs, 2) << "a.json once, through its row";
+  ASSERT_EQ(r.matched.size(), 2u);
+  EXPECT_TRUE(r.matched[0].from_samples);
+  EXPECT_EQ(r.matched[0].base_steps, 30);
+  EXPECT_FALSE(r.matched[1].from_samples);
+  EXPECT_EQ(r.matched[1].verdict, Verdict::regression);  // 10% fewer, stderr 2 over 30 steps
+  EXPECT_NEAR(r.matched[1].change, -0.1, 1e-9);
+  EXPECT_EQ(r.skipped, std::vector<std::string>{dir + "/runs/allreduce.json (cnnbench.allreduce/1)"});
+  const CommandRun run = run_compare({dir + "/runs/results.csv", next});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("Welch t, summary 30+30"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("summary: a CSV row whose JSON is not at hand"), std::string::npos) << run.out;
+}
+
+TEST(Compare, JsonReportForScripts) {
+  const std::string dir = fresh_dir("compare_json");
+  const std::string base = write_result(dir + "/base.json", 0.1, 1);
+  const std::string next = write_result(dir + "/new.json", 0.2, 2);
+  const CommandRun r = run_compare({base, next, "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], "cnnbench.compare/1");
+  EXPECT_EQ(doc["regressions"], 1);
+  EXPECT_EQ(doc["matched"][0]["verdict"], "regression");
+  EXPECT_NEAR(doc["matched"][0]["change"].get<double>(), -0.5, 0.02);
+  EXPECT_EQ(doc["matched"][0]["config"]["model"], "resnet20");
+}
+
+// ---- bad input: one line naming the file, exit 2, never a crash --------------------------------
+
+TEST(Compare, MalformedFilesGetOneLineNamingThem) {
+  const std::string dir = fresh_dir("compare_malformed");
+  const std::string good = write_result(dir + "/good.json", 0.1, 1);
+  const std::string text = result_doc(settings_with(), step_times(0.1, 2)).dump(1);
+  std::ofstream(dir + "/truncated.json") << text.substr(0, text.size() / 2);
+  write_json(dir + "/schema.json", {{"schema", "cnnbench.allreduce/1"}});
+  write_json(dir + "/no_schema.json", nlohmann::json::array({1, 2}));
+  nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 3));
+  doc.erase("steps");
+  write_json(dir + "/no_steps.json", doc);
+  doc["steps"] = {{"time_sec", nlohmann::json::array()}};
+  write_json(dir + "/empty_steps.json", doc);
+  doc["steps"] = {{"time_sec", {0.1, "slow", 0.1}}};
+  write_json(dir + "/bad_step.json", doc);
+  doc = result_doc(settings_with(), step_times(0.1, 3));
+  doc["run"]["ranks"] = nlohmann::json::array();
+  write_json(dir + "/bad_setting.json", doc);
+  std::ofstream(dir + "/allreduce.csv") << "time_utc,backend,ranks\n1,mpi,2\n";
+  std::ofstream(dir + "/empty.csv") << "";
+  append_row(dir + "/short_row.csv", settings_with(), 320, 1, 30, "");
+  std::ofstream(dir + "/short_row.csv", std::ios::app) << "1,2,3\n";
+  std::ofstream(dir + "/unterminated.csv") << "a,\"b\n";
+  make_folders(dir + "/empty_folder");
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"truncated.json", "not JSON (parse error"},
+      {"schema.json", "schema is 'cnnbench.allreduce/1', not cnnbench.result/1"},
+      {"no_schema.json", "not a cnnbench result (no \"schema\" field)"},
+      {"no_steps.json", "no \"steps\" object"},
+      {"empty_steps.json", "steps.time_sec is empty: no timed steps to compare"},
+      {"bad_step.json", "steps.time_sec[1] is not a positive number"},
+      {"bad_setting.json", "run.ranks is array, not a setting"},
+      {"allreduce.csv", "not a cnnbench results.csv: its header has no column 'model'"},
+      {"empty.csv", "empty: no header"},
+      {"short_row.csv:3", "3 fields, the header has 35"},
+      {"unterminated.csv:1", "a quoted field never ends"},
+      {"missing.json", "no such file or folder"},
+      {"empty_folder", "holds no training results"},
+  };
+  for (const auto& [file, problem] : cases) {
+    const std::string path = dir + "/" + file.substr(0, file.find(':'));
+    const std::vector<std::vector<std::string>> both_ways = {{good, path}, {path, good, "--check_only"}};
+    for (const auto& args : both_ways) {
+      const CommandRun r = run_compare(args);
+      EXPECT_EQ(r.exit_code, 2) << file << ": " << r.out;
+      EXPECT_EQ(r.out, "") << file;
+      EXPECT_EQ(r.err.rfind("cnnbench compare: " + dir + "/" + file + ": " + problem, 0), 0u) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+  }
+  // a folder holding a broken result is broken too
+  make_folders(dir + "/folder");
+  std::ofstream(dir + "/folder/r.json") << "{";
+  EXPECT_EQ(run_compare({dir + "/folder", good}).err.rfind("cnnbench compare: " + dir + "/folder/r.json: not JSON", 0), 0u);
+}
+
+TEST(Compare, BadUsageIsRefused) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"only_one.json"}, {"a", "b", "c"},   {"a", "b", "--tolerance=-1"},      {"a", "b", "--tolerance=abc"},
+      {"a", "b", "--tolerance"}, {"a", "b", "--speed"}, {"a", "b", "--check_only=maybe"}};
+  for (const auto& args : bad) {
+    const CommandRun r = run_compare(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back();
+    EXPECT_EQ(r.err.rfind("cnnbench compare: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const CommandRun help = run_compare({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--tolerance"), std::string::npos);
+}
+
+TEST(Compare, CsvFieldsFollowRfc4180) {
+  const auto rows = parse_csv("a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\n\n\"two\nlines\",z", "t.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].fields, (std::vector<std::string>{"x,y", "say \"hi\""}));
+  EXPECT_EQ(rows[2].fields, (std::vector<std::string>{"two\nlines", "z"}));
+  EXPECT_EQ(rows[2].line, 4);
+}
+
+}  // namespace
+}  // namespace cnnbench
