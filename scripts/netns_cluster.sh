@@ -96,6 +96,11 @@ down() {
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "$ns"
   done
+  # a namespace lives on while a process still holds it: remove its links from this side too
+  local link
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${name}v[0-9]+$" || true); do
+    ip link del "$link" 2>/dev/null || true
+  done
   ip link del "$(bridge)" 2>/dev/null || true
 }
 
@@ -119,7 +124,7 @@ agent() {
 run() {
   [ $# -gt 0 ] || die "run: give the command after --"
   up >&2
-  [ "$keep" = 1 ] || trap 'down' EXIT
+  [ "$keep" = 1 ] || { trap 'down' EXIT; trap 'exit 143' TERM INT HUP; }
   local hostlist=()
   for ((i = 1; i <= hosts; i++)); do hostlist+=("$(host_ip "$i"):$ranks_per_host"); done
   local mpi=(mpiexec --host "$(IFS=,; echo "${hostlist[*]}")" -np $((hosts * ranks_per_host))

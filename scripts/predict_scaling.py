@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Predicts data-parallel images/sec and scaling efficiency from 1 to 1024 ranks with an
+alpha-beta model of ring and tree allreduce, replaying cnnbench's own gradient pipeline.
+
+Calibration, both from this machine:
+  * a 1-rank step breakdown: a cnnbench result JSON made with --layer_timing (forward,
+    backward and update time; each layer's backward time and gradient sizes, in the order
+    backward produces them);
+  * the allreduce microbenchmark on the link of interest: `cnnbench --mode=allreduce` JSON;
+    t(S) = a + b*S is fitted to its sizes (least relative squares) and turned into a per-message
+    cost alpha and a per-byte cost beta for the rank count it ran with. `--link RATE[,LATENCY]`
+    instead models a link that is not here: beta = 1/RATE, alpha = LATENCY + the fitted
+    software cost.
+
+The step at N ranks is replayed as cnnbench runs it: gradients become ready layer by layer
+during backward, are packed into buckets of --fusion-threshold-mb (Horovod's rule), one
+communication thread reduces them in order as they fill, and the optimizer updates each bucket
+once it is back. Step(N) = the 1-rank step + what of the reduction (and the update behind it) is
+left when backward ends. Per bucket of S bytes (fp32 gradients; halved with --compression):
+  ring  2(N-1) alpha + 2(N-1)/N S beta
+  tree  2 ceil(log2 N) alpha + 2 S beta     (pipelined reduce + broadcast)
+Not modelled: contention between the communication thread and compute on shared cores,
+congestion beyond one link per host, stragglers, compression casts.
+
+  scripts/predict_scaling.py --step STEP.json --allreduce AR.json [--fusion-threshold-mb 16]
+        [--compression none|fp16|bf16] [--link 10gbit,50us] [--measured A.json B.json ...]
+        [--out results/scaling_model/NAME]
+Writes NAME.csv and NAME.png (predicted curves, measured points beside them) and prints the
+table; with --measured it prints predicted against measured for each run and the error.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+RANKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def fail(message):
+    print(f"predict_scaling: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load_json(path, schema):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: {e}")
+    if doc.get("schema") != schema:
+        fail(f"{path}: not a {schema} document (schema {doc.get('schema')!r})")
+    return doc
+
+
+class Step:
+    """The 1-rank step: forward, backward (with tensor ready times), update."""
+
+    def __init__(self, path):
+        doc = load_json(path, "cnnbench.result/1")
+        run, summary = doc["run"], doc["summary"]
+        if run["ranks"] != 1:
+            fail(f"{path}: the step breakdown must come from a 1-rank run (it has {run['ranks']})")
+        layers = doc.get("layers")
+        if not layers or not any("gradient_elements" in l for l in layers):
+            fail(f"{path}: no per-layer breakdown: run cnnbench with --layer_timing (1 rank)")
+        self.model, self.batch, self.precision = doc["model"]["name"], run["batch_size_per_rank"], run["precision"]
+        self.threads = run["threads_per_rank"]
+        self.forward = summary["forward_mean_sec"]
+        self.backward = summary["backward_mean_sec"]
+        self.update = summary["update_mean_sec"]
+        self.step = summary["step_time_mean_sec"]
+        # backward runs the layers in reverse; a layer's gradients are final when its backward ends.
+        # Layer timing adds a little per layer: scale the ready times to the untimed backward.
+        layer_total = sum(l["backward_sec_per_step"] for l in layers) or 1.0
+        scale = self.backward / layer_total
+        self.tensors = []  # (elements, ready time from the start of backward)
+        elapsed = 0.0
+        for layer in reversed(layers):
+            elapsed += layer["backward_sec_per_step"] * scale
+            for elements in layer.get("gradient_elements", []):
+                self.tensors.append((elements, elapsed))
+        self.gradient_bytes = 4 * sum(e for e, _ in self.tensors)
+
+
+def parse_rate(text):
+    units = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3, "bit": 1.0}
+    for unit, factor in units.items():
+        if text.lower().endswith(unit):
+            try:
+                return float(text[: -len(unit)]) * factor / 8
+            except ValueError:
+                break
+    fail(f"--link: '{text}' is not a rate like 10gbit or 100mbit")
+
+
+def parse_time(text):
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+    for unit, factor in units.items():
+        if text.lower().endswith(unit):
+            try:
+                return float(text[: -len(unit)]) * factor
+            except ValueError:
+                break
+    fail(f"--link: '{text}' is not a latency like 50us or 1ms")
+
+
+class Link:
+    """alpha (s per message step) and beta (s per byte) of one link, fitted or given."""
+
+    def __init__(self, allreduce_path, link=None):
+        doc = load_json(allreduce_path, "cnnbench.allreduce/1")
+        self.calibration_ranks = n = doc["run"]["ranks"]
+        self.calibration_hosts = doc["run"]["hosts"]
+        self.backend = doc["run"]["backend"]
+        if n < 2:
+            fail(f"{allreduce_path}: the allreduce microbenchmark needs 2 or more ranks to calibrate a link")
+        sizes = [(s["bytes"], s["time_sec"]) for s in doc["sizes"] if s["time_sec"] > 0]
+        if len(sizes) < 3:
+            fail(f"{allreduce_path}: too few sizes to fit")
+        a, b = fit_relative(sizes)
+        # ring at n ranks: a = 2(n-1) alpha, b = 2(n-1)/n beta
+        self.alpha = max(a, 0.0) / (2 * (n - 1))
+        self.beta = b * n / (2 * (n - 1))
+        self.fit_error = max(abs(a + b * s - t) / t for s, t in sizes)
+        self.label = f"fitted: alpha {self.alpha * 1e6:.1f} us, {1 / self.beta / 1e9:.3f} GB/s"
+        if link:
+            rate, _, latency = link.partition(",")
+            self.beta = 1 / parse_rate(rate)
+            self.alpha += parse_time(latency) if latency else 0.0
+            self.label = f"{link}: alpha {self.alpha * 1e6:.1f} us, {1 / self.beta / 1e9:.3f} GB/s"
+
+    def allreduce(self, algorithm, ranks, nbytes):
+        if ranks == 1:
+            return 0.0
+        if algorithm == "ring":
+            return 2 * (ranks - 1) * self.alpha + 2 * (ranks - 1) / ranks * nbytes * self.beta
+        steps = math.ceil(math.log2(ranks))
+        return 2 * steps * self.alpha + 2 * nbytes * self.beta
+
+
+def fit_relative(points):
+    """t = a + b*s minimising the sum of ((a + b s - t) / t)^2: small and large sizes count alike."""
+    sw = swx = swxx = swy = swxy = 0.0
+    for s, t in points:
+        w = 1 / (t * t)
+        sw += w
+        swx += w * s
+        swxx += w * s * s
+        swy += w * t
+        swxy += w * s * t
+    det = sw * swxx - swx * swx
+    b = (sw * swxy - swx * swy) / det
+    a = (swy - b * swx) / sw
+    return a, b
+
+
+def plan_buckets(tensors, threshold_bytes):
+    """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold."""
+    buckets = []  # [elements, ready time]
+    for elements, ready in tensors:
+        if buckets and threshold_bytes > 0 and (buckets[-1][0] + elements) * 4 <= threshold_bytes:
+            buckets[-1][0] += elements
+            buckets[-1][1] = ready
+        else:
+            buckets.append([elements, ready])
+    return buckets
+
+
+def predict(step, link, algorithm, ranks, threshold_mb, wire_bytes):
+    """Step time and the part of it spent waiting for the reduction, at `ranks` ranks."""
+    if ranks == 1:
+        return step.step, 0.0
+    buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20))
+    total = sum(e for e, _ in buckets)
+    comm_free = 0.0
+    done = []
+    for elements, ready in buckets:  # one communication thread, buckets in order
+        start = max(ready, comm_free)
+        comm_free = start + link.allreduce(algorithm, ranks, elements * wire_bytes)
+        done.append(comm_free)
+    clock = step.backward  # the optimizer takes each bucket after backward, as soon as it is back
+    for (elements, _), finished in zip(buckets, done):
+        clock = max(clock, finished) + step.update * elements / total
+    # the rest of the 1-rank step (loss, bookkeeping) is the same at any rank count
+    step_time = step.step - step.backward - step.update + clock
+    return step_time, step_time - step.step
+
+
+def measured_points(paths):
+    points = []
+    for path in paths:
+        doc = load_json(path, "cnnbench.result/1")
+        run, summary = doc["run"], doc["summary"]
+        points.append({"path": path, "ranks": run["ranks"], "hosts": run["hosts"],
+                       "images_per_sec": summary["images_per_sec"], "step": summary["step_time_mean_sec"],
+                       "fusion_threshold_mb": run["fusion_threshold_mb"], "compression": run["compression"],
+                       "allreduce": run["allreduce"], "batch": run["batch_size_per_rank"]})
+    return points
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--step", required=True, help="1-rank cnnbench result JSON made with --layer_timing")
+    parser.add_argument("--allreduce", required=True, help="cnnbench --mode=allreduce JSON on the link")
+    parser.add_argument("--link", help="model this link instead: RATE[,LATENCY], e.g. 10gbit,50us")
+    parser.add_argument("--fusion-threshold-mb", type=float, default=16)
+    parser.add_argument("--compression", choices=["none", "fp16", "bf16"], default="none")
+    parser.add_argument("--measured", nargs="*", default=[], help="result JSONs of runs to set beside the prediction")
+    parser.add_argument("--out", help="write OUT.csv and OUT.png")
+    parser.add_argument("--title", help="plot title")
+    args = parser.parse_args()
+
+    step = Step(args.step)
+    link = Link(args.allreduce, args.link)
+    wire_bytes = 4 if args.compression == "none" else 2
+    print(f"# {step.model}, batch {step.batch}/rank, {step.precision}, {step.threads} thread(s)/rank: 1-rank step "
+          f"{step.step * 1e3:.1f} ms (forward {step.forward * 1e3:.1f}, backward {step.backward * 1e3:.1f}, "
+          f"update {step.update * 1e3:.1f}); {step.gradient_bytes / 2**20:.1f} MiB of gradients in "
+          f"{len(step.tensors)} tensors")
+    print(f"# link ({link.label}; fit within {link.fit_error * 100:.0f}% over the microbenchmark's sizes, "
+          f"{link.calibration_ranks} ranks on {link.calibration_hosts} host(s))")
+    print(f"# fusion {args.fusion_threshold_mb:g} MiB, compression {args.compression}: "
+          f"{len(plan_buckets(step.tensors, args.fusion_threshold_mb * (1 << 20)))} buckets")
+    print(f"{'ranks':>6} {'algorithm':>9} {'step(ms)':>9} {'exposed(ms)':>11} {'images/sec':>11} {'efficiency':>10}")
+    rows = []
+    for algorithm in ("ring", "tree"):
+        for ranks in RANKS:
+            t, exposed = predict(step, link, algorithm, ranks, args.fusion_threshold_mb, wire_bytes)
+            ips = ranks * step.batch / t
+            eff = step.step / t
+            rows.append({"ranks": ranks, "algorithm": algorithm, "step_sec": t, "exposed_sec": exposed,
+                         "images_per_sec": ips, "efficiency": eff})
+            print(f"{ranks:>6} {algorithm:>9} {t * 1e3:>9.1f} {exposed * 1e3:>11.1f} {ips:>11.1f} {eff * 100:>9.1f}%")
+
+    measured = measured_points(args.measured)
+    errors = []
+    if measured:
+        print("# measured against predicted (the better of ring and tree; one link per host)")
+    for m in [m for m in measured if m["ranks"] > 1 and m["allreduce"] != link.backend]:
+        print(f"  {os.path.basename(m['path'])}: skipped, allreduce {m['allreduce']} (the link was calibrated "
+              f"with {link.backend})")
+    measured = [m for m in measured if m["ranks"] == 1 or m["allreduce"] == link.backend]
+    for m in measured:
+        if m["batch"] != step.batch:
+            fail(f"{m['path']}: batch {m['batch']}/rank, the step breakdown has {step.batch}")
+        wire = 4 if m["compression"] == "none" else 2
+        t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], wire)[0] for a in ("ring", "tree"))
+        predicted = m["ranks"] * step.batch / t
+        error = predicted / m["images_per_sec"] - 1
+        errors.append(abs(error))
+        m["predicted"] = predicted
+        print(f"  {os.path.basename(m['path']):<40} {m['ranks']} ranks/{m['hosts']} hosts, fusion "
+              f"{m['fusion_threshold_mb']:g} MiB, {m['compression']:<4}: measured {m['images_per_sec']:.2f} img/s, "
+              f"predicted {predicted:.2f} ({error * 100:+.1f}%)")
+    if errors:
+        print(f"# mean absolute error {sum(errors) / len(errors) * 100:.1f}%, largest {max(errors) * 100:.1f}%")
+
+    if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out + ".csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        plot(args, step, link, rows, measured)
+        print(f"# wrote {args.out}.csv and {args.out}.png")
+
+
+def plot(args, step, link, rows, measured):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    ideal = [r * step.batch / step.step for r in RANKS]
+    left.plot(RANKS, ideal, "k:", label="ideal (linear)")
+    for algorithm, style in (("ring", "-o"), ("tree", "-s")):
+        mine = [r for r in rows if r["algorithm"] == algorithm]
+        left.plot([r["ranks"] for r in mine], [r["images_per_sec"] for r in mine], style, ms=3,
+                  label=f"predicted, {algorithm}")
+        right.plot([r["ranks"] for r in mine], [r["efficiency"] * 100 for r in mine], style, ms=3,
+                   label=f"predicted, {algorithm}")
+    # measured runs with the curve's fusion and compression in red, the other settings in grey
+    def same(m):
+        return m["ranks"] == 1 or (m["fusion_threshold_mb"] == args.fusion_threshold_mb and
+                                   m["compression"] == args.compression)
+    for points, style, label in (([m for m in measured if same(m)], "rx", "measured"),
+                                 ([m for m in measured if not same(m)], "o", "measured, other fusion/compression")):
+        if not points:
+            continue
+        extra = {"color": "0.6", "mfc": "none"} if style == "o" else {}
+        left.plot([m["ranks"] for m in points], [m["images_per_sec"] for m in points], style, ms=8, label=label,
+                  **extra)
+        right.plot([m["ranks"] for m in points],
+                   [step.step * m["images_per_sec"] / (m["ranks"] * step.batch) * 100 for m in points], style,
+                   ms=8, label=label, **extra)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("ranks")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    left.set_yscale("log")
+    left.set_ylabel("images/sec")
+    right.set_ylabel("scaling efficiency (%)")
+    right.set_ylim(0, 105)
+    fig.suptitle(args.title or f"{step.model} b{step.batch}/rank {step.precision}, fusion "
+                 f"{args.fusion_threshold_mb:g} MiB, compression {args.compression}; link {link.label}")
+    fig.tight_layout()
+    fig.savefig(args.out + ".png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
