@@ -13,7 +13,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libcsv-dev
   libjpeg62-turbo-dev zlib1g-dev   # JPEG decoding, gzipped idx files
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  python3 python3-matplotlib     # scripts: sweep.py (tomllib), plot.py, plot_convergence.py
   iproute2                         # ip, tc: the namespace cluster (scripts/netns_cluster.sh)
   dataset-fashion-mnist            # the real Fashion-MNIST, trained on in CI
 )

@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""Draws a sweep's results (the sweep.csv of scripts/sweep.py) as PNGs:
+
+  scaling.png    images/sec against ranks, one line per allreduce backend (and compression),
+                 one panel per model / batch / precision; the dashed line is linear scaling from
+                 the fewest ranks and each point is labelled with its scaling efficiency,
+                 imgs(N) / (N / N1 x imgs(N1)), computed here from the CSV
+  fusion.png     images/sec against the fusion threshold, one line per backend, one panel per
+                 configuration and rank count
+  precision.png  fp32 against bf16 (every precision swept) per model and rank count
+
+  scripts/plot.py results/sweeps/scaling/sweep.csv [--out results/sweeps/scaling]
+
+Only the plots the CSV has data for are drawn (it says which were skipped and why). Keys a plot
+does not draw are held at cnnbench's defaults where the sweep has them (fusion 16 MiB, MPI, no
+compression, horovod, fp32); the title says which. Repeats of a point are averaged; error bars
+are the standard error over repeats, or, for a single run, cnnbench's standard error of the
+per-step images/sec. Needs python3-matplotlib (Debian: run it with /usr/bin/python3).
+"""
+import argparse
+import collections
+import csv
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep import NON_PARAM_COLUMNS  # noqa: E402  (the CSV layout)
+
+REFERENCE = {"fusion_threshold_mb": "16", "allreduce": "mpi", "compression": "none",
+             "variable_update": "horovod", "precision": "fp32"}
+LINE_KEYS = ["allreduce", "compression", "variable_update", "hosts"]
+
+
+def load(path):
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        rows = list(reader)
+    if "point" not in header or "images_per_sec" not in header:
+        sys.exit(f"plot.py: {path} is not a sweep.csv of scripts/sweep.py")
+    last = {}
+    for r in rows:  # the newest row of each point (a retried point has several)
+        last[r["point"]] = r
+    ok = [r for r in last.values() if r.get("status") == "ok" and r.get("images_per_sec")]
+    for r in ok:
+        r["ranks"] = int(r["ranks"])
+    params = [c for c in header if c not in NON_PARAM_COLUMNS]
+    return params, ok, len(last) - len(ok)
+
+
+def varying(rows, params):
+    """Parameter columns with more than one value among rows (blank = not applicable)."""
+    return [k for k in params if len({r[k] for r in rows if r[k] != ""}) > 1]
+
+
+def num(v):
+    try:
+        return float(v)
+    except ValueError:
+        return math.inf
+
+
+def values_of(rows, key):
+    return sorted({r[key] for r in rows if r[key] != ""}, key=lambda v: (num(v), v))
+
+
+def pin(rows, keys, notes):
+    """Holds each varying key of `keys` at its reference value (or its first one)."""
+    for k in keys:
+        vals = values_of(rows, k)
+        if len(vals) > 1:
+            v = REFERENCE.get(k) if REFERENCE.get(k) in vals else vals[0]
+            rows = [r for r in rows if r[k] in (v, "")]
+            notes.append(label([k], [v]))
+    return rows
+
+
+def measure(rows):
+    """(mean images/sec, error) over the repeats in rows."""
+    ips = [float(r["images_per_sec"]) for r in rows]
+    if len(ips) > 1:
+        return statistics.mean(ips), statistics.stdev(ips) / math.sqrt(len(ips))
+    err = rows[0].get("images_per_sec_stderr") or "0"
+    return ips[0], float(err)
+
+
+def order(key, value):
+    """Sort key: numbers by value, fp32 before the other precisions, the rest by name."""
+    if key == "precision":
+        return (value != "fp32", value)
+    return (num(value), value)
+
+
+def group(rows, keys):
+    out = collections.OrderedDict()
+    for r in sorted(rows, key=lambda r: [order(k, r[k]) for k in keys]):
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out
+
+
+def label(keys, values, short=False):
+    parts = []
+    for k, v in zip(keys, values):
+        if v == "":
+            continue
+        if short and k in ("allreduce", "precision", "model"):
+            parts.append(v)
+        elif k == "fusion_threshold_mb":
+            parts.append(f"fusion threshold {v} MiB")
+        elif k == "batch_size":
+            parts.append(f"batch {v}")
+        elif k == "num_intra_threads":
+            parts.append(f"{v} thread{'s' if v != '1' else ''} per rank")
+        else:
+            parts.append(f"{k} {v}")
+    return ", ".join(parts) or "all points"
+
+
+def title(rows, panel_keys, pvals):
+    """A panel's title: its own values, then what all its points share (model, batch, ...)."""
+    keys, vals = list(panel_keys), list(pvals)
+    for k in ("model", "batch_size", "precision", "num_intra_threads"):
+        v = values_of(rows, k) if rows and k in rows[0] else []
+        if k not in keys and len(v) == 1:
+            keys.append(k)
+            vals.append(v[0])
+    return label(keys, vals)
+
+
+def figure(plt, n, width=6.0, height=4.2):
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)[:n]
+
+
+class Colors:
+    def __init__(self, plt):
+        self.cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        self.seen = {}
+
+    def __call__(self, name):
+        return self.seen.setdefault(name, self.cycle[len(self.seen) % len(self.cycle)])
+
+
+def finish(fig, title, notes, path):
+    if notes:
+        title += "\n(" + "; ".join(notes) + ")"
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot.py: wrote {path}")
+
+
+def plot_scaling(plt, rows, params, path):
+    ranks = values_of(rows, "ranks")
+    if len(ranks) < 2:
+        return "ranks has one value"
+    notes = []
+    rows = pin(rows, ["fusion_threshold_mb"], notes)
+    var = varying(rows, params)
+    # hosts grow with ranks (2 hosts x 1 rank against 1 x 1): part of the x axis, not a series
+    line_keys = [k for k in LINE_KEYS if k in var and k != "hosts"]
+    panel_keys = [k for k in var if k not in line_keys and k not in ("ranks", "hosts")]
+    panels = []
+    for pvals, prow in group(rows, panel_keys).items():
+        multi = [r for r in prow if r["ranks"] > min(r2["ranks"] for r2 in prow)]
+        series = []
+        for lvals in group(multi, line_keys) if line_keys else [()]:
+            match = [r for r in prow if all(r[k] in (v, "") for k, v in zip(line_keys, lvals))]
+            by_ranks = group(match, ["ranks"])
+            if len(by_ranks) >= 2:
+                series.append((lvals, {int(k[0]): measure(v) for k, v in by_ranks.items()}))
+        if series:
+            panels.append((pvals, series))
+    if not panels:
+        return "no configuration has results at two rank counts"
+    fig, axes = figure(plt, len(panels))
+    color = Colors(plt)
+    for ax, (pvals, series) in zip(axes, panels):
+        ideal_drawn = set()
+        top = 0
+        for lvals, pts in series:
+            xs = sorted(pts)
+            ys = [pts[x][0] for x in xs]
+            name = label(line_keys, lvals, short=True) if line_keys else "measured"
+            ax.errorbar(xs, ys, yerr=[pts[x][1] for x in xs], marker="o", capsize=3, color=color(name), label=name)
+            n1, v1 = xs[0], ys[0]
+            if (n1, round(v1, 6)) not in ideal_drawn:
+                ax.plot([n1, xs[-1]], [v1, v1 * xs[-1] / n1], ls="--", color="grey", lw=1,
+                        label=f"linear from {n1} rank{'s' if n1 > 1 else ''}" if not ideal_drawn else None)
+                ideal_drawn.add((n1, round(v1, 6)))
+            for x, y in zip(xs[1:], ys[1:]):
+                eff = y / (x / n1 * v1)
+                ax.annotate(f"{100 * eff:.0f}%", (x, y), textcoords="offset points", xytext=(6, -4),
+                            fontsize=8, color=color(name))
+            top = max(top, v1 * xs[-1] / n1, max(ys))
+        ax.set_xticks(sorted({x for _, pts in series for x in pts}))
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("images/sec (total)")
+        ax.set_ylim(0, top * 1.12)
+        ax.set_title(title(rows, panel_keys, pvals), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    if notes:
+        notes = [f"every line at {', '.join(notes)}; fusion.png has the other thresholds"]
+    finish(fig, "Images/sec against ranks (% = scaling efficiency against linear)", notes, path)
+    plt.close(fig)
+    return None
+
+
+def plot_fusion(plt, rows, params, path):
+    rows = [r for r in rows if r["ranks"] > 1 and r["fusion_threshold_mb"] != ""]
+    thresholds = values_of(rows, "fusion_threshold_mb")
+    if len(thresholds) < 2:
+        return "fusion_threshold_mb has fewer than two values on more than one rank"
+    var = varying(rows, params)
+    line_keys = [k for k in LINE_KEYS if k in var and k != "hosts"]
+    panel_keys = [k for k in var if k not in line_keys and k != "fusion_threshold_mb"]
+    panels = [(pv, pr) for pv, pr in group(rows, panel_keys).items() if len(values_of(pr, "fusion_threshold_mb")) > 1]
+    if not panels:
+        return "no configuration has results at two fusion thresholds"
+    fig, axes = figure(plt, len(panels))
+    color = Colors(plt)
+    pos = {t: i for i, t in enumerate(thresholds)}
+    for ax, (pvals, prow) in zip(axes, panels):
+        for lvals, lrow in (group(prow, line_keys).items() if line_keys else [((), prow)]):
+            pts = {k[0]: measure(v) for k, v in group(lrow, ["fusion_threshold_mb"]).items()}
+            xs = sorted(pts, key=num)
+            name = label(line_keys, lvals, short=True) if line_keys else "measured"
+            ax.errorbar([pos[x] for x in xs], [pts[x][0] for x in xs], yerr=[pts[x][1] for x in xs],
+                        marker="o", capsize=3, color=color(name), label=name)
+        ax.set_xticks(range(len(thresholds)))
+        ax.set_xticklabels([f"{t}\n(per tensor)" if num(t) == 0 else t for t in thresholds])
+        ax.set_xlabel("fusion threshold (MiB)")
+        ax.set_ylabel("images/sec (total)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title(rows, panel_keys, pvals), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    finish(fig, "Images/sec against the fusion threshold (gradient bucket size)", [], path)
+    plt.close(fig)
+    return None
+
+
+def plot_precision(plt, rows, params, path):
+    precisions = values_of(rows, "precision")
+    if len(precisions) < 2:
+        return "precision has one value (or its other values all failed)"
+    precisions.sort(key=lambda p: (p != "fp32", p))
+    notes = []
+    rows = pin(rows, [k for k in ("allreduce", "fusion_threshold_mb", "compression", "variable_update")], notes)
+    var = varying(rows, params)
+    panel_keys = [k for k in var if k not in ("precision", "ranks", "hosts")]
+    panels = []
+    for pvals, prow in group(rows, panel_keys).items():
+        cells = {k: measure(v) for k, v in group(prow, ["ranks", "precision"]).items()}
+        groups = sorted({k[0] for k in cells}, key=num)
+        if len({k[1] for k in cells}) > 1:
+            panels.append((pvals, cells, groups))
+    if not panels:
+        return "no configuration has results in two precisions"
+    fig, axes = figure(plt, len(panels))
+    color = Colors(plt)
+    width = 0.8 / len(precisions)
+    for ax, (pvals, cells, groups) in zip(axes, panels):
+        for j, prec in enumerate(precisions):
+            xs, ys, es = [], [], []
+            for i, g in enumerate(groups):
+                if (g, prec) in cells:
+                    xs.append(i + (j - (len(precisions) - 1) / 2) * width)
+                    ys.append(cells[(g, prec)][0])
+                    es.append(cells[(g, prec)][1])
+            bars = ax.bar(xs, ys, width, yerr=es, capsize=3, color=color(prec), label=prec)
+            for b, (i, g) in zip(bars, [(i, g) for i, g in enumerate(groups) if (g, prec) in cells]):
+                h = b.get_height()
+                text = f"{h:.0f}" if h >= 100 else f"{h:.3g}"
+                base = cells.get((g, precisions[0]))
+                if j > 0 and base:
+                    text += f"\n{b.get_height() / base[0]:.2f}x"
+                ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), textcoords="offset points",
+                            xytext=(0, 3), ha="center", fontsize=8)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([f"{g} rank{'s' if g != 1 else ''}" for g in groups])
+        ax.set_ylabel("images/sec (total)")
+        ax.set_ylim(0, max(v[0] for v in cells.values()) * 1.25)
+        ax.set_title(title(rows, panel_keys, pvals), fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8, loc="upper left")
+    finish(fig, f"{' against '.join(precisions)} (x = against {precisions[0]})", notes, path)
+    plt.close(fig)
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("csv", help="sweep.csv written by scripts/sweep.py")
+    parser.add_argument("--out", help="folder for the PNGs (default: the CSV's folder)")
+    args = parser.parse_args(argv)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot.py: needs matplotlib (Debian: apt-get install python3-matplotlib; run /usr/bin/python3 scripts/plot.py)")
+    try:
+        params, rows, not_ok = load(args.csv)
+    except OSError as e:
+        sys.exit(f"plot.py: cannot read {args.csv}: {e.strerror}")
+    if not rows:
+        sys.exit(f"plot.py: {args.csv} has no ok points to draw")
+    if not_ok:
+        print(f"plot.py: leaving out {not_ok} point(s) that failed")
+    busy = [r for r in rows if float(r.get("other_cpus") or 0) >= 0.25]
+    if busy:
+        print(f"plot.py: {len(busy)} point(s) ran while other work kept at least 0.25 CPUs busy "
+              f"(column other_cpus; re-run them on a quiet machine): {' '.join(r['point'] for r in busy)}")
+    out = args.out or os.path.dirname(os.path.abspath(args.csv))
+    os.makedirs(out, exist_ok=True)
+    drawn = 0
+    for name, fn in (("scaling.png", plot_scaling), ("fusion.png", plot_fusion), ("precision.png", plot_precision)):
+        why = fn(plt, [dict(r) for r in rows], params, os.path.join(out, name))
+        if why:
+            print(f"plot.py: skipped {name}: {why}")
+        else:
+            drawn += 1
+    return 0 if drawn else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""scripts/sweep.py and scripts/plot.py end to end on configs/sweep_smoke.toml: the dry run, a
+real run with one failing point, resume without re-running, a torn CSV line, a timeout, a bad
+sweep file, --fresh, and the scaling PNG. Run by ctest (label "scripts"):
+  /usr/bin/python3 tests/test_sweep.py --binary build/cnnbench
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SWEEP = os.path.join(ROOT, "scripts", "sweep.py")
+PLOT = os.path.join(ROOT, "scripts", "plot.py")
+SMOKE = os.path.join(ROOT, "configs", "sweep_smoke.toml")
+BINARY = os.path.join(ROOT, "build", "cnnbench")
+
+
+def run(script, *args):
+    p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="cnnbench_sweep_")
+        cls.out = os.path.join(cls.tmp.name, "smoke")
+        cls.csv = os.path.join(cls.out, "sweep.csv")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def sweep(self, *args, sweep_file=SMOKE, out=None):
+        return run(SWEEP, sweep_file, "--binary", BINARY, "--out", out or self.out, *args)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_1_dry_run_prints_commands_and_writes_nothing(self):
+        rc, out, err = self.sweep("--dry-run")
+        self.assertEqual(rc, 0, out + err)
+        commands = [l for l in out.splitlines() if not l.startswith("#")]
+        self.assertEqual(len(commands), 4, out)
+        self.assertTrue(all(l.startswith("mpiexec ") and "--model=resnet20" in l for l in commands), out)
+        self.assertEqual(sum("-np 1 " in l for l in commands), 2, out)  # fp32 and the failing fp16
+        self.assertTrue(any("-np 2 " in l and "--allreduce=gloo" in l and "--baseline=" in l for l in commands), out)
+        self.assertTrue(any("--precision=fp16" in l for l in commands), out)
+        self.assertFalse(any("--allreduce" in l for l in commands if "-np 1 " in l), "1-rank points drop allreduce")
+        self.assertFalse(os.path.exists(self.out), "--dry-run must write nothing")
+
+    def test_2_run_records_ok_and_failed_points(self):
+        t0 = time.monotonic()
+        rc, out, err = self.sweep()
+        self.assertEqual(rc, 1, "a failing point makes the exit code 1\n" + out + err)
+        r = rows(self.csv)
+        self.assertEqual(len(r), 4, out)
+        ok = [x for x in r if x["status"] == "ok"]
+        failed = [x for x in r if x["status"] == "failed"]
+        self.assertEqual(len(ok), 3, out)
+        self.assertEqual(len(failed), 1, out)
+        self.assertEqual(failed[0]["precision"], "fp16")
+        self.assertEqual(failed[0]["exit_code"], "2")
+        self.assertIn("fp16", failed[0]["error"])
+        for x in ok:
+            self.assertGreater(float(x["images_per_sec"]), 0)
+            self.assertTrue(os.path.exists(os.path.join(ROOT, x["json"])), x["json"])
+            self.assertEqual(x["threads_per_rank"], "1")
+        two = [x for x in ok if x["ranks"] == "2"]
+        self.assertEqual(sorted(x["allreduce"] for x in two), ["gloo", "mpi"])
+        self.assertTrue(all(x["global_batch"] == "16" and float(x["scaling_efficiency"]) > 0 for x in two), two)
+        self.assertEqual(len(os.listdir(os.path.join(self.out, "logs"))), 4)
+        print(f"sweep of 4 points: {time.monotonic() - t0:.1f} s")
+
+    def test_3_resume_runs_nothing_again(self):
+        logs = os.path.join(self.out, "logs")
+        before = {f: os.stat(os.path.join(logs, f)).st_mtime_ns for f in os.listdir(logs)}
+        rc, out, err = self.sweep()
+        self.assertEqual(rc, 1, "the failed point still counts\n" + out + err)
+        self.assertIn("0 to run, 3 done, 1 failed before", out)
+        self.assertEqual(len(rows(self.csv)), 4)
+        self.assertEqual(before, {f: os.stat(os.path.join(logs, f)).st_mtime_ns for f in os.listdir(logs)})
+        rc, out, err = self.sweep("--dry-run")
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.count(": skip ("), 4, out)
+
+    def test_4_torn_last_line_is_dropped(self):
+        with open(self.csv, "a") as f:
+            f.write("0123456789ab,1,2,1,resnet")  # a kill mid-write
+        rc, out, err = self.sweep()
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("incomplete last line", err)
+        r = rows(self.csv)
+        self.assertEqual(len(r), 4)
+        self.assertTrue(all(x["status"] in ("ok", "failed") for x in r))
+
+    def test_5_plot_draws_the_scaling_curve(self):
+        png = os.path.join(self.tmp.name, "png")
+        rc, out, err = run(PLOT, self.csv, "--out", png)
+        self.assertEqual(rc, 0, out + err)
+        with open(os.path.join(png, "scaling.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertIn("skipped fusion.png", out)
+        self.assertIn("skipped precision.png", out)
+
+    def test_6_retry_failed_reruns_only_the_failed_point(self):
+        rc, out, err = self.sweep("--retry-failed")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("1 to run", out)
+        self.assertEqual(len(rows(self.csv)), 5)
+
+    def test_7_timeout_ends_the_point_the_sweep_goes_on_and_fresh_keeps_the_old_csv(self):
+        path = self.write("sweep_timeout.toml", """
+[sweep]
+timeout = 1
+[launch]
+command = "sh -c 'sleep 60' sh"
+[grid]
+ranks = [1, 2]
+""")
+        out = os.path.join(self.tmp.name, "timeout")
+        t0 = time.monotonic()
+        rc, so, se = self.sweep(sweep_file=path, out=out)
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertEqual(rc, 1, so + se)
+        r = rows(os.path.join(out, "sweep.csv"))
+        self.assertEqual([x["status"] for x in r], ["timeout", "timeout"], so)
+        rc, so, se = self.sweep("--fresh", sweep_file=path, out=out)
+        self.assertIn("moved the old", so)
+        self.assertEqual(len([f for f in os.listdir(out) if f.startswith("sweep-") and f.endswith(".csv")]), 1)
+
+    def test_8_bad_sweep_files_get_one_line_and_exit_2(self):
+        cases = {
+            "[grid]\nranks = 2\n": "grid.ranks must be a non-empty list",
+            "[grid]\nbogus_flag = [1]\n": "no flag --bogus_flag",
+            "[fixed]\nresult_json = 'x'\n": "set by sweep.py",
+            "[launch]\ncommand = 'mpiexec -np {nodes}'\n": "unknown placeholder {nodes}",
+            "[grid\n": "sweep_bad.toml",
+            "[sweeps]\n": "unknown section 'sweeps'",
+            "[grid]\nranks = [1]\n[[exclude]]\nmodel = 'x'\n": "exclude names 'model'",
+        }
+        for text, message in cases.items():
+            path = self.write("sweep_bad.toml", text)
+            rc, out, err = self.sweep(sweep_file=path, out=os.path.join(self.tmp.name, "bad"))
+            self.assertEqual(rc, 2, text + out + err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(message, err)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "bad")))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=BINARY)
+    args, rest = parser.parse_known_args()
+    BINARY = os.path.abspath(args.binary)
+    unittest.main(argv=[sys.argv[0], "-v"] + rest)
