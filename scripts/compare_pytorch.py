@@ -117,6 +117,15 @@ def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
             "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"]}
 
 
+def median_run(runs):
+    return sorted(runs, key=lambda r: r["images_per_sec"])[len(runs) // 2]
+
+
+def span(runs):
+    ordered = sorted(runs, key=lambda r: r["images_per_sec"])
+    return [ordered[0], ordered[-1]]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(DEFAULTS), help="models to compare")
@@ -127,6 +136,8 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "cnnbench"))
     parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
                         help="interpreter that has Debian's torch (default /usr/bin/python3)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run each side this many times, alternating; report the medians (and the range)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results"), help="folder for compare_pytorch_*.csv/.md")
     args = parser.parse_args()
     env = dict(os.environ, **MALLOC_ENV)
@@ -134,14 +145,22 @@ def main():
     for model in args.models:
         batch = DEFAULTS.get(model, 32)
         steps = args.steps * (5 if model == "resnet20" else 1)  # short steps: time more of them
-        ours = run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps, args.precision, env)
-        theirs = run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, env)
+        # alternate the two so that a slow spell of the machine hits both; keep each side's median run
+        runs_ours, runs_theirs = [], []
+        for _ in range(max(1, args.repeats)):
+            runs_ours.append(run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps,
+                                          args.precision, env))
+            runs_theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps,
+                                           args.precision, env))
+        ours, theirs = median_run(runs_ours), median_run(runs_theirs)
         ratio = ours["images_per_sec"] / theirs["images_per_sec"]
         rows.append({"model": model, "batch": batch, "threads": args.threads, "precision": args.precision,
                      "steps": steps, "cnnbench_images_per_sec": round(ours["images_per_sec"], 2),
                      "pytorch_images_per_sec": round(theirs["images_per_sec"], 2), "ratio": round(ratio, 3),
                      "cnnbench_fraction_of_peak": round(ours["fraction_of_peak"], 3),
-                     "torch_version": theirs["torch"], "cpu": ours["cpu"]})
+                     "torch_version": theirs["torch"], "cpu": ours["cpu"], "repeats": len(runs_ours),
+                     "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_ours)),
+                     "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs))})
         print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
               f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
               f"({100 * ours['fraction_of_peak']:.1f}% of the measured {args.precision} peak)", flush=True)
@@ -154,9 +173,12 @@ def main():
     with open(stem + ".md", "w") as f:
         f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']}, {args.precision}, {args.threads} threads, "
                 f"{rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n")
+        f.write(f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; "
+                f"median of {rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
         f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak |\n|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} | {r['pytorch_images_per_sec']} "
+            f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
+                    f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
                     f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% |\n")
     print(f"wrote {stem}.csv and {stem}.md")
 
