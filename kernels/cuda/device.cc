@@ -1,0 +1,67 @@
+#include "kernels/cuda/device.h"
+
+#include <utility>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace cnnbench::cuda {
+
+int visible_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return count;
+}
+
+BuildInfo build_info() {
+  BuildInfo info;
+  cudaRuntimeGetVersion(&info.runtime_version);
+  if (cudaDriverGetVersion(&info.driver_version) != cudaSuccess) info.driver_version = 0;
+  info.cudnn_version = cudnnGetVersion();
+  ncclGetVersion(&info.nccl_version);
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    info.no_device_reason = cudaGetErrorString(e);
+    cudaGetLastError();
+    count = 0;
+  } else if (count == 0) {
+    info.no_device_reason = "no CUDA device visible";
+  }
+  info.devices = count;
+  return info;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMalloc(&data_, bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_) cudaFree(data_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) cudaFree(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes) {
+  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: more bytes than the buffer holds");
+  CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::download(void* host, size_t bytes) const {
+  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::download: more bytes than the buffer holds");
+  CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+}
+
+}  // namespace cnnbench::cuda

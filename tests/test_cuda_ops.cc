@@ -1,0 +1,135 @@
+// The GPU build: what it links against (runs everywhere), and the cuda elementwise kernels
+// against kernels/cpu_ops (runs where a GPU is visible; skipped with the reason elsewhere).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/dtype.h"
+
+namespace cnnbench {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                       \
+  do {                                                                                          \
+    if (cuda::visible_devices() == 0)                                                           \
+      GTEST_SKIP() << "no CUDA device visible (" << cuda::build_info().no_device_reason << ")"; \
+  } while (0)
+
+std::vector<float> random_values(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+template <typename T>
+cuda::DeviceBuffer on_device(const std::vector<T>& host) {
+  cuda::DeviceBuffer b(host.size() * sizeof(T));
+  b.upload(host.data(), host.size() * sizeof(T));
+  return b;
+}
+
+template <typename T>
+std::vector<T> to_host(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<T> host(n);
+  b.download(host.data(), n * sizeof(T));
+  return host;
+}
+
+TEST(CudaBuild, LinksTheLibrariesItWasBuiltFor) {
+  const cuda::BuildInfo info = cuda::build_info();
+  std::printf("CUDA runtime %d, driver %d, cuDNN %zu, NCCL %d, %d device(s)%s%s\n", info.runtime_version,
+              info.driver_version, info.cudnn_version, info.nccl_version, info.devices,
+              info.no_device_reason.empty() ? "" : ": ", info.no_device_reason.c_str());
+  EXPECT_GE(info.runtime_version, 12000) << "CUDA runtime";
+  EXPECT_GE(info.cudnn_version, 90000u) << "cuDNN 9 or later";
+  EXPECT_GE(info.nccl_version, 21800) << "NCCL 2.18 or later";
+  EXPECT_EQ(info.devices == 0, !info.no_device_reason.empty()) << "a reason exactly when no device is visible";
+  EXPECT_EQ(info.devices, cuda::visible_devices());
+}
+
+TEST(CudaBuild, DeviceMemoryWithoutADeviceIsAClearError) {
+  if (cuda::visible_devices() > 0) GTEST_SKIP() << "a GPU is visible: allocation works";
+  try {
+    cuda::DeviceBuffer b(1024);
+    FAIL() << "cudaMalloc succeeded without a device";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cudaMalloc"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaOps, SgdMatchesTheCpuUpdate) {
+  SKIP_WITHOUT_GPU();
+  for (bool nesterov : {false, true}) {
+    const size_t n = 100003;
+    std::vector<float> w = random_values(n, 1), g = random_values(n, 2), v = random_values(n, 3, 0.1f);
+    cuda::DeviceBuffer dw = on_device(w), dg = on_device(g), dv = on_device(v);
+    cuda::sgd_update(dw.as<float>(), dg.as<float>(), dv.as<float>(), n, 0.1f, 0.9f, 1e-4f, nesterov, 0.5f, nullptr);
+    cpu::sgd_update(w.data(), g.data(), v.data(), n, 0.1f, 0.9f, 1e-4f, nesterov, 0.5f);
+    const std::vector<float> gw = to_host<float>(dw, n), gv = to_host<float>(dv, n);
+    for (size_t i = 0; i < n; i += 997) {
+      EXPECT_NEAR(gw[i], w[i], 1e-6f * (1 + std::fabs(w[i]))) << i;
+      EXPECT_NEAR(gv[i], v[i], 1e-6f * (1 + std::fabs(v[i]))) << i;
+    }
+  }
+}
+
+TEST(CudaOps, CastsRoundToNearestEvenLikeTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const size_t n = 65536;
+  std::vector<float> x = random_values(n, 4, 100.0f);
+  x[0] = 0.0f, x[1] = -0.0f, x[2] = INFINITY, x[3] = 1e-40f;
+  cuda::DeviceBuffer dx = on_device(x), half(n * 2), back(n * 4);
+  for (DType t : {DType::bf16, DType::f16}) {
+    cuda::cast_from_f32(dx.as<float>(), half.as<uint16_t>(), n, t, nullptr);
+    cuda::cast_to_f32(half.as<uint16_t>(), back.as<float>(), n, t, 2.0f, nullptr);
+    const std::vector<uint16_t> bits = to_host<uint16_t>(half, n);
+    const std::vector<float> wide = to_host<float>(back, n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t expected = t == DType::bf16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+      ASSERT_EQ(bits[i], expected) << dtype_name(t) << " of " << x[i];
+      const float expected_back = 2.0f * (t == DType::bf16 ? bf16_to_f32(expected) : f16_to_f32(expected));
+      ASSERT_EQ(wide[i], expected_back) << i;
+    }
+  }
+}
+
+TEST(CudaOps, AddAndReluInPlace) {
+  SKIP_WITHOUT_GPU();
+  const size_t n = 4099;
+  const std::vector<float> a = random_values(n, 5), b = random_values(n, 6);
+  cuda::DeviceBuffer da = on_device(a), db = on_device(b);
+  cuda::add(da.as<float>(), db.as<float>(), da.as<float>(), n, /*relu=*/true, nullptr);
+  const std::vector<float> out = to_host<float>(da, n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], std::max(a[i] + b[i], 0.0f)) << i;
+}
+
+TEST(CudaOps, SoftmaxCrossEntropyMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t classes : {10, 1000}) {
+    const int64_t n = 33;
+    const std::vector<float> logits = random_values(n * classes, 7, 3.0f);
+    std::vector<int32_t> labels(n);
+    for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 7919) % classes);
+    std::vector<float> dlogits(n * classes);
+    const double loss = cpu::softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, classes);
+    cuda::DeviceBuffer dz = on_device(logits), dl = on_device(labels), dd(n * classes * 4), rows(n * 4);
+    cuda::softmax_cross_entropy(dz.as<float>(), dl.as<int32_t>(), dd.as<float>(), rows.as<float>(), n, classes,
+                                nullptr);
+    const std::vector<float> per_row = to_host<float>(rows, n), grad = to_host<float>(dd, n * classes);
+    double total = 0;
+    for (float r : per_row) total += r;
+    EXPECT_NEAR(total / n, loss, 1e-5 * (1 + loss)) << classes << " classes";
+    for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(grad[i], dlogits[i], 1e-6f) << i;
+  }
+}
+
+}  // namespace
+}  // namespace cnnbench
