@@ -72,6 +72,14 @@ up() {
   ip link show "$(bridge)" >/dev/null 2>&1 && die "cluster '$name' is already up (run: $0 down --name $name)"
   [[ $hosts =~ ^[1-9][0-9]*$ ]] && (( hosts <= 200 )) || die "--hosts: '$hosts' is not a host count from 1 to 200"
   [ -n "$rate" ] && rate_bytes "$rate" >/dev/null
+  if [ -n "$delay" ]; then  # ask the kernel first, so a refusal leaves nothing behind
+    local probe="${name}probe$$" ok=0
+    ip netns add "$probe"
+    ip netns exec "$probe" tc qdisc add dev lo root netem delay "$delay" 2>/dev/null && ok=1
+    ip netns del "$probe"
+    [ "$ok" = 1 ] || die "this kernel has no netem qdisc (or '$delay' is not a delay): --delay cannot be shaped (--rate can)"
+  fi
+  trap 'down' EXIT  # a step failing half way takes the half-built cluster down again
   ip link add "$(bridge)" type bridge
   ip addr add "$subnet.254/24" dev "$(bridge)"
   ip link set "$(bridge)" up
@@ -87,6 +95,7 @@ up() {
   done
   # Bridged traffic must not be filtered by the host's firewall rules.
   [ -w /proc/sys/net/bridge/bridge-nf-call-iptables ] && echo 0 > /proc/sys/net/bridge/bridge-nf-call-iptables || true
+  trap - EXIT
   echo "netns_cluster: $hosts hosts up: $(for ((i = 1; i <= hosts; i++)); do printf '%s ' "$(host_ip "$i")"; done)(link: ${rate:-unshaped}${delay:+, +$delay})"
 }
 
