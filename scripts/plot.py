@@ -33,13 +33,19 @@ REFERENCE = {"fusion_threshold_mb": "16", "allreduce": "mpi", "compression": "no
 LINE_KEYS = ["allreduce", "compression", "variable_update", "hosts"]
 
 
+
+def fail(message):
+    """Bad input: one line, exit code 2 (as sweep.py and cnnbench)."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
 def load(path):
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []
         rows = list(reader)
     if "point" not in header or "images_per_sec" not in header:
-        sys.exit(f"plot.py: {path} is not a sweep.csv of scripts/sweep.py")
+        fail(f"plot.py: {path} is not a sweep.csv of scripts/sweep.py")
     last = {}
     for r in rows:  # the newest row of each point (a retried point has several)
         last[r["point"]] = r
@@ -306,13 +312,13 @@ def main(argv=None):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("plot.py: needs matplotlib (Debian: apt-get install python3-matplotlib; run /usr/bin/python3 scripts/plot.py)")
+        fail("plot.py: needs matplotlib (Debian: apt-get install python3-matplotlib; run /usr/bin/python3 scripts/plot.py)")
     try:
         params, rows, not_ok = load(args.csv)
     except OSError as e:
-        sys.exit(f"plot.py: cannot read {args.csv}: {e.strerror}")
+        fail(f"plot.py: cannot read {args.csv}: {e.strerror}")
     if not rows:
-        sys.exit(f"plot.py: {args.csv} has no ok points to draw")
+        fail(f"plot.py: {args.csv} has no ok points to draw")
     if not_ok:
         print(f"plot.py: leaving out {not_ok} point(s) that failed")
     busy = [r for r in rows if float(r.get("other_cpus") or 0) >= 0.25]
