@@ -57,8 +57,15 @@ if(CNNBENCH_CUDA_ENABLED)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   message(STATUS "cnnbench: GPU build on: CUDA ${CUDAToolkit_VERSION}, ${CUDNN_LIBRARY}, ${NCCL_LIBRARY}; "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES}")
-  add_library(cnnbench_cuda STATIC kernels/cuda/device.cc kernels/cuda/elementwise.cu)
+  add_library(cnnbench_cuda STATIC kernels/cuda/device.cc kernels/cuda/elementwise.cu kernels/cuda/tensor_kernels.cu
+              kernels/cuda/cuda_plan.cc kernels/cuda/matmul_peak.cc)
   target_include_directories(cnnbench_cuda PUBLIC ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
-  target_link_libraries(cnnbench_cuda PUBLIC cnnbench_kernels CUDA::cudart ${CUDNN_LIBRARY} ${NCCL_LIBRARY})
+  # the CUDA runtime linked statically: the binary runs where only the driver and the cuDNN,
+  # cuBLAS and NCCL libraries are installed
+  target_link_libraries(cnnbench_cuda PUBLIC cnnbench_kernels CUDA::cudart_static CUDA::cublas ${CUDNN_LIBRARY}
+                        ${NCCL_LIBRARY})
   target_compile_definitions(cnnbench_cuda PUBLIC CNNBENCH_WITH_CUDA=1)
+  # backend.cc (in cnnbench_kernels) compiles the cuda plan: the two static libraries refer to
+  # each other, which CMake links in a repeated group
+  target_link_libraries(cnnbench_kernels PUBLIC cnnbench_cuda)
 endif()

@@ -2,20 +2,61 @@
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "comm/gradient_exchange.h"
+#ifdef CNNBENCH_WITH_CUDA
+#include "comm/nccl_communicator.h"
+#include "comm/nccl_reducer.h"
+#endif
 
 namespace cnnbench {
 
 std::unique_ptr<Communicator> make_mpi_communicator();
 std::unique_ptr<Communicator> make_gloo_communicator();
+#ifdef CNNBENCH_WITH_CUDA
+std::unique_ptr<Communicator> make_nccl_communicator(double timeout_sec);
+#endif
 
-std::vector<std::string> communicator_backends() { return {"mpi", "gloo"}; }
+std::vector<std::string> communicator_backends() {
+#ifdef CNNBENCH_WITH_CUDA
+  return {"mpi", "gloo", "nccl"};
+#else
+  return {"mpi", "gloo"};
+#endif
+}
 
-std::unique_ptr<Communicator> make_communicator(const std::string& backend) {
+std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec) {
   if (backend == "mpi") return make_mpi_communicator();
   if (backend == "gloo") return make_gloo_communicator();
+#ifdef CNNBENCH_WITH_CUDA
+  if (backend == "nccl") return make_nccl_communicator(timeout_sec);
+#else
+  (void)timeout_sec;
   if (backend == "nccl")
-    throw std::invalid_argument("allreduce backend 'nccl' needs GPUs and a build with CUDA; this build has mpi, gloo");
-  throw std::invalid_argument("unknown allreduce backend '" + backend + "' (known: mpi, gloo)");
+    throw std::invalid_argument("allreduce backend 'nccl' needs a GPU build (CUDA, cuDNN and NCCL); this build has mpi, gloo");
+#endif
+  std::string known;
+  for (const std::string& name : communicator_backends()) known += (known.empty() ? "" : ", ") + name;
+  throw std::invalid_argument("unknown allreduce backend '" + backend + "' (known: " + known + ")");
+}
+
+std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, Plan& plan,
+                                                      const std::vector<TensorExtent>& tensors,
+                                                      size_t fusion_threshold_bytes, WireType wire) {
+#ifdef CNNBENCH_WITH_CUDA
+  auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
+  if (!nccl)
+    throw std::invalid_argument("gradients in GPU memory are averaged with --allreduce=nccl, not " + comm.backend());
+  plan.set_wait_hook([nccl](double waited_sec) { nccl->check_health(waited_sec); });
+  return std::make_unique<NcclReducer>(*nccl, static_cast<float*>(plan.device_gradients()), tensors,
+                                       fusion_threshold_bytes, wire, static_cast<cudaStream_t>(plan.device_stream()));
+#else
+  (void)comm;
+  (void)plan;
+  (void)tensors;
+  (void)fusion_threshold_bytes;
+  (void)wire;
+  throw std::invalid_argument("gradients in GPU memory need a GPU build");
+#endif
 }
 
 }  // namespace cnnbench

@@ -63,6 +63,7 @@ void finalize_mpi();
 
 std::vector<std::string> communicator_backends();
 // Throws std::invalid_argument for an unknown name or a backend this build lacks.
-std::unique_ptr<Communicator> make_communicator(const std::string& backend);
+// nccl: one rank per GPU; a collective stuck for timeout_sec ends the job with a message.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec = 300);
 
 }  // namespace cnnbench

@@ -18,29 +18,25 @@
 
 #include "comm/bucket_plan.h"
 #include "comm/communicator.h"
+#include "comm/gradient_exchange.h"
 
 namespace cnnbench {
 
-struct ReducerStepStats {
-  double comm_sec = 0;     // time the communication thread spent reducing (casts included)
-  double exposed_sec = 0;  // time the compute thread waited for it after backward
-};
-
-class GradientReducer {
+class GradientReducer final : public GradientExchange {
  public:
   GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
                   size_t fusion_threshold_bytes, WireType wire);
-  ~GradientReducer();
+  ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   // Compute thread: tensor `index` (into the extents given at construction) is final.
-  void tensor_ready(int index);
+  void tensor_ready(int index) override;
   // Compute thread, after backward: calls on_reduced(bucket) for every bucket in order as soon
   // as it is reduced, then readies the reducer for the next step. Rethrows a communication error.
-  ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced);
+  ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) override;
 
-  const std::vector<Bucket>& buckets() const { return buckets_; }
+  const std::vector<Bucket>& buckets() const override { return buckets_; }
 
  private:
   void communicate();

@@ -1,5 +1,6 @@
 #include "harness/benchmark.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "harness/fault_injection.h"
@@ -11,10 +12,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientReducer* reducer,
+StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientExchange* reducer,
                     LossScaler* scaler, const float* images, const int32_t* labels, bool timed) {
   const auto start = std::chrono::steady_clock::now();
-  plan.set_input(images);
+  if (images) plan.set_input(images);  // null: the images are on the device already
   StepRecord r =
       train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training, scaler);
   if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
@@ -32,7 +33,7 @@ SgdConfig sgd_config(const Config& config) {
   return sgd;
 }
 
-StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
+StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
                       bool training, LossScaler* scaler) {
   StepRecord r;
   const auto start = std::chrono::steady_clock::now();
@@ -40,7 +41,7 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
   const double loss_scale = scaler ? scaler->scale() : 1.0;
   if (scaler) plan.set_loss_scale(static_cast<float>(loss_scale));
   plan.forward(training ? Mode::training : Mode::inference);
-  const LossResult loss = plan.loss(labels);
+  LossResult loss = plan.loss(labels);  // deferred on a device until synchronize()
   r.forward_sec = seconds_since(phase);
   if (training) {
     phase = std::chrono::steady_clock::now();
@@ -54,7 +55,7 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
         r.comm_sec = stats.comm_sec;
         r.exposed_sec = stats.exposed_sec;
       }
-      r.skipped = !scaler->accept(plan.gradients());
+      r.skipped = !scaler->record(plan.gradients_finite());
       SgdConfig unscaled = sgd;
       unscaled.gradient_scale = static_cast<float>(1.0 / loss_scale);
       if (!r.skipped) plan.sgd_step(unscaled, lr);
@@ -68,6 +69,17 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
     }
     r.update_sec = seconds_since(phase) - r.exposed_sec;
   }
+  plan.synchronize(&loss);  // a device plan's step ends here; nothing to wait for on a CPU
+  if (reducer) {
+    const ReducerStepStats device = reducer->finish_step();
+    r.comm_sec += device.comm_sec;
+    r.exposed_sec += device.exposed_sec;
+  }
+  if (StepPhases p; plan.device_phase_times(&p)) {  // host times above were only the queuing
+    r.forward_sec = p.forward_sec;
+    r.backward_sec = p.backward_sec;
+    r.update_sec = std::max(0.0, p.update_sec - r.exposed_sec);
+  }
   r.time_sec = seconds_since(start);
   r.loss = loss.loss;
   r.top1_correct = loss.top1_correct;
@@ -76,9 +88,13 @@ StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd
 }
 
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientReducer* reducer, LossScaler* scaler, const float* images,
+                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
                                       const int32_t* labels, const StepLoopEvents& events) {
   const SgdConfig sgd = sgd_config(config);
+  if (plan.input_on_device()) {  // synthetic images stay on the GPU, as tf_cnn_benchmarks' did
+    plan.set_input(images);
+    images = nullptr;
+  }
   if (events.warmup_started) events.warmup_started();
   for (int64_t i = 0; i < settings.warmup_steps; ++i)
     one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false);

@@ -33,14 +33,14 @@ SgdConfig sgd_config(const Config& config);
 // One step on the batch already given to plan.set_input(): forward (inference when not
 // training), loss, and when training backward and the update, averaged across ranks by the
 // reducer if there is one.
-StepRecord train_step(Plan& plan, GradientReducer* reducer, const SgdConfig& sgd, float learning_rate,
+StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float learning_rate,
                       const int32_t* labels, bool training, LossScaler* scaler = nullptr);
 
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
 // With a reducer, gradients are averaged across ranks during backward and each bucket is
 // updated as soon as it is reduced.
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientReducer* reducer, LossScaler* scaler, const float* images,
+                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
                                       const int32_t* labels, const StepLoopEvents& events);
 
 // Images per second of each step (global batch / step time).

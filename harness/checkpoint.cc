@@ -27,6 +27,7 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   char name[64];
   std::snprintf(name, sizeof(name), "checkpoint-epoch-%04lld.ckpt", static_cast<long long>(info.epochs_done));
   const std::string path = dir + "/" + name;
+  plan.download_state();  // a device plan's state is on its GPU
   const nlohmann::json header = {{"model", info.model},
                                  {"epochs_done", info.epochs_done},
                                  {"steps_done", info.steps_done},
@@ -74,6 +75,7 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   std::memcpy(plan.parameters().data(), p, params * sizeof(float));
   std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
   std::memcpy(plan.buffers().data(), p + 2 * params * sizeof(float), buffers * sizeof(float));
+  plan.upload_state();
   CheckpointInfo info;
   info.model = model;
   info.epochs_done = header.at("epochs_done");

@@ -91,7 +91,12 @@ const std::vector<FlagSpec>& flag_specs() {
       REAL_FLAG(momentum, non_negative(c.momentum), "momentum (optimizer=momentum)"),
       REAL_FLAG(weight_decay, non_negative(c.weight_decay), "L2 weight decay"),
       BOOL_FLAG(nesterov, "Nesterov momentum"),
-      TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref"}), "compute backend: onednn, or ref (slow reference)"),
+      TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref", "cuda"}),
+                "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)"),
+      TEXT_FLAG(device, one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank"),
+      INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
+                   "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
+               "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)"),
       INT_FLAG(num_intra_threads, if (c.num_intra_threads < 0) throw ConfigError("must not be negative"),
                "compute threads per rank; 0 = the CPUs the rank is bound to, or the host's shared among its ranks"),
       TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
@@ -107,7 +112,10 @@ const std::vector<FlagSpec>& flag_specs() {
                 one_of(c.variable_update, {"horovod", "replicated", "independent"},
                        "parameter_server and distributed_* need parameter servers, which cnnbench does not model"),
                 "horovod (averaged gradients by allreduce), replicated, independent"),
-      TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}), "allreduce backend: mpi or gloo"),
+      TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}),
+                "allreduce backend: mpi or gloo (host memory), nccl (GPU memory, --device=gpu)"),
+      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive"),
+                "nccl: end the job when a collective has not finished after this many seconds"),
       REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb),
                 "gradient bucket size in MiB; 0 = one allreduce per tensor"),
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
@@ -244,7 +252,17 @@ Config parse_command_line(int argc, const char* const* argv) {
     }
   for (const Item& item : items)
     if (item.name != "config") apply_flag(config, item.name, item.value, "--" + item.name);
+  resolve_device(config);
   return config;
+}
+
+void resolve_device(Config& config) {
+  if (config.device == "gpu" && config.backend == "onednn") config.backend = "cuda";
+  if (config.backend == "cuda") config.device = "gpu";
+  if (config.device == "gpu" && config.backend != "cuda")
+    throw ConfigError("--device=gpu runs the cuda backend, not --backend=" + config.backend);
+  if (config.allreduce == "nccl" && config.device != "gpu")
+    throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
 }
 
 std::string usage() {

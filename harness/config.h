@@ -33,7 +33,9 @@ struct Config {
   double weight_decay = 4e-5;
   bool nesterov = false;
   // compute
-  std::string backend = "onednn";
+  std::string backend = "onednn";   // onednn | ref | cuda (set by --device=gpu)
+  std::string device = "cpu";       // cpu | gpu
+  int64_t num_gpus = 1;             // GPUs per rank: one (ranks take GPUs by local rank)
   int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on
   std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
   bool use_fp16 = false;            // the device's fast half type: bf16 on this CPU
@@ -47,6 +49,7 @@ struct Config {
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
+  double collective_timeout_sec = 300;  // nccl: a collective stuck this long ends the job
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
   uint64_t seed = 1;
@@ -73,6 +76,9 @@ struct Config {
 
 // Applies the TOML file named by --config (if any), then every flag. argv[0] is skipped.
 Config parse_command_line(int argc, const char* const* argv);
+// --device=gpu means the cuda backend and --backend=cuda means the GPU; throws ConfigError for
+// combinations that contradict each other (nccl on the CPU, gpu with a CPU backend).
+void resolve_device(Config& config);
 // Applies one TOML file's keys (the flag names) to `config`.
 void apply_config_file(const std::string& path, Config& config);
 // Applies one flag value, validated, as if given as --name=value.

@@ -164,7 +164,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       fmt::print("No checkpoint in {}: starting from scratch\n", config.train_dir);
     }
   }
-  std::unique_ptr<GradientReducer> reducer = attach_reducer(plan, comm, config, settings);
+  std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
 
   const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
   const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
@@ -178,7 +178,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                            static_cast<int>(config.num_data_workers));
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm), backend_text(config, comm, setup.threads, reducer != nullptr));
+  log.header(devices_text(config, comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr));
   if (leader)
     fmt::print("Training on {} ({} images; {} steps per epoch), testing on {} images, {} epochs\n", config.data_dir,
                data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);
@@ -222,9 +222,11 @@ void run_convergence(const Config& config, Communicator& comm) {
     if (terminal) fmt::print("\n");
     // batch-norm statistics averaged over ranks: one model to evaluate and to checkpoint
     if (comm.size() > 1) {
+      plan.download_state();
       std::vector<double> stats(plan.buffers().begin(), plan.buffers().end());
       comm.allreduce_sum(stats.data(), stats.size());
       for (size_t i = 0; i < stats.size(); ++i) plan.buffers()[i] = static_cast<float>(stats[i] / comm.size());
+      plan.upload_state();
     }
     EpochMetrics m;
     m.epoch = epoch + 1;

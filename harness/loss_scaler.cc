@@ -12,6 +12,10 @@ bool LossScaler::accept(std::span<const float> gradients) {
   bool finite = true;
 #pragma omp parallel for reduction(&& : finite) schedule(static)
   for (size_t i = 0; i < gradients.size(); ++i) finite = finite && std::isfinite(gradients[i]);
+  return record(finite);
+}
+
+bool LossScaler::record(bool finite) {
   if (!finite) {
     ++skipped_;
     good_in_a_row_ = 0;

@@ -22,6 +22,8 @@ class LossScaler {
   // After the gradients are final (reduced across ranks, so every rank decides alike): true if
   // the step may be applied; false if it must be skipped (the scale is lowered when dynamic).
   bool accept(std::span<const float> gradients);
+  // The same, given whether every gradient is finite (checked where they are, e.g. on a GPU).
+  bool record(bool finite);
 
  private:
   double scale_;

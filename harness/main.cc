@@ -87,10 +87,14 @@ int main(int argc, char** argv) {
   // later failure ends the whole job at once, naming the rank, so no rank waits in a collective.
   int exit_code = 0;
   try {
+    std::unique_ptr<Communicator> comm;
     std::string not_built;
-    if (config.allreduce == "nccl") not_built = "--allreduce: 'nccl' needs GPUs and a CUDA build; this build has mpi, gloo";
+    try {
+      comm = make_communicator(config.allreduce, config.collective_timeout_sec);
+    } catch (const std::exception& e) {
+      not_built = std::string("--allreduce: ") + e.what();
+    }
     if (report_errors_together(not_built)) throw ErrorsReported{2};
-    std::unique_ptr<Communicator> comm = make_communicator(config.allreduce);
     if (config.mode == "allreduce")
       run_allreduce_benchmark(config, *comm);
     else if (!config.data_dir.empty())

@@ -45,11 +45,15 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
                     : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0
                                                   : 0.1;
-  // --use_fp16 asks for the half type the device runs fastest: on CPUs that is bf16 (AVX-512
-  // BF16); fp16 would need AVX-512 FP16.
-  s.precision = config.use_fp16 ? DType::bf16 : *parse_dtype(config.precision);
-  if (config.use_fp16 && config.precision == "fp16")
+  // --use_fp16 asks for the half type the device runs fastest: fp16 on GPUs (tensor cores); on
+  // CPUs bf16 (AVX-512 BF16), as fp16 would need AVX-512 FP16.
+  const bool gpu = config.device == "gpu";
+  s.precision = config.use_fp16 ? (gpu ? DType::f16 : DType::bf16) : *parse_dtype(config.precision);
+  if (config.use_fp16 && !gpu && config.precision == "fp16")
     throw ConfigError("--precision=fp16 with --use_fp16: the CPU backend computes halves in bf16");
+  if (gpu && ranks > 1 && !config.forward_only && config.variable_update != "independent" &&
+      config.allreduce != "nccl")
+    throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);
   s.threads = threads;
   s.training = !config.forward_only;
   return s;

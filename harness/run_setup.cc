@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "kernels/backend.h"
+#include "comm/gradient_exchange.h"
 #include "kernels/error_context.h"
 #include "kernels/threads.h"
 
@@ -69,6 +70,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     PlanOptions options;
     options.compute = setup.settings.precision;
     options.input_nhwc = config.data_format == "NHWC";
+    use_device_for_rank(config.backend, comm.local_rank());
     setup.plan = compile_plan(config.backend, setup.graph, options);
   } catch (const std::exception& e) {
     error = e.what();
@@ -81,29 +83,36 @@ void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t see
   init_parameters(plan.layout(), plan.parameters().data(), plan.buffers().data(), seed);
   comm.broadcast(plan.parameters().data(), plan.parameters().size_bytes(), 0);
   comm.broadcast(plan.buffers().data(), plan.buffers().size_bytes(), 0);
+  plan.upload_state();
 }
 
-std::unique_ptr<GradientReducer> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
+std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings) {
   if (comm.size() == 1 || config.variable_update == "independent" || !settings.training) return nullptr;
-  std::vector<TensorExtent> tensors;
-  for (const ArenaEntry& e : plan.layout().params)
-    tensors.push_back({static_cast<size_t>(e.offset), static_cast<size_t>(e.elements)});
-  auto reducer = std::make_unique<GradientReducer>(comm, plan.gradients().data(), tensors,
-                                                   static_cast<size_t>(config.fusion_threshold_mb * (1 << 20)),
-                                                   wire_type(config.compression));
+  const std::vector<TensorExtent> tensors = gradient_extents(plan);
+  const size_t threshold = static_cast<size_t>(config.fusion_threshold_mb * (1 << 20));
+  std::unique_ptr<GradientExchange> reducer;
+  if (plan.device_gradients())
+    reducer = make_device_reducer(comm, plan, tensors, threshold, wire_type(config.compression));
+  else
+    reducer = std::make_unique<GradientReducer>(comm, plan.gradients().data(), tensors, threshold,
+                                                wire_type(config.compression));
   plan.set_loss_gradient_scale(1.0f / static_cast<float>(comm.size()));
   plan.set_gradient_ready_hook([r = reducer.get()](int index) { r->tensor_ready(index); });
   return reducer;
 }
 
-std::string devices_text(const Communicator& comm) {
-  if (comm.size() == 1) return "['/cpu:0']";
-  return fmt::format("{} ranks x ['/cpu:0'] on {} host{}", comm.size(), comm.hosts(), comm.hosts() == 1 ? "" : "s");
+std::string devices_text(const Config& config, const Communicator& comm, const Plan& plan) {
+  const std::string device = "['" + plan.device_name() + "']";
+  (void)config;
+  if (comm.size() == 1) return device;
+  return fmt::format("{} ranks x {} on {} host{}", comm.size(), device, comm.hosts(), comm.hosts() == 1 ? "" : "s");
 }
 
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging) {
-  std::string note = fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
+  std::string note = is_device_backend(config.backend)
+                         ? config.backend + ", one GPU per rank"
+                         : fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
   if (exchanging)
     note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
                         config.compression);

@@ -27,10 +27,10 @@ RunSetup set_up_run(const Config& config, Communicator& comm);
 // Seeded initial weights, then rank 0's broadcast to all.
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
 // A reducer hooked to the plan's backward, or null when gradients are not exchanged.
-std::unique_ptr<GradientReducer> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
+std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings);
 // "Devices" and "Backend" lines of the header.
-std::string devices_text(const Communicator& comm);
+std::string devices_text(const Config& config, const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging);
 
 // Throws ConfigError naming the first setting on which some rank differs from rank 0.

@@ -21,7 +21,9 @@ void TfLog::header(const std::string& devices, const std::string& backend_note) 
   fmt::print(out_, "Optimizer:   {}\n", config_.optimizer);
   fmt::print(out_, "Variables:   {}\n", config_.variable_update);
   fmt::print(out_, "Precision:   {}{}\n", dtype_name(s.precision),
-             config_.use_fp16 ? " (--use_fp16: bf16 is this CPU's fast half type; fp32 master weights)" : "");
+             !config_.use_fp16          ? ""
+             : config_.device == "gpu" ? " (--use_fp16: tensor cores; fp32 master weights)"
+                                       : " (--use_fp16: bf16 is this CPU's fast half type; fp32 master weights)");
   fmt::print(out_, "Backend:     {}\n", backend_note);
   fmt::print(out_, "==========\n");
   fmt::print(out_, "Generating {} model\n", s.training ? "training" : "forward-only");

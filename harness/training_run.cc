@@ -15,6 +15,7 @@
 #include "harness/run_summary.h"
 #include "harness/synthetic_data.h"
 #include "harness/tf_log.h"
+#include "kernels/backend.h"
 
 namespace cnnbench {
 namespace {
@@ -50,15 +51,18 @@ void run_training(const Config& config, Communicator& comm) {
   Plan* plan = setup.plan.get();
   const int threads = setup.threads;
   start_from_rank0_weights(*plan, comm, config.seed);
-  std::unique_ptr<GradientReducer> reducer = attach_reducer(*plan, comm, config, settings);
+  std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm), backend_text(config, comm, threads, reducer != nullptr));
+  log.header(devices_text(config, comm, *plan), backend_text(config, comm, threads, reducer != nullptr));
 
   const Shape& in = graph.input().out;
   // each rank trains on its own images, as data parallelism does
   const Batch batch = make_synthetic_batch(in.n, in.c, in.h, in.w, graph.num_classes(), config.seed + 1 + comm.rank());
-  const PeakResult peak = measure_peak(settings.precision, threads);
+  const PeakResult peak = is_device_backend(config.backend)
+                              ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
+                                           "cuBLAS matmul", true}
+                              : measure_peak(settings.precision, threads);
   comm.barrier();
 
   GlobalSteps global(comm);

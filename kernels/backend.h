@@ -16,4 +16,12 @@ std::vector<std::string> backend_names();
 std::unique_ptr<Plan> compile_plan(const std::string& backend, const Graph& graph,
                                    const PlanOptions& options = {});
 
+// True for backends whose plans run on a GPU ("cuda").
+bool is_device_backend(const std::string& backend);
+// Device backends: makes this rank's GPU current (local rank mod visible GPUs) and returns
+// "<index> (<name>)"; throws where the build or the machine has none. CPU backends: "cpu".
+std::string use_device_for_rank(const std::string& backend, int local_rank);
+// Device backends: the GPU's measured matrix-multiply GFLOP/s in `type`; 0 for CPU backends.
+double device_peak_gflops(const std::string& backend, DType type, bool allow_tf32);
+
 }  // namespace cnnbench

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/arena.h"
@@ -24,6 +25,8 @@ struct PlanOptions {
   bool input_grad = false;  // also compute d(loss)/d(images) (tests only)
   bool fuse = true;         // let the backend fuse ops (batch norm + ReLU, add + ReLU)
   bool input_nhwc = false;  // set_input() receives N x H x W x C images instead of NCHW
+  bool allow_tf32 = true;   // GPU fp32: tensor cores in TF32 (as PyTorch's default for convolutions)
+  bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
 };
 
 struct SgdConfig {
@@ -42,6 +45,11 @@ struct LossResult {
   double loss = 0;           // mean softmax cross-entropy over the batch
   int64_t top1_correct = 0;  // images whose label is the arg-max of the logits
   int64_t top5_correct = 0;
+  bool deferred = false;     // a device plan fills the values in synchronize()
+};
+
+struct StepPhases {
+  double forward_sec = 0, backward_sec = 0, update_sec = 0;
 };
 
 class Plan {
@@ -84,14 +92,43 @@ class Plan {
   // parameter elements [offset, offset + count) (the whole arena by default).
   virtual void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) = 0;
   void sgd_step(const SgdConfig& config, float learning_rate) {
-    sgd_step(config, learning_rate, 0, static_cast<size_t>(layout_.param_elements));
+    sgd_step(config, learning_rate, 0, static_cast<size_t>(exchange_elements()));
   }
+  // The arena that sgd_step()'s offsets and the gradient exchange address: the host layout on
+  // CPUs; a device plan may start each tensor on an aligned offset (the gaps stay zero).
+  virtual int64_t exchange_offset(int param_index) const { return layout_.params[param_index].offset; }
+  virtual int64_t exchange_elements() const { return layout_.param_elements; }
   // loss() seeds backward with scale x d(mean loss)/d(logits): 1/ranks turns the allreduce sum
   // of gradients into their average at no cost.
   void set_loss_gradient_scale(float scale) { loss_gradient_scale_ = scale; }
   // Loss scaling for half precision: multiplies the loss gradient too (undone in sgd_step by
   // SgdConfig::gradient_scale).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
+
+  // ---- device plans (the cuda backend) ----
+  // A device plan keeps parameters, gradients, momentum and buffers on its device: the host
+  // arenas above are copies, sent with upload_state() after the host wrote them and refreshed
+  // by download_state() before the host reads them. Its launches are asynchronous: loss()
+  // returns a deferred result and synchronize() waits for the step and fills it in.
+  virtual void upload_state() {}
+  virtual void download_state() {}
+  virtual void synchronize(LossResult* loss) { (void)loss; }
+  // set_input() copies to the device, where images stay until the next set_input()
+  virtual bool input_on_device() const { return false; }
+  virtual void* device_gradients() { return nullptr; }  // fp32, the plan's device layout
+  virtual void* device_stream() { return nullptr; }     // cudaStream_t of the plan's launches
+  virtual std::string device_name() const { return "/cpu:0"; }
+  // Device time of the last step's phases (forward+loss, backward, update), known after
+  // synchronize(); false where the host clock measures them (CPU plans).
+  virtual bool device_phase_times(StepPhases* phases) const {
+    (void)phases;
+    return false;
+  }
+  // Called every ~100 ms with the seconds waited so far while the plan waits for its device (a
+  // watchdog for collectives may throw from it).
+  void set_wait_hook(std::function<void(double)> hook) { wait_hook_ = std::move(hook); }
+  // No gradient is inf or NaN (after backward and any reduction).
+  virtual bool gradients_finite();
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;
@@ -107,6 +144,7 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
+  std::function<void(double)> wait_hook_;
   float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;

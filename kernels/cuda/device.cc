@@ -65,3 +65,23 @@ void DeviceBuffer::download(void* host, size_t bytes) const {
 }
 
 }  // namespace cnnbench::cuda
+
+namespace cnnbench::cuda {
+
+int use_device_for_rank(int local_rank) {
+  const int count = visible_devices();
+  if (count == 0) throw std::runtime_error("no GPU is visible (" + build_info().no_device_reason + ")");
+  const int device = local_rank % count;
+  CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+std::string device_name() {
+  int device = 0;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
+}  // namespace cnnbench::cuda

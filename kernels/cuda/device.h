@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "kernels/dtype.h"
+
 namespace cnnbench::cuda {
 
 struct BuildInfo {
@@ -18,6 +20,16 @@ struct BuildInfo {
 
 BuildInfo build_info();
 int visible_devices();  // 0 when there is no driver or no device: never throws
+
+// One rank per GPU: makes GPU (local_rank mod visible GPUs) current and returns its index.
+// Throws with the runtime's reason when no GPU is visible.
+int use_device_for_rank(int local_rank);
+
+// The current GPU's name and its measured dense matrix-multiply rate in GFLOP/s for `type`
+// (cuBLAS, 8192^3, fp32 accumulation; fp32 in TF32 when allow_tf32): the ceiling that
+// "fraction of peak" is taken against.
+std::string device_name();
+double matmul_peak_gflops(DType type, bool allow_tf32);
 
 class DeviceBuffer {
  public:

@@ -1,0 +1,97 @@
+#include "comm/nccl_reducer.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.h"
+
+namespace cnnbench {
+
+NcclReducer::NcclReducer(NcclCommunicator& comm, float* device_gradients, const std::vector<TensorExtent>& tensors,
+                         size_t fusion_threshold_bytes, WireType wire, cudaStream_t compute_stream)
+    : comm_(comm), gradients_(device_gradients), wire_(wire), compute_(compute_stream) {
+  buckets_ = plan_buckets(tensors, fusion_threshold_bytes);
+  bucket_of_tensor_.resize(tensors.size());
+  remaining_.resize(buckets_.size());
+  size_t total = 0;
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    for (int t = buckets_[b].first_tensor; t <= buckets_[b].last_tensor; ++t) bucket_of_tensor_[t] = b;
+    remaining_[b] = buckets_[b].last_tensor - buckets_[b].first_tensor + 1;
+    total = std::max(total, buckets_[b].offset + buckets_[b].count);
+  }
+  if (wire_ != WireType::f32) wire_buffer_ = cuda::DeviceBuffer(total * 2);
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  ready_.resize(buckets_.size());
+  done_.resize(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&ready_[b], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreate(&done_[b]));
+  }
+  CUDA_CHECK(cudaEventCreate(&first_start_));
+  CUDA_CHECK(cudaEventCreate(&backward_end_));
+}
+
+NcclReducer::~NcclReducer() {
+  cudaStreamSynchronize(stream_);
+  for (cudaEvent_t e : ready_) cudaEventDestroy(e);
+  for (cudaEvent_t e : done_) cudaEventDestroy(e);
+  cudaEventDestroy(first_start_);
+  cudaEventDestroy(backward_end_);
+  cudaStreamDestroy(stream_);
+}
+
+void NcclReducer::tensor_ready(int index) {
+  const int b = bucket_of_tensor_.at(index);
+  if (--remaining_[b] == 0) launch(b);
+}
+
+void NcclReducer::launch(int b) {
+  const Bucket& bucket = buckets_[b];
+  CUDA_CHECK(cudaEventRecord(ready_[b], compute_));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[b], 0));
+  if (!started_) {
+    CUDA_CHECK(cudaEventRecord(first_start_, stream_));
+    started_ = true;
+  }
+  float* g = gradients_ + bucket.offset;
+  if (wire_ == WireType::f32) {
+    comm_.allreduce_async(g, bucket.count, WireType::f32, stream_);
+  } else {
+    const DType type = wire_ == WireType::f16 ? DType::f16 : DType::bf16;
+    uint16_t* w = wire_buffer_.as<uint16_t>() + bucket.offset;
+    cuda::cast_from_f32(g, w, static_cast<int64_t>(bucket.count), type, stream_);
+    comm_.allreduce_async(w, bucket.count, wire_, stream_);
+    cuda::cast_to_f32(w, g, static_cast<int64_t>(bucket.count), type, 1.0f, stream_);
+  }
+  CUDA_CHECK(cudaEventRecord(done_[b], stream_));
+}
+
+ReducerStepStats NcclReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
+    if (remaining_[b] != 0) throw std::logic_error("NcclReducer: backward left a bucket incomplete");
+  CUDA_CHECK(cudaEventRecord(backward_end_, compute_));
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, done_[b], 0));
+    if (on_reduced) on_reduced(buckets_[b]);
+  }
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
+    remaining_[b] = buckets_[b].last_tensor - buckets_[b].first_tensor + 1;
+  measured_ = started_;
+  started_ = false;
+  return {};
+}
+
+ReducerStepStats NcclReducer::finish_step() {
+  ReducerStepStats stats;
+  if (!measured_ || buckets_.empty()) return stats;
+  measured_ = false;
+  float comm_ms = 0, exposed_ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&comm_ms, first_start_, done_.back()));
+  CUDA_CHECK(cudaEventElapsedTime(&exposed_ms, backward_end_, done_.back()));
+  stats.comm_sec = comm_ms / 1e3;
+  stats.exposed_sec = std::max(0.0f, exposed_ms) / 1e3;
+  return stats;
+}
+
+}  // namespace cnnbench

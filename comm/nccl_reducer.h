@@ -1,0 +1,49 @@
+// comm/nccl_reducer.h — NcclReducer: the GradientExchange of device plans. As backward queues
+// the last launch of a bucket's tensors on the compute stream, an event orders a dedicated
+// communication stream after it, and that stream casts the bucket to the wire type (fp16/bf16
+// compression), allreduces it with NCCL and casts back; backward goes on meanwhile. After
+// backward the compute stream waits for each bucket's event in turn before its update, so the
+// update of bucket k overlaps the allreduce of later ones. Sums become averages because the
+// loss gradient is pre-scaled by 1/ranks. Communication and exposed times are read from
+// events once the step has finished (finish_step).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "comm/gradient_exchange.h"
+#include "comm/nccl_communicator.h"
+#include "kernels/cuda/device.h"
+
+namespace cnnbench {
+
+class NcclReducer final : public GradientExchange {
+ public:
+  NcclReducer(NcclCommunicator& comm, float* device_gradients, const std::vector<TensorExtent>& tensors,
+              size_t fusion_threshold_bytes, WireType wire, cudaStream_t compute_stream);
+  ~NcclReducer() override;
+  NcclReducer(const NcclReducer&) = delete;
+  NcclReducer& operator=(const NcclReducer&) = delete;
+
+  void tensor_ready(int index) override;
+  ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) override;
+  ReducerStepStats finish_step() override;
+  const std::vector<Bucket>& buckets() const override { return buckets_; }
+
+ private:
+  void launch(int bucket);
+
+  NcclCommunicator& comm_;
+  float* gradients_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_tensor_, remaining_;
+  WireType wire_;
+  cuda::DeviceBuffer wire_buffer_;
+  cudaStream_t compute_ = nullptr, stream_ = nullptr;
+  std::vector<cudaEvent_t> ready_, done_;
+  cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr;
+  bool started_ = false, measured_ = false;
+};
+
+}  // namespace cnnbench

@@ -1,0 +1,353 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/tensor_kernels.h"
+
+namespace cnnbench::cuda {
+namespace {
+
+constexpr int threads = 256;
+
+unsigned blocks_for(int64_t count) {
+  const int64_t b = (count + threads - 1) / threads;
+  return static_cast<unsigned>(b < 65535 * 16 ? b : 65535 * 16);  // grid-stride loops cover the rest
+}
+
+#define GRID_STRIDE(i, count) \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (count); i += int64_t{gridDim.x} * blockDim.x)
+
+__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Calls f with a null pointer of the element type of `type`.
+template <typename F>
+void dispatch(DType type, F&& f) {
+  switch (type) {
+    case DType::f32: f(static_cast<float*>(nullptr)); break;
+    case DType::f16: f(static_cast<__half*>(nullptr)); break;
+    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
+  }
+  CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
+}
+
+template <typename T>
+__global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t cp,
+                              bool in_nhwc) {
+  const int64_t total = n * h * w * cp;
+  GRID_STRIDE(i, total) {
+    const int64_t ch = i % cp, pixel = i / cp;  // pixel = (img * h + y) * w + x
+    float v = 0;
+    if (ch < c) {
+      const int64_t img = pixel / (h * w), p = pixel % (h * w);
+      v = in_nhwc ? in[pixel * c + ch] : in[(img * c + ch) * h * w + p];
+    }
+    store(out, i, v);
+  }
+}
+
+template <typename T>
+__global__ void relu_kernel(const T* x, T* y, int64_t count) {
+  GRID_STRIDE(i, count) store(y, i, fmaxf(load(x, i), 0.0f));
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t count, bool accumulate) {
+  GRID_STRIDE(i, count) {
+    const float g = load(y, i) > 0.0f ? load(dy, i) : 0.0f;
+    store(dx, i, accumulate ? load(dx, i) + g : g);
+  }
+}
+
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* out, int64_t count, bool relu) {
+  GRID_STRIDE(i, count) {
+    const float s = load(a, i) + load(b, i);
+    store(out, i, relu ? fmaxf(s, 0.0f) : s);
+  }
+}
+
+template <typename T>
+__global__ void add_backward_kernel(const T* out, const T* dy, T* da, T* db, int64_t count, bool relu, bool acc_a,
+                                    bool acc_b) {
+  GRID_STRIDE(i, count) {
+    const float g = (!relu || load(out, i) > 0.0f) ? load(dy, i) : 0.0f;
+    store(da, i, acc_a ? load(da, i) + g : g);
+    store(db, i, acc_b ? load(db, i) + g : g);
+  }
+}
+
+template <typename T>
+__global__ void bias_kernel(T* y, const float* bias, int64_t rows, int64_t features, bool relu) {
+  GRID_STRIDE(i, rows * features) {
+    const float v = load(y, i) + bias[i % features];
+    store(y, i, relu ? fmaxf(v, 0.0f) : v);
+  }
+}
+
+// Blocks of 32 features x 8 row-lanes; each block sums a slice of rows, then adds atomically.
+constexpr int64_t bias_rows_per_block = 2048;
+template <typename T>
+__global__ void bias_grad_kernel(const T* dy, float* db, int64_t rows, int64_t features) {
+  __shared__ float part[8][33];
+  const int64_t f = blockIdx.x * 32 + threadIdx.x;
+  const int64_t begin = blockIdx.y * bias_rows_per_block;
+  const int64_t end = begin + bias_rows_per_block < rows ? begin + bias_rows_per_block : rows;
+  float sum = 0;
+  if (f < features)
+    for (int64_t r = begin + threadIdx.y; r < end; r += 8) sum += load(dy, r * features + f);
+  part[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && f < features) {
+    for (int k = 1; k < 8; ++k) sum += part[k][threadIdx.x];
+    atomicAdd(db + f, sum);
+  }
+}
+
+template <typename T>
+__global__ void max_pool_backward_kernel(const T* x, const T* dy, T* dx, int64_t n, int64_t c, int64_t h, int64_t w,
+                                         int64_t oh, int64_t ow, int64_t k, int64_t stride, int64_t pad,
+                                         bool accumulate) {
+  GRID_STRIDE(i, n * h * w * c) {
+    const int64_t ch = i % c, xx = (i / c) % w, yy = (i / (c * w)) % h, img = i / (c * w * h);
+    const T* xi = x + img * h * w * c + ch;
+    // windows oy with oy*stride - pad <= yy < oy*stride - pad + k
+    const int64_t oy0 = max(int64_t{0}, (yy + pad - k + stride) / stride), oy1 = min(oh - 1, (yy + pad) / stride);
+    const int64_t ox0 = max(int64_t{0}, (xx + pad - k + stride) / stride), ox1 = min(ow - 1, (xx + pad) / stride);
+    float g = 0;
+    for (int64_t oy = oy0; oy <= oy1; ++oy)
+      for (int64_t ox = ox0; ox <= ox1; ++ox) {
+        const int64_t ys = max(oy * stride - pad, int64_t{0}), ye = min(oy * stride - pad + k, h);
+        const int64_t xs = max(ox * stride - pad, int64_t{0}), xe = min(ox * stride - pad + k, w);
+        float best = -INFINITY;
+        int64_t at = -1;
+        for (int64_t py = ys; py < ye; ++py)
+          for (int64_t px = xs; px < xe; ++px) {
+            const float v = load(xi, (py * w + px) * c);
+            if (at < 0 || v > best) {
+              best = v;
+              at = py * w + px;
+            }
+          }
+        if (at == yy * w + xx) g += load(dy, ((img * oh + oy) * ow + ox) * c + ch);
+      }
+    store(dx, i, accumulate ? load(dx, i) + g : g);
+  }
+}
+
+template <typename T>
+__global__ void shortcut_kernel(const T* in, T* out, int64_t n, int64_t ic, int64_t ih, int64_t iw, int64_t oc,
+                                int64_t oh, int64_t ow, int64_t stride, int64_t pad) {
+  GRID_STRIDE(i, n * oh * ow * oc) {
+    const int64_t c = i % oc, x = (i / oc) % ow, y = (i / (oc * ow)) % oh, img = i / (oc * ow * oh);
+    const int64_t src_c = c - pad;
+    float v = 0;
+    if (src_c >= 0 && src_c < ic) v = load(in, ((img * ih + y * stride) * iw + x * stride) * ic + src_c);
+    store(out, i, v);
+  }
+}
+
+template <typename T>
+__global__ void shortcut_backward_kernel(const T* dout, T* din, int64_t n, int64_t ic, int64_t ih, int64_t iw,
+                                         int64_t oc, int64_t oh, int64_t ow, int64_t stride, int64_t pad,
+                                         bool accumulate) {
+  GRID_STRIDE(i, n * ih * iw * ic) {
+    const int64_t c = i % ic, x = (i / ic) % iw, y = (i / (ic * iw)) % ih, img = i / (ic * iw * ih);
+    float g = 0;
+    if (y % stride == 0 && x % stride == 0 && y / stride < oh && x / stride < ow)
+      g = load(dout, ((img * oh + y / stride) * ow + x / stride) * oc + c + pad);
+    store(din, i, accumulate ? load(din, i) + g : g);
+  }
+}
+
+// One block per image: max, sum of exponentials, rank of the label, then the gradient.
+template <typename G>
+__global__ void loss_kernel(const float* logits, const int32_t* labels, G* dlogits, float* totals, int64_t n,
+                            int64_t classes, float scale) {
+  __shared__ float red[threads];
+  __shared__ int larger[threads];
+  const int64_t row = blockIdx.x;
+  const float* z = logits + row * classes;
+  const int32_t label = labels[row];
+  const bool valid = label >= 0 && label < classes;
+  float m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) m = fmaxf(m, z[k]);
+  red[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const float max = red[0];
+  __syncthreads();
+  const float target = valid ? z[label] : 0.0f;
+  float sum = 0;
+  int count = 0;
+  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
+    sum += expf(z[k] - max);
+    count += z[k] > target;
+  }
+  red[threadIdx.x] = sum;
+  larger[threadIdx.x] = count;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      red[threadIdx.x] += red[threadIdx.x + s];
+      larger[threadIdx.x] += larger[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  const float total = red[0];
+  const float k_scale = scale / static_cast<float>(n);
+  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x)
+    store(dlogits, row * classes + k, valid ? (expf(z[k] - max) / total - (k == label ? 1.0f : 0.0f)) * k_scale : 0.0f);
+  if (threadIdx.x == 0) {
+    if (!valid) {
+      totals[3] = 1.0f;
+      return;
+    }
+    atomicAdd(totals + 0, logf(total) + max - target);
+    if (larger[0] < 1) atomicAdd(totals + 1, 1.0f);
+    if (larger[0] < 5) atomicAdd(totals + 2, 1.0f);
+  }
+}
+
+__global__ void non_finite_kernel(const float* v, int64_t count, int* flag) {
+  bool bad = false;
+  GRID_STRIDE(i, count) bad |= !isfinite(v[i]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
+}
+
+template <typename X, typename Y>
+__global__ void convert_kernel(const X* x, Y* y, int64_t count, float scale) {
+  GRID_STRIDE(i, count) store(y, i, scale * load(x, i));
+}
+
+}  // namespace
+
+void images_to_nhwc(const float* images, void* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t c_padded,
+                    bool images_nhwc, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    images_kernel<<<blocks_for(n * h * w * c_padded), threads, 0, stream>>>(images, static_cast<T*>(out), n, c, h, w,
+                                                                           c_padded, images_nhwc);
+  });
+}
+
+void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    relu_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count);
+  });
+}
+
+void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool accumulate, DType type,
+                   cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    relu_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), count, accumulate);
+  });
+}
+
+void add_forward(const void* a, const void* b, void* out, int64_t count, bool relu, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    add_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                          static_cast<T*>(out), count, relu);
+  });
+}
+
+void add_backward(const void* out, const void* dy, void* da, void* db, int64_t count, bool relu, bool accumulate_a,
+                  bool accumulate_b, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    add_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
+        static_cast<const T*>(out), static_cast<const T*>(dy), static_cast<T*>(da), static_cast<T*>(db), count, relu,
+        accumulate_a, accumulate_b);
+  });
+}
+
+void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool relu, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    bias_kernel<<<blocks_for(rows * features), threads, 0, stream>>>(static_cast<T*>(y), bias, rows, features, relu);
+  });
+}
+
+void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(db, 0, features * sizeof(float), stream));
+  const dim3 grid(static_cast<unsigned>((features + 31) / 32),
+                  static_cast<unsigned>((rows + bias_rows_per_block - 1) / bias_rows_per_block));
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    bias_grad_kernel<<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(dy), db, rows, features);
+  });
+}
+
+void max_pool_backward(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
+                       int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad, bool accumulate,
+                       DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    max_pool_backward_kernel<<<blocks_for(n * h * w * c), threads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n, c, h, w, out_h, out_w, kernel,
+        stride, pad, accumulate);
+  });
+}
+
+void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
+                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    shortcut_kernel<<<blocks_for(n * out_h * out_w * out_c), threads, 0, stream>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front);
+  });
+}
+
+void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w,
+                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, bool accumulate,
+                       DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    shortcut_backward_kernel<<<blocks_for(n * in_h * in_w * in_c), threads, 0, stream>>>(
+        static_cast<const T*>(dout), static_cast<T*>(din), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front,
+        accumulate);
+  });
+}
+
+void softmax_cross_entropy_totals(const float* logits, const int32_t* labels, void* dlogits, float* totals, int64_t n,
+                                  int64_t classes, float scale, DType grad_type, cudaStream_t stream) {
+  if (n <= 0) return;
+  dispatch(grad_type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    loss_kernel<<<static_cast<unsigned>(n), threads, 0, stream>>>(logits, labels, static_cast<T*>(dlogits), totals, n,
+                                                                  classes, scale);
+  });
+}
+
+void flag_non_finite(const float* values, int64_t count, int* flag, cudaStream_t stream) {
+  if (count <= 0) return;
+  non_finite_kernel<<<blocks_for(count), threads, 0, stream>>>(values, count, flag);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void convert(const void* x, DType from, void* y, DType to, int64_t count, float scale, cudaStream_t stream) {
+  if (count <= 0) return;
+  dispatch(from, [&](auto* a) {
+    using X = std::remove_pointer_t<decltype(a)>;
+    dispatch(to, [&](auto* b) {
+      using Y = std::remove_pointer_t<decltype(b)>;
+      convert_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const X*>(x), static_cast<Y*>(y), count,
+                                                                scale);
+    });
+  });
+}
+
+}  // namespace cnnbench::cuda

@@ -1,0 +1,66 @@
+// kernels/cuda/tensor_kernels.h — the CUDA kernels the cuda plan runs between cuDNN and cuBLAS
+// calls, on activations in NHWC and in the plan's compute type (f32, f16 or bf16; `data`
+// pointers are of that type). Every function is asynchronous on `stream` and checks its launch.
+// "accumulate" adds to the destination instead of overwriting it: a tensor read by several
+// nodes gets the sum of their gradients.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace cnnbench::cuda {
+
+// Images (fp32, NCHW or NHWC) to the plan's NHWC tensor of `type`, channels padded with zeros
+// from c to c_padded (tensor cores want channel counts that are multiples of 8).
+void images_to_nhwc(const float* images, void* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t c_padded,
+                    bool images_nhwc, DType type, cudaStream_t stream);
+
+// y = max(0, x) (in place when y == x); dx = dy * (y > 0), written or accumulated (dx may be dy).
+void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream);
+void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool accumulate, DType type,
+                   cudaStream_t stream);
+
+// out = a + b (then ReLU); backward: g = dy (masked by out > 0 with ReLU) into da and db.
+void add_forward(const void* a, const void* b, void* out, int64_t count, bool relu, DType type, cudaStream_t stream);
+void add_backward(const void* out, const void* dy, void* da, void* db, int64_t count, bool relu, bool accumulate_a,
+                  bool accumulate_b, DType type, cudaStream_t stream);
+
+// Rows x features (a linear layer's output, or NHWC seen as (N*H*W) x C): y[r][f] += bias[f]
+// (fp32), then ReLU if asked. `type` is y's type.
+void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool relu, DType type, cudaStream_t stream);
+// db[f] = sum over rows of dy[r][f] (fp32 out, overwritten).
+void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream);
+
+// Max pooling backward (square windows, symmetric padding) as a gather: every input element
+// sums dy over the windows whose first maximum (row-major, as the reference picks) it is, so
+// each dx element is written once, with no atomics and no zeroing pass.
+void max_pool_backward(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
+                       int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad, bool accumulate,
+                       DType type, cudaStream_t stream);
+
+// CIFAR ResNet option A: out[n][h][w][pad_front + c] = in[n][h*stride][w*stride][c], zeros
+// elsewhere; backward sends each gradient back to the input element it came from.
+void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
+                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, DType type, cudaStream_t stream);
+void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w,
+                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, bool accumulate,
+                       DType type, cudaStream_t stream);
+
+// Loss over logits [n x classes] (fp32): per image -log softmax at the label, and whether the
+// label is in the top 1 and top 5 (ties count in the label's favour, as kernels/top_k.h).
+// dlogits (of `grad_type`) = scale * (softmax - onehot) / n. totals[0] += sum of losses,
+// totals[1] += top-1 hits, totals[2] += top-5 hits (fp32 sums; zero them first). A label
+// outside [0, classes) sets totals[3] to 1 and contributes nothing.
+void softmax_cross_entropy_totals(const float* logits, const int32_t* labels, void* dlogits, float* totals, int64_t n,
+                                  int64_t classes, float scale, DType grad_type, cudaStream_t stream);
+
+// flag[0] = 1 if any of the values is inf or NaN (flag is left alone otherwise).
+void flag_non_finite(const float* values, int64_t count, int* flag, cudaStream_t stream);
+
+// y = x for any of the three types (x and y may not overlap), or cast f32 <-> 16-bit with scale.
+void convert(const void* x, DType from, void* y, DType to, int64_t count, float scale, cudaStream_t stream);
+
+}  // namespace cnnbench::cuda

@@ -1,0 +1,213 @@
+// tests/op_cases.h — the layer shapes every fast backend is checked on against the reference
+// backend (ResNet50, VGG16 and CIFAR ResNet-20 shapes with the batch reduced, every op), and the
+// comparison itself: forward (training and inference), every gradient, running statistics.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "kernels/backend.h"
+#include "models/graph_builder.h"
+#include "test_util.h"
+
+namespace cnnbench {
+
+using testing::random_vector;
+
+struct OpCase {
+  std::string name;
+  std::function<Graph()> build;
+  double tolerance = 1e-4;  // fp32: scaled max error
+};
+
+inline std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
+
+// Random parameters (not the init) so that biases, scales and shifts are all exercised.
+inline void randomize(Plan& plan, uint64_t seed) {
+  auto params = plan.parameters();
+  for (const ArenaEntry& e : plan.layout().params) {
+    const double bound = e.spec->init == Init::ones ? 0.0 : 1.0 / std::sqrt(static_cast<double>(e.spec->fan_in));
+    auto v = e.spec->init == Init::ones ? random_vector<float>(e.elements, seed + e.offset, 0.5, 1.5)
+                                        : random_vector<float>(e.elements, seed + e.offset, -bound - 0.1, bound + 0.1);
+    std::copy(v.begin(), v.end(), params.begin() + e.offset);
+  }
+  auto buffers = plan.buffers();
+  for (const ArenaEntry& e : plan.layout().buffers) {
+    const bool variance = e.index == 1;
+    auto v = random_vector<float>(e.elements, seed + 7 + e.offset, variance ? 0.5 : -0.5, variance ? 1.5 : 0.5);
+    std::copy(v.begin(), v.end(), buffers.begin() + e.offset);
+  }
+}
+
+inline std::vector<float> output_of(Plan& plan) {
+  std::vector<float> out(plan.graph().logits().out.elements());
+  plan.read_output(plan.graph().output, out.data());
+  return out;
+}
+
+inline std::vector<float> slice(std::span<float> arena, const ArenaEntry& e) {
+  return {arena.begin() + e.offset, arena.begin() + e.offset + e.elements};
+}
+
+inline std::vector<float> half_rounded(std::vector<float> v, DType type) {
+  for (float& x : v) x = type == DType::f16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(f32_to_bf16(x));
+  return v;
+}
+
+// The oneDNN plan computing in `compute` against the fp32 reference on the same inputs. For
+// bf16 the reference gets the inputs and weights already rounded to bf16, and errors are
+// measured in relative L2 norm.
+inline void compare_with_reference(const OpCase& c, DType compute, double tolerance_scale,
+                                   const std::string& backend = "onednn") {
+  const Graph graph = c.build();
+  PlanOptions options;
+  options.input_grad = true;
+  auto reference = compile_plan("ref", graph, options);
+  options.compute = compute;
+  options.allow_tf32 = false;  // GPUs: fp32 stays fp32
+  auto fast = compile_plan(backend, graph, options);
+  const OpCase scaled{c.name, c.build, c.tolerance * tolerance_scale};
+  randomize(*reference, 1234);
+  const bool half = compute != DType::f32;
+  if (half) {
+    auto rounded = half_rounded({reference->parameters().begin(), reference->parameters().end()}, compute);
+    std::copy(rounded.begin(), rounded.end(), reference->parameters().begin());
+  }
+  std::copy(reference->parameters().begin(), reference->parameters().end(), fast->parameters().begin());
+  std::copy(reference->buffers().begin(), reference->buffers().end(), fast->buffers().begin());
+  fast->upload_state();
+  auto close = [half](const std::string& what, const std::vector<float>& a, const std::vector<float>& b, double t) {
+    return half ? testing::close_l2(what, a, b, t) : testing::close(what, a, b, t);
+  };
+
+  auto images = random_vector<float>(graph.input().out.elements(), 99);
+  auto output_grad = random_vector<float>(graph.logits().out.elements(), 98);
+  if (half) {
+    images = half_rounded(images, compute);
+    output_grad = half_rounded(output_grad, compute);
+  }
+  for (Plan* plan : {reference.get(), fast.get()}) {
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+  }
+  EXPECT_TRUE(close("training forward", output_of(*fast), output_of(*reference), scaled.tolerance));
+  for (Plan* plan : {reference.get(), fast.get()}) {
+    plan->set_output_grad(output_grad.data());
+    plan->backward();
+  }
+  fast->download_state();
+  for (const ArenaEntry& e : reference->layout().params)
+    EXPECT_TRUE(close("gradient of " + e.spec->name, slice(fast->gradients(), e), slice(reference->gradients(), e),
+                      scaled.tolerance));
+  std::vector<float> dx_ref(images.size()), dx_fast(images.size());
+  reference->read_input_grad(dx_ref.data());
+  fast->read_input_grad(dx_fast.data());
+  EXPECT_TRUE(close("input gradient", dx_fast, dx_ref, scaled.tolerance));
+  for (const ArenaEntry& e : reference->layout().buffers)
+    EXPECT_TRUE(close("running statistic " + e.spec->name, slice(fast->buffers(), e), slice(reference->buffers(), e),
+                      scaled.tolerance));
+
+  for (Plan* plan : {reference.get(), fast.get()}) plan->forward(Mode::inference);
+  EXPECT_TRUE(close("inference forward", output_of(*fast), output_of(*reference), scaled.tolerance));
+}
+
+struct ConvShape {
+  int64_t in_c, out_c, kernel, stride, pad, hw;
+};
+
+// conv alone, or conv + ReLU (VGG), or conv + batch norm + ReLU (the ResNet pattern)
+enum class After { nothing, relu, bn_relu };
+
+inline OpCase conv_case(const std::string& net, int64_t batch, const ConvShape& s, After after) {
+  const std::string name = net + "_conv" + std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_k" +
+                           std::to_string(s.kernel) + "s" + std::to_string(s.stride) + "_" + std::to_string(s.hw) +
+                           (after == After::relu ? "_relu" : after == After::bn_relu ? "_bn_relu" : "");
+  return {name, [=] {
+            GraphBuilder b(name, {batch, s.in_c, s.hw, s.hw});
+            int x = b.conv(b.input(), s.out_c, s.kernel, s.stride, s.pad, "conv", net == "vgg16");
+            if (after == After::bn_relu) x = b.batch_norm(x, "bn");
+            if (after != After::nothing) x = b.relu(x, "relu");
+            return b.finish(x);
+          }};
+}
+
+inline std::vector<OpCase> all_cases() {
+  std::vector<OpCase> cases;
+  // ResNet50 v1.5 (224 x 224 input), batch 2: every distinct convolution shape.
+  const ConvShape resnet50[] = {
+      {3, 64, 7, 2, 3, 224},     {64, 64, 1, 1, 0, 56},     {64, 64, 3, 1, 1, 56},     {64, 256, 1, 1, 0, 56},
+      {256, 64, 1, 1, 0, 56},    {256, 128, 1, 1, 0, 56},   {128, 128, 3, 2, 1, 56},   {128, 512, 1, 1, 0, 28},
+      {256, 512, 1, 2, 0, 56},   {512, 128, 1, 1, 0, 28},   {128, 128, 3, 1, 1, 28},   {512, 256, 1, 1, 0, 28},
+      {256, 256, 3, 2, 1, 28},   {256, 1024, 1, 1, 0, 14},  {512, 1024, 1, 2, 0, 28},  {1024, 256, 1, 1, 0, 14},
+      {256, 256, 3, 1, 1, 14},   {1024, 512, 1, 1, 0, 14},  {512, 512, 3, 2, 1, 14},   {512, 2048, 1, 1, 0, 7},
+      {1024, 2048, 1, 2, 0, 14}, {2048, 512, 1, 1, 0, 7},   {512, 512, 3, 1, 1, 7}};
+  for (const ConvShape& s : resnet50) cases.push_back(conv_case("resnet50", 2, s, After::nothing));
+  cases.push_back(conv_case("resnet50", 2, {3, 64, 7, 2, 3, 224}, After::bn_relu));
+  // VGG16 (224 x 224), batch 1: every distinct conv + ReLU shape.
+  const ConvShape vgg16[] = {{3, 64, 3, 1, 1, 224},    {64, 64, 3, 1, 1, 224},   {64, 128, 3, 1, 1, 112},
+                             {128, 128, 3, 1, 1, 112}, {128, 256, 3, 1, 1, 56},  {256, 256, 3, 1, 1, 56},
+                             {256, 512, 3, 1, 1, 28},  {512, 512, 3, 1, 1, 28},  {512, 512, 3, 1, 1, 14}};
+  for (const ConvShape& s : vgg16) cases.push_back(conv_case("vgg16", 1, s, After::relu));
+  // CIFAR ResNet-20 (32 x 32), batch 8: conv + batch norm + ReLU as in its blocks.
+  const ConvShape resnet20[] = {{3, 16, 3, 1, 1, 32},  {16, 16, 3, 1, 1, 32}, {16, 32, 3, 2, 1, 32},
+                                {32, 32, 3, 1, 1, 16}, {32, 64, 3, 2, 1, 16}, {64, 64, 3, 1, 1, 8}};
+  for (const ConvShape& s : resnet20) cases.push_back(conv_case("resnet20", 8, s, After::bn_relu));
+
+  auto single = [&](const std::string& name, Shape in, std::function<int(GraphBuilder&, int)> op) {
+    cases.push_back({name, [=] {
+                       GraphBuilder b(name, in);
+                       return b.finish(op(b, b.input()));
+                     }});
+  };
+  single("resnet50_bn_64x112", {2, 64, 112, 112}, [](GraphBuilder& b, int x) { return b.batch_norm(x, "bn"); });
+  single("resnet50_bn_relu_256x56", {2, 256, 56, 56},
+         [](GraphBuilder& b, int x) { return b.relu(b.batch_norm(x, "bn"), "relu"); });
+  single("resnet50_relu_64x112", {2, 64, 112, 112}, [](GraphBuilder& b, int x) { return b.relu(x, "relu"); });
+  single("resnet50_maxpool_3s2p1_64x112", {2, 64, 112, 112},
+         [](GraphBuilder& b, int x) { return b.max_pool(x, 3, 2, 1, "pool"); });
+  single("vgg16_maxpool_2s2_64x224", {1, 64, 224, 224}, [](GraphBuilder& b, int x) { return b.max_pool(x, 2, 2, 0, "pool"); });
+  single("avgpool_3s1p1_include_pad_32x28", {2, 32, 28, 28},
+         [](GraphBuilder& b, int x) { return b.avg_pool(x, 3, 1, 1, "pool", true); });
+  single("avgpool_3s2p1_exclude_pad_32x28", {2, 32, 28, 28},
+         [](GraphBuilder& b, int x) { return b.avg_pool(x, 3, 2, 1, "pool", false); });
+  single("resnet50_global_avg_pool_2048x7", {2, 2048, 7, 7}, [](GraphBuilder& b, int x) { return b.global_avg_pool(x, "gap"); });
+  single("resnet20_global_avg_pool_64x8", {8, 64, 8, 8}, [](GraphBuilder& b, int x) { return b.global_avg_pool(x, "gap"); });
+  // residual: y = relu(relu(x) + x): add with an input read twice, add + ReLU fused
+  single("resnet50_add_relu_256x56", {2, 256, 56, 56},
+         [](GraphBuilder& b, int x) { return b.relu(b.add(b.relu(x, "relu0"), x, "add"), "relu"); });
+  single("resnet20_shortcut_16to32_s2", {8, 16, 32, 32}, [](GraphBuilder& b, int x) { return b.shortcut(x, 32, 2, "shortcut"); });
+  single("resnet20_shortcut_32to64_s2", {8, 32, 16, 16}, [](GraphBuilder& b, int x) { return b.shortcut(x, 64, 2, "shortcut"); });
+  single("resnet50_fc_2048to1000", {2, 2048, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 1000, "fc"); });
+  single("vgg16_fc_25088to4096", {1, 512, 7, 7}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
+  single("vgg16_fc_4096to4096", {1, 4096, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
+  single("resnet20_fc_64to10", {8, 64, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 10, "fc"); });
+  // a small network with every op in sequence, as the planner sees it in a real model
+  cases.push_back({"tiny_resnet_block", [] {
+                     GraphBuilder b("tiny", {4, 3, 16, 16});
+                     int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv0"), "bn0"), "relu0");
+                     int y = b.relu(b.batch_norm(b.conv(x, 16, 3, 1, 1, "conv1"), "bn1"), "relu1");
+                     y = b.batch_norm(b.conv(y, 16, 3, 1, 1, "conv2"), "bn2");
+                     x = b.relu(b.add(y, x, "add1"), "relu2");
+                     y = b.relu(b.batch_norm(b.conv(x, 32, 3, 2, 1, "conv3"), "bn3"), "relu3");
+                     y = b.batch_norm(b.conv(y, 32, 3, 1, 1, "conv4"), "bn4");
+                     x = b.relu(b.add(y, b.shortcut(x, 32, 2, "short"), "add2"), "relu4");
+                     x = b.max_pool(x, 3, 2, 1, "pool");
+                     x = b.global_avg_pool(x, "gap");
+                     return b.finish(b.linear(x, 10, "fc"));
+                   }});
+  return cases;
+}
+
+// bf16: every op, over the same shapes but VGG16's largest (their reference takes the most time
+// and adds no op the others lack).
+inline std::vector<OpCase> bf16_cases() {
+  std::vector<OpCase> out;
+  for (const OpCase& c : all_cases())
+    if (c.name.rfind("vgg16_conv", 0) != 0 || c.name == "vgg16_conv3to64_k3s1_224_relu" ||
+        c.name == "vgg16_conv512to512_k3s1_14_relu")
+      if (c.name != "vgg16_fc_25088to4096") out.push_back(c);
+  return out;
+}
+
+
+}  // namespace cnnbench

@@ -1,0 +1,99 @@
+// The NCCL data plane on however many GPUs the launch gives (one rank per GPU): an allreduce
+// of device memory in fp32 and fp16, and training steps whose gradients go through the
+// NcclReducer match steps without it (1 rank), or the average of every rank's gradients.
+// Run under mpiexec; skipped with the reason where no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/gradient_exchange.h"
+#include "comm/nccl_communicator.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/device.h"
+#include "models/graph_builder.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                       \
+  do {                                                                                          \
+    if (cuda::visible_devices() == 0)                                                           \
+      GTEST_SKIP() << "no CUDA device visible (" << cuda::build_info().no_device_reason << ")"; \
+  } while (0)
+
+NcclCommunicator& nccl() {
+  static NcclCommunicator comm(60);
+  return comm;
+}
+
+TEST(Nccl, AllreduceSumsDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  NcclCommunicator& comm = nccl();
+  const int n = 1000;
+  std::vector<float> mine(n);
+  for (int i = 0; i < n; ++i) mine[i] = static_cast<float>(comm.rank() + 1) * 0.5f + static_cast<float>(i % 7);
+  cuda::DeviceBuffer buffer(n * 4);
+  buffer.upload(mine.data(), n * 4);
+  comm.allreduce_sum(buffer.data(), n, WireType::f32);
+  std::vector<float> sum(n);
+  buffer.download(sum.data(), n * 4);
+  const int r = comm.size();
+  for (int i = 0; i < n; ++i)
+    ASSERT_FLOAT_EQ(sum[i], 0.5f * r * (r + 1) / 2 + static_cast<float>(r * (i % 7))) << "element " << i;
+}
+
+Graph small_net() {
+  GraphBuilder b("small", {4, 3, 8, 8});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv"), "bn"), "relu");
+  return b.finish(b.linear(b.global_avg_pool(x, "gap"), 5, "fc"));
+}
+
+// One rank's images: the same on every rank, so the averaged gradient equals each rank's.
+std::vector<float> run_steps(bool through_nccl, WireType wire) {
+  const Graph g = small_net();
+  PlanOptions options;
+  options.allow_tf32 = false;
+  auto plan = compile_plan("cuda", g, options);
+  init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 9);
+  plan->upload_state();
+  std::unique_ptr<GradientExchange> reducer;
+  if (through_nccl) {
+    const std::vector<TensorExtent> tensors = gradient_extents(*plan);
+    reducer = make_device_reducer(nccl(), *plan, tensors, 1024, wire);  // small buckets: several
+    EXPECT_GT(reducer->buckets().size(), 1u);
+    plan->set_loss_gradient_scale(1.0f / static_cast<float>(nccl().size()));
+    plan->set_gradient_ready_hook([r = reducer.get()](int i) { r->tensor_ready(i); });
+  }
+  const auto images = testing::random_vector<float>(g.input().out.elements(), 4);
+  const std::vector<int32_t> labels = {0, 1, 2, 3};
+  SgdConfig sgd;
+  for (int step = 0; step < 3; ++step) {
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    LossResult loss = plan->loss(labels.data());
+    plan->backward();
+    if (reducer)
+      reducer->wait_for_buckets([&](const Bucket& b) { plan->sgd_step(sgd, 0.1f, b.offset, b.count); });
+    else
+      plan->sgd_step(sgd, 0.1f);
+    plan->synchronize(&loss);
+    if (reducer) {
+      const ReducerStepStats stats = reducer->finish_step();
+      EXPECT_GT(stats.comm_sec, 0);
+    }
+    EXPECT_TRUE(std::isfinite(loss.loss));
+  }
+  plan->download_state();
+  return {plan->parameters().begin(), plan->parameters().end()};
+}
+
+TEST(Nccl, ReducerStepsMatchStepsWithoutIt) {
+  SKIP_WITHOUT_GPU();
+  const auto alone = run_steps(false, WireType::f32);
+  EXPECT_TRUE(testing::close("fp32 on the wire", run_steps(true, WireType::f32), alone, 1e-5));
+  EXPECT_TRUE(testing::close("fp16 on the wire", run_steps(true, WireType::f16), alone, 2e-2));
+}
+
+}  // namespace
+}  // namespace cnnbench
