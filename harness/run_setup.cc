@@ -70,6 +70,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     PlanOptions options;
     options.compute = setup.settings.precision;
     options.input_nhwc = config.data_format == "NHWC";
+    options.cuda_graphs = config.cuda_graphs;
     use_device_for_rank(config.backend, comm.local_rank());
     setup.plan = compile_plan(config.backend, setup.graph, options);
   } catch (const std::exception& e) {

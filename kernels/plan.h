@@ -27,6 +27,7 @@ struct PlanOptions {
   bool input_nhwc = false;  // set_input() receives N x H x W x C images instead of NCHW
   bool allow_tf32 = true;   // GPU fp32: tensor cores in TF32 (as PyTorch's default for convolutions)
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
+  bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
 };
 
 struct SgdConfig {

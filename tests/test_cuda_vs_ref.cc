@@ -155,3 +155,41 @@ TEST(CudaTraining, BadLabelIsAnErrorAtSynchronize) {
 
 }  // namespace
 }  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+// Steps replayed as CUDA graphs compute what the same steps launched one by one compute.
+TEST(CudaGraphs, ReplayedStepsMatchLaunchedSteps) {
+  if (cuda::visible_devices() == 0) GTEST_SKIP() << "no CUDA device visible";
+  GraphBuilder b("tiny", {8, 3, 16, 16});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv0"), "bn0"), "relu0");
+  x = b.relu(b.add(b.batch_norm(b.conv(x, 16, 3, 1, 1, "conv1"), "bn1"), x, "add"), "relu1");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(b.max_pool(x, 2, 2, 0, "pool"), "gap"), 10, "fc"));
+  std::vector<std::vector<float>> results;
+  for (bool graphs : {false, true}) {
+    PlanOptions options;
+    options.cuda_graphs = graphs;
+    options.allow_tf32 = false;
+    auto plan = compile_plan("cuda", g, options);
+    init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 3);
+    plan->upload_state();
+    const auto images = random_vector<float>(g.input().out.elements(), 8);
+    std::vector<int32_t> labels(8);
+    for (int i = 0; i < 8; ++i) labels[i] = i % 10;
+    for (int step = 0; step < 4; ++step) {
+      plan->set_input(images.data());
+      plan->forward(Mode::training);
+      LossResult r = plan->loss(labels.data());
+      plan->backward();
+      plan->sgd_step({}, 0.05f);
+      plan->synchronize(&r);
+    }
+    plan->download_state();
+    results.emplace_back(plan->parameters().begin(), plan->parameters().end());
+  }
+  EXPECT_TRUE(testing::close("parameters after 4 steps", results[1], results[0], 1e-5));
+}
+
+}  // namespace
+}  // namespace cnnbench

@@ -130,7 +130,8 @@ class CudaPlan final : public Plan {
         input_nhwc_(options.input_nhwc),
         fuse_(options.fuse),
         tf32_(options.allow_tf32),
-        timed_search_(options.timed_algorithm_search) {
+        timed_search_(options.timed_algorithm_search),
+        graphs_(options.cuda_graphs) {
     if (cuda::visible_devices() == 0)
       throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
     CUDA_CHECK(cudaGetDevice(&device_));
@@ -152,6 +153,8 @@ class CudaPlan final : public Plan {
     if (cudnn_) cudnnDestroy(cudnn_);
     if (stream_) cudaStreamDestroy(stream_);
     if (pinned_) cudaFreeHost(pinned_);
+    for (cudaGraphExec_t g : graph_exec_)
+      if (g) cudaGraphExecDestroy(g);
     for (cudaEvent_t e : marks_)
       if (e) cudaEventDestroy(e);
   }
@@ -173,7 +176,8 @@ class CudaPlan final : public Plan {
     mark(0);
     if (type_ != DType::f32)  // this step's weights in the compute type
       cuda::convert(d_params_.data(), DType::f32, d_params_half_.data(), type_, device_params_, 1.0f, stream_);
-    run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec);
+    const int which = mode == Mode::training ? 0 : 1;
+    run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec, which);
   }
 
   LossResult loss(const int32_t* labels) override {
@@ -227,7 +231,7 @@ class CudaPlan final : public Plan {
   }
 
   void backward() override {
-    run(backward_, &LayerTime::backward_sec);
+    run(backward_, &LayerTime::backward_sec, 2);
     mark(2);
   }
 
@@ -310,7 +314,27 @@ class CudaPlan final : public Plan {
 
  private:
   // ---- running ----
-  void run(const std::vector<Step>& steps, double LayerTime::*phase) {
+  // With graphs on (and no per-layer timing or gradient hook, whose host work a replay would
+  // skip), the first call captures the list and later calls launch the captured graph.
+  void run(const std::vector<Step>& steps, double LayerTime::*phase, int which) {
+    if (graphs_ && !layer_timing_ && !hook_) {
+      if (!graph_exec_[which]) {
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        try {
+          for (const Step& step : steps) step.run();
+        } catch (...) {
+          cudaStreamEndCapture(stream_, &graph);
+          if (graph) cudaGraphDestroy(graph);
+          throw;
+        }
+        CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&graph_exec_[which], graph, 0));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+      }
+      CUDA_CHECK(cudaGraphLaunch(graph_exec_[which], stream_));
+      return;
+    }
     for (const Step& step : steps) {
       if (!layer_timing_) {
         step.run();
@@ -837,12 +861,15 @@ class CudaPlan final : public Plan {
     });
     if (!wants_grad(src.id)) return;
     const bool acc = accumulates(node, 0);
-    if (node.kind == OpKind::max_pool) {  // cuDNN's NHWC max-pool backward took 14 ms of VGG16's 94 ms step
+    // cuDNN's NHWC max-pool backward took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows
+    // that tile the input get a kernel of their own; overlapping ones (ResNet's 3x3/2) stay cuDNN's
+    if (node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
+        node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w) {
       const Shape i = src.out, o = node.out;
-      const int64_t kk = node.pool.kernel, ss = node.pool.stride, pp = node.pool.pad;
-      push_backward(node.id, [this, &node, i, o, kk, ss, pp, acc] {
-        cuda::max_pool_backward(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w, o.h,
-                                o.w, kk, ss, pp, acc, type_, stream_);
+      const int64_t kk = node.pool.kernel;
+      push_backward(node.id, [this, &node, i, o, kk, acc] {
+        cuda::max_pool_backward_tiled(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w,
+                                      o.h, o.w, kk, acc, type_, stream_);
       });
       return;
     }
@@ -922,7 +949,8 @@ class CudaPlan final : public Plan {
   }
 
   DType type_;
-  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_;
+  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, graphs_;
+  cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
   bool logits_are_f32_ = false;
   int device_ = 0;
   std::string device_name_;

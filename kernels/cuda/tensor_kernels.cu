@@ -110,34 +110,31 @@ __global__ void bias_grad_kernel(const T* dy, float* db, int64_t rows, int64_t f
   }
 }
 
+// 32-bit indices: the largest tensor here (VGG16's first pool at batch 256) has 822M elements.
 template <typename T>
-__global__ void max_pool_backward_kernel(const T* x, const T* dy, T* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                                         int64_t oh, int64_t ow, int64_t k, int64_t stride, int64_t pad,
-                                         bool accumulate) {
-  GRID_STRIDE(i, n * h * w * c) {
-    const int64_t ch = i % c, xx = (i / c) % w, yy = (i / (c * w)) % h, img = i / (c * w * h);
-    const T* xi = x + img * h * w * c + ch;
-    // windows oy with oy*stride - pad <= yy < oy*stride - pad + k
-    const int64_t oy0 = max(int64_t{0}, (yy + pad - k + stride) / stride), oy1 = min(oh - 1, (yy + pad) / stride);
-    const int64_t ox0 = max(int64_t{0}, (xx + pad - k + stride) / stride), ox1 = min(ow - 1, (xx + pad) / stride);
-    float g = 0;
-    for (int64_t oy = oy0; oy <= oy1; ++oy)
-      for (int64_t ox = ox0; ox <= ox1; ++ox) {
-        const int64_t ys = max(oy * stride - pad, int64_t{0}), ye = min(oy * stride - pad + k, h);
-        const int64_t xs = max(ox * stride - pad, int64_t{0}), xe = min(ox * stride - pad + k, w);
-        float best = -INFINITY;
-        int64_t at = -1;
-        for (int64_t py = ys; py < ye; ++py)
-          for (int64_t px = xs; px < xe; ++px) {
-            const float v = load(xi, (py * w + px) * c);
-            if (at < 0 || v > best) {
-              best = v;
-              at = py * w + px;
-            }
-          }
-        if (at == yy * w + xx) g += load(dy, ((img * oh + oy) * ow + ox) * c + ch);
+__global__ void max_pool_tiled_kernel(const T* x, const T* dy, T* dx, int total, int c, int h, int w, int oh, int ow,
+                                      int k, bool accumulate) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int ch = i % c, rest = i / c, ox = rest % ow, oy = (rest / ow) % oh, img = rest / (ow * oh);
+    const int64_t base = (static_cast<int64_t>(img) * h * w) * c + ch;
+    const int y0 = oy * k, x0 = ox * k;
+    float best = -INFINITY;
+    int at = -1;
+    for (int py = y0; py < min(y0 + k, h); ++py)
+      for (int px = x0; px < min(x0 + k, w); ++px) {
+        const float v = load(x, base + (static_cast<int64_t>(py) * w + px) * c);
+        if (at < 0 || v > best) {
+          best = v;
+          at = py * w + px;
+        }
       }
-    store(dx, i, accumulate ? load(dx, i) + g : g);
+    const float g = load(dy, i);
+    for (int py = y0; py < min(y0 + k, h); ++py)
+      for (int px = x0; px < min(x0 + k, w); ++px) {
+        const int64_t j = base + (static_cast<int64_t>(py) * w + px) * c;
+        const float v = py * w + px == at ? g : 0.0f;
+        store(dx, j, accumulate ? load(dx, j) + v : v);
+      }
   }
 }
 
@@ -291,14 +288,18 @@ void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DT
   });
 }
 
-void max_pool_backward(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                       int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad, bool accumulate,
-                       DType type, cudaStream_t stream) {
+void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
+                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
+                             cudaStream_t stream) {
+  const int64_t total = n * out_h * out_w * c;
+  if (total >= (int64_t{1} << 31) || n * h * w * c >= (int64_t{1} << 40))
+    throw std::invalid_argument("max_pool_backward_tiled: tensor too large for 32-bit window indices");
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    max_pool_backward_kernel<<<blocks_for(n * h * w * c), threads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n, c, h, w, out_h, out_w, kernel,
-        stride, pad, accumulate);
+    max_pool_tiled_kernel<<<blocks_for(total), threads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), static_cast<int>(total),
+        static_cast<int>(c), static_cast<int>(h), static_cast<int>(w), static_cast<int>(out_h), static_cast<int>(out_w),
+        static_cast<int>(kernel), accumulate);
   });
 }
 

@@ -34,12 +34,12 @@ void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool r
 // db[f] = sum over rows of dy[r][f] (fp32 out, overwritten).
 void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream);
 
-// Max pooling backward (square windows, symmetric padding) as a gather: every input element
-// sums dy over the windows whose first maximum (row-major, as the reference picks) it is, so
-// each dx element is written once, with no atomics and no zeroing pass.
-void max_pool_backward(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                       int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad, bool accumulate,
-                       DType type, cudaStream_t stream);
+// Max pooling backward for windows that tile the input (kernel == stride, no padding: VGG's
+// 2x2/2): one thread per window finds its first maximum (row-major, as the reference picks)
+// and writes every dx element of the window once: dy there, zero elsewhere (or adds them).
+void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
+                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
+                             cudaStream_t stream);
 
 // CIFAR ResNet option A: out[n][h][w][pad_front + c] = in[n][h*stride][w*stride][c], zeros
 // elsewhere; backward sends each gradient back to the input element it came from.
