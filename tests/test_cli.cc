@@ -107,6 +107,23 @@ TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));  // nothing written
 }
 
+// --device=gpu trains where a GPU is visible; elsewhere (CPU-only builds and machines without a
+// GPU alike) it is one clear line and exit 2, with nothing written.
+TEST(Cli, GpuRunOrOneClearLineWithoutAGpu) {
+  const std::string dir = fresh_dir("cli_gpu");
+  const CliRun r = run_cnnbench("--model=trivial --device=gpu --num_batches=3", dir);
+  if (r.exit_code == 0) {
+    EXPECT_NE(r.output.find("/gpu:0"), std::string::npos) << r.output;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_TRUE(r.output.find("no GPU is visible") != std::string::npos ||
+              r.output.find("needs a GPU build") != std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));
+}
+
 TEST(Cli, ListModelsAndHelp) {
   const std::string dir = fresh_dir("cli_list");
   const CliRun list = run_cnnbench("--list_models", dir);

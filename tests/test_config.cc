@@ -67,6 +67,28 @@ TEST(Config, TomlFileThenFlagsOverride) {
   EXPECT_NE(error_of({"--config=/nonexistent/x.toml"}).find("/nonexistent/x.toml"), std::string::npos);
 }
 
+TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
+  Config c = parse({"--device=gpu"});
+  EXPECT_EQ(c.backend, "cuda");
+  c = parse({"--backend=cuda"});
+  EXPECT_EQ(c.device, "gpu");
+  EXPECT_NE(error_of({"--device=gpu", "--backend=ref"}).find("runs the cuda backend"), std::string::npos);
+  EXPECT_NE(error_of({"--allreduce=nccl"}).find("use it with --device=gpu"), std::string::npos);
+  EXPECT_NE(error_of({"--num_gpus=2"}).find("one rank per GPU"), std::string::npos);
+  EXPECT_EQ(error_of({"--device=gpu", "--allreduce=nccl", "--num_gpus=1"}), "");
+  // --use_fp16 is fp16 on GPUs (tensor cores) and bf16 on CPUs
+  c = parse({"--device=gpu", "--use_fp16", "--model=resnet50"});
+  EXPECT_EQ(resolve_settings(c, 1, 1).precision, DType::f16);
+  c = parse({"--use_fp16", "--model=resnet50"});
+  EXPECT_EQ(resolve_settings(c, 1, 1).precision, DType::bf16);
+  // GPU memory is averaged by NCCL: MPI or Gloo across GPU ranks is refused, one rank needs none
+  c = parse({"--device=gpu", "--model=resnet50"});
+  EXPECT_THROW(resolve_settings(c, 2, 1), ConfigError);
+  EXPECT_NO_THROW(resolve_settings(c, 1, 1));
+  c = parse({"--device=gpu", "--allreduce=nccl", "--model=resnet50"});
+  EXPECT_NO_THROW(resolve_settings(c, 2, 1));
+}
+
 TEST(Config, ShippedPresetsParse) {
   for (const char* preset : {"resnet50_synthetic.toml", "vgg16_synthetic.toml", "resnet20_synthetic.toml"}) {
     const std::string path = std::string(CNNBENCH_SOURCE_DIR) + "/configs/" + preset;
