@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "kernels/cpu_ops.h"
+#include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/dtype.h"
 
 namespace cnnbench {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                       \
-  do {                                                                                          \
-    if (cuda::visible_devices() == 0)                                                           \
-      GTEST_SKIP() << "no CUDA device visible (" << cuda::build_info().no_device_reason << ")"; \
-  } while (0)
 
 std::vector<float> random_values(size_t n, uint64_t seed, float scale = 1.0f) {
   std::mt19937_64 rng(seed);

@@ -1,17 +1,12 @@
 // Every op of the cuda backend against the reference backend on the shapes of
 // tests/op_cases.h, in fp32 (TF32 off), fp16 and bf16 (inputs and weights rounded for the
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
+#include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "op_cases.h"
 
 namespace cnnbench {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                       \
-  do {                                                                                          \
-    if (cuda::visible_devices() == 0)                                                           \
-      GTEST_SKIP() << "no CUDA device visible (" << cuda::build_info().no_device_reason << ")"; \
-  } while (0)
 
 // fp32: cuDNN sums in another order than the reference (and some algorithms go through
 // transforms), so 10x the oneDNN tolerance.
@@ -161,7 +156,7 @@ namespace {
 
 // Steps replayed as CUDA graphs compute what the same steps launched one by one compute.
 TEST(CudaGraphs, ReplayedStepsMatchLaunchedSteps) {
-  if (cuda::visible_devices() == 0) GTEST_SKIP() << "no CUDA device visible";
+  SKIP_WITHOUT_GPU();
   GraphBuilder b("tiny", {8, 3, 16, 16});
   int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv0"), "bn0"), "relu0");
   x = b.relu(b.add(b.batch_norm(b.conv(x, 16, 3, 1, 1, "conv1"), "bn1"), x, "add"), "relu1");

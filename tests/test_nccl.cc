@@ -9,18 +9,13 @@
 #include "comm/gradient_exchange.h"
 #include "comm/nccl_communicator.h"
 #include "kernels/backend.h"
+#include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "models/graph_builder.h"
 #include "test_util.h"
 
 namespace cnnbench {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                       \
-  do {                                                                                          \
-    if (cuda::visible_devices() == 0)                                                           \
-      GTEST_SKIP() << "no CUDA device visible (" << cuda::build_info().no_device_reason << ")"; \
-  } while (0)
 
 NcclCommunicator& nccl() {
   static NcclCommunicator comm(60);
