@@ -55,10 +55,14 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
         r.comm_sec = stats.comm_sec;
         r.exposed_sec = stats.exposed_sec;
       }
-      r.skipped = !scaler->record(plan.gradients_finite());
       SgdConfig unscaled = sgd;
       unscaled.gradient_scale = static_cast<float>(1.0 / loss_scale);
-      if (!r.skipped) plan.sgd_step(unscaled, lr);
+      if (plan.checks_finite_on_device()) {
+        plan.sgd_step_if_finite(unscaled, lr);  // the outcome is known after synchronize()
+      } else {
+        r.skipped = !scaler->record(plan.gradients_finite());
+        if (!r.skipped) plan.sgd_step(unscaled, lr);
+      }
     } else if (reducer) {
       const ReducerStepStats stats =
           reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
@@ -70,6 +74,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     r.update_sec = seconds_since(phase) - r.exposed_sec;
   }
   plan.synchronize(&loss);  // a device plan's step ends here; nothing to wait for on a CPU
+  if (training && scaler && plan.checks_finite_on_device()) r.skipped = !scaler->record(plan.last_update_applied());
   if (reducer) {
     const ReducerStepStats device = reducer->finish_step();
     r.comm_sec += device.comm_sec;

@@ -130,6 +130,14 @@ class Plan {
   void set_wait_hook(std::function<void(double)> hook) { wait_hook_ = std::move(hook); }
   // No gradient is inf or NaN (after backward and any reduction).
   virtual bool gradients_finite();
+  // Loss scaling without a wait inside the step (device plans): sgd_step_if_finite() checks the
+  // gradients and skips the update on the device; after synchronize(), last_update_applied()
+  // says whether it was applied.
+  virtual bool checks_finite_on_device() const { return false; }
+  virtual void sgd_step_if_finite(const SgdConfig& config, float learning_rate) {
+    if (gradients_finite()) sgd_step(config, learning_rate);
+  }
+  virtual bool last_update_applied() const { return true; }
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;

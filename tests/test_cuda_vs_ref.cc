@@ -188,3 +188,47 @@ TEST(CudaGraphs, ReplayedStepsMatchLaunchedSteps) {
 
 }  // namespace
 }  // namespace cnnbench
+
+namespace cnnbench {
+namespace {
+
+// Loss scaling on the device: an overflowing scale makes the gradients inf/NaN, the update is
+// skipped on the GPU (parameters unchanged) and the host learns it after synchronize().
+TEST(CudaLossScaling, OverflowSkipsTheUpdateOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  GraphBuilder b("tiny", {4, 3, 8, 8});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 8, 3, 1, 1, "conv"), "bn"), "relu");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(x, "gap"), 5, "fc"));
+  PlanOptions options;
+  options.compute = DType::f16;
+  auto plan = compile_plan("cuda", g, options);
+  ASSERT_TRUE(plan->checks_finite_on_device());
+  init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 5);
+  plan->upload_state();
+  const std::vector<float> before(plan->parameters().begin(), plan->parameters().end());
+  const auto images = random_vector<float>(g.input().out.elements(), 2);
+  const std::vector<int32_t> labels = {0, 1, 2, 3};
+  for (const float scale : {1e9f, 128.0f}) {  // fp16 overflows at 65504
+    plan->set_loss_scale(scale);
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    LossResult r = plan->loss(labels.data());
+    plan->backward();
+    SgdConfig sgd;
+    sgd.gradient_scale = 1.0f / scale;
+    plan->sgd_step_if_finite(sgd, 0.1f);
+    plan->synchronize(&r);
+    plan->download_state();
+    const std::vector<float> after(plan->parameters().begin(), plan->parameters().end());
+    if (scale > 65504) {
+      EXPECT_FALSE(plan->last_update_applied());
+      EXPECT_EQ(after, before) << "a skipped step changed the parameters";
+    } else {
+      EXPECT_TRUE(plan->last_update_applied());
+      EXPECT_NE(after, before);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cnnbench

@@ -202,6 +202,10 @@ class CudaPlan final : public Plan {
   void synchronize(LossResult* loss) override {
     mark(3);
     wait();
+    if (guarded_pending_) {
+      last_update_applied_ = *pinned_flag_ == 0;
+      guarded_pending_ = false;
+    }
     phases_valid_ = marked_ == 0xf;
     if (phases_valid_) {
       float ms[3] = {};
@@ -245,6 +249,20 @@ class CudaPlan final : public Plan {
                      static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay,
                      config.nesterov, config.gradient_scale, stream_);
   }
+
+  bool checks_finite_on_device() const override { return true; }
+
+  void sgd_step_if_finite(const SgdConfig& config, float learning_rate) override {
+    CUDA_CHECK(cudaMemsetAsync(d_flag_.data(), 0, sizeof(int), stream_));
+    cuda::flag_non_finite(d_grads_.as<float>(), device_params_, d_flag_.as<int>(), stream_);
+    cuda::sgd_update(d_params_.as<float>(), d_grads_.as<float>(), d_momentum_.as<float>(), device_params_,
+                     learning_rate, config.momentum, config.weight_decay, config.nesterov, config.gradient_scale,
+                     stream_, d_flag_.as<int>());
+    CUDA_CHECK(cudaMemcpyAsync(pinned_flag_, d_flag_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    guarded_pending_ = true;
+  }
+
+  bool last_update_applied() const override { return last_update_applied_; }
 
   bool gradients_finite() override {
     CUDA_CHECK(cudaMemsetAsync(d_flag_.data(), 0, sizeof(int), stream_));
@@ -977,6 +995,7 @@ class CudaPlan final : public Plan {
   int* pinned_flag_ = nullptr;
   int32_t* pinned_labels_ = nullptr;
   bool loss_pending_ = false;
+  bool guarded_pending_ = false, last_update_applied_ = true;
   cudaEvent_t marks_[4] = {};
   int marked_ = 0;
   bool phases_valid_ = false;

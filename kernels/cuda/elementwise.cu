@@ -15,7 +15,8 @@ unsigned blocks_for(int64_t count) {
 }
 
 __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                           float weight_decay, bool nesterov, float gradient_scale) {
+                           float weight_decay, bool nesterov, float gradient_scale, const int* skip_if) {
+  if (skip_if && *skip_if) return;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const float grad = gradient_scale * g[i] + weight_decay * w[i];
     const float vel = momentum * v[i] + grad;
@@ -88,10 +89,10 @@ __global__ void softmax_ce_kernel(const float* logits, const int32_t* labels, fl
 }  // namespace
 
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
-                bool nesterov, float gradient_scale, cudaStream_t stream) {
+                bool nesterov, float gradient_scale, cudaStream_t stream, const int* skip_if) {
   if (count <= 0) return;
   sgd_kernel<<<blocks_for(count), threads, 0, stream>>>(w, g, v, count, lr, momentum, weight_decay, nesterov,
-                                                        gradient_scale);
+                                                        gradient_scale, skip_if);
   CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 

@@ -13,8 +13,10 @@
 
 namespace cnnbench::cuda {
 
+// With skip_if set, the update does nothing when *skip_if != 0 (read on the device: loss scaling
+// skips a step with inf/NaN gradients without the host waiting for the check).
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
-                bool nesterov, float gradient_scale, cudaStream_t stream);
+                bool nesterov, float gradient_scale, cudaStream_t stream, const int* skip_if = nullptr);
 
 // 16-bit values are raw bits (uint16_t) of `type` (bf16 or f16).
 void cast_from_f32(const float* in, uint16_t* out, int64_t count, DType type, cudaStream_t stream);
