@@ -103,9 +103,8 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
   return reducer;
 }
 
-std::string devices_text(const Config& config, const Communicator& comm, const Plan& plan) {
+std::string devices_text(const Communicator& comm, const Plan& plan) {
   const std::string device = "['" + plan.device_name() + "']";
-  (void)config;
   if (comm.size() == 1) return device;
   return fmt::format("{} ranks x {} on {} host{}", comm.size(), device, comm.hosts(), comm.hosts() == 1 ? "" : "s");
 }

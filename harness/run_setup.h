@@ -30,7 +30,7 @@ void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t see
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings);
 // "Devices" and "Backend" lines of the header.
-std::string devices_text(const Config& config, const Communicator& comm, const Plan& plan);
+std::string devices_text(const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging);
 
 // Throws ConfigError naming the first setting on which some rank differs from rank 0.

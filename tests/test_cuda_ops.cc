@@ -1,5 +1,6 @@
-// The GPU build: what it links against (runs everywhere), and the cuda elementwise kernels
-// against kernels/cpu_ops (runs where a GPU is visible; skipped with the reason elsewhere).
+// The GPU build: what it links against (runs everywhere), and the cuda kernels for SGD, casts,
+// add+ReLU and the loss against kernels/cpu_ops and top_k.h (where a GPU is visible; skipped
+// with the reason elsewhere).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/tensor_kernels.h"
+#include "kernels/top_k.h"
 #include "kernels/dtype.h"
 
 namespace cnnbench {
@@ -101,7 +104,7 @@ TEST(CudaOps, AddAndReluInPlace) {
   const size_t n = 4099;
   const std::vector<float> a = random_values(n, 5), b = random_values(n, 6);
   cuda::DeviceBuffer da = on_device(a), db = on_device(b);
-  cuda::add(da.as<float>(), db.as<float>(), da.as<float>(), n, /*relu=*/true, nullptr);
+  cuda::add_forward(da.data(), db.data(), da.data(), n, /*relu=*/true, DType::f32, nullptr);
   const std::vector<float> out = to_host<float>(da, n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], std::max(a[i] + b[i], 0.0f)) << i;
 }
@@ -115,13 +118,15 @@ TEST(CudaOps, SoftmaxCrossEntropyMatchesTheCpu) {
     for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 7919) % classes);
     std::vector<float> dlogits(n * classes);
     const double loss = cpu::softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, classes);
-    cuda::DeviceBuffer dz = on_device(logits), dl = on_device(labels), dd(n * classes * 4), rows(n * 4);
-    cuda::softmax_cross_entropy(dz.as<float>(), dl.as<int32_t>(), dd.as<float>(), rows.as<float>(), n, classes,
-                                nullptr);
-    const std::vector<float> per_row = to_host<float>(rows, n), grad = to_host<float>(dd, n * classes);
-    double total = 0;
-    for (float r : per_row) total += r;
-    EXPECT_NEAR(total / n, loss, 1e-5 * (1 + loss)) << classes << " classes";
+    cuda::DeviceBuffer dz = on_device(logits), dl = on_device(labels), dd(n * classes * 4),
+                       totals = on_device(std::vector<float>(4, 0.0f));
+    cuda::softmax_cross_entropy_totals(dz.as<float>(), dl.as<int32_t>(), dd.data(), totals.as<float>(), n, classes,
+                                       1.0f, DType::f32, nullptr);
+    const std::vector<float> sums = to_host<float>(totals, 4), grad = to_host<float>(dd, n * classes);
+    EXPECT_NEAR(sums[0] / n, loss, 1e-5 * (1 + loss)) << classes << " classes";
+    EXPECT_EQ(sums[1], count_top_k(logits.data(), labels.data(), n, classes, 1)) << classes << " classes";
+    EXPECT_EQ(sums[2], count_top_k(logits.data(), labels.data(), n, classes, 5)) << classes << " classes";
+    EXPECT_EQ(sums[3], 0.0f) << "no label is out of range";
     for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(grad[i], dlogits[i], 1e-6f) << i;
   }
 }

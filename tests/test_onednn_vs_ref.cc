@@ -36,38 +36,7 @@ namespace {
 
 // NHWC input (--data_format=NHWC) gives the same logits and input gradient as NCHW input.
 TEST(OnednnVsRefLayouts, NhwcInputMatchesNchw) {
-  GraphBuilder b("nhwc", {2, 3, 9, 9});
-  const Graph g = b.finish(b.conv(b.input(), 8, 3, 2, 1, "conv", true));
-  PlanOptions nchw_options, nhwc_options;
-  nchw_options.input_grad = nhwc_options.input_grad = true;
-  nhwc_options.input_nhwc = true;
-  for (const std::string backend : {"ref", "onednn"}) {
-    auto nchw = compile_plan("ref", g, nchw_options);
-    auto nhwc = compile_plan(backend, g, nhwc_options);
-    randomize(*nchw, 5);
-    std::copy(nchw->parameters().begin(), nchw->parameters().end(), nhwc->parameters().begin());
-    const auto x = random_vector<float>(2 * 3 * 81, 6);
-    std::vector<float> x_nhwc(x.size());
-    for (int n = 0; n < 2; ++n)
-      for (int c = 0; c < 3; ++c)
-        for (int p = 0; p < 81; ++p) x_nhwc[(n * 81 + p) * 3 + c] = x[(n * 3 + c) * 81 + p];
-    nchw->set_input(x.data());
-    nhwc->set_input(x_nhwc.data());
-    const auto dy = random_vector<float>(g.logits().out.elements(), 7);
-    for (Plan* p : {nchw.get(), nhwc.get()}) {
-      p->forward(Mode::training);
-      p->set_output_grad(dy.data());
-      p->backward();
-    }
-    EXPECT_TRUE(testing::close(backend + " output", output_of(*nhwc), output_of(*nchw), 1e-5));
-    std::vector<float> dx(x.size()), dx_nhwc(x.size()), dx_expected(x.size());
-    nchw->read_input_grad(dx.data());
-    nhwc->read_input_grad(dx_nhwc.data());
-    for (int n = 0; n < 2; ++n)
-      for (int c = 0; c < 3; ++c)
-        for (int p = 0; p < 81; ++p) dx_expected[(n * 81 + p) * 3 + c] = dx[(n * 3 + c) * 81 + p];
-    EXPECT_TRUE(testing::close(backend + " input gradient", dx_nhwc, dx_expected, 1e-5));
-  }
+  for (const std::string backend : {"ref", "onednn"}) check_nhwc_input_matches_nchw(backend, 1e-5);
 }
 
 }  // namespace

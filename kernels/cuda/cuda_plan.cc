@@ -267,11 +267,9 @@ class CudaPlan final : public Plan {
   bool gradients_finite() override {
     CUDA_CHECK(cudaMemsetAsync(d_flag_.data(), 0, sizeof(int), stream_));
     cuda::flag_non_finite(d_grads_.as<float>(), device_params_, d_flag_.as<int>(), stream_);
-    int flag = 0;
     CUDA_CHECK(cudaMemcpyAsync(pinned_flag_, d_flag_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
     wait();
-    flag = *pinned_flag_;
-    return flag == 0;
+    return *pinned_flag_ == 0;
   }
 
   void upload_state() override {
@@ -589,11 +587,9 @@ class CudaPlan final : public Plan {
     std::reverse(backward_.begin(), backward_.end());
     workspace_ = DeviceBuffer(std::max<size_t>(workspace_bytes_, 256));
     search_workspace_ = DeviceBuffer();
-    int device = 0;
     cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    device_name_ = "/gpu:" + std::to_string(device) + " (" + prop.name + ")";
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    device_name_ = "/gpu:" + std::to_string(device_) + " (" + prop.name + ")";
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -852,22 +848,20 @@ class CudaPlan final : public Plan {
     NodeState& s = nodes_[node.id];
     const Node& src = graph_.nodes[node.inputs[0]];
     s.pool = std::make_unique<PoolDesc>();
-    int k = static_cast<int>(node.pool.kernel), stride = static_cast<int>(node.pool.stride),
-        pad = static_cast<int>(node.pool.pad), kh = k, kw = k;
+    // window kh x kw moved by sh x sw; global average pooling is one window over the whole map
+    int kh = static_cast<int>(node.pool.kernel), kw = kh, sh = static_cast<int>(node.pool.stride), sw = sh,
+        pad = static_cast<int>(node.pool.pad);
     cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
     if (node.kind == OpKind::avg_pool)
       mode = node.pool.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     if (node.kind == OpKind::global_avg_pool) {
       mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-      kh = static_cast<int>(src.out.h);
-      kw = static_cast<int>(src.out.w);
-      stride = std::max(kh, kw);
+      kh = sh = static_cast<int>(src.out.h);
+      kw = sw = static_cast<int>(src.out.w);
       pad = 0;
     }
-    CUDA_CHECK(cudnnSetPooling2dDescriptor(s.pool->d, mode, CUDNN_NOT_PROPAGATE_NAN, kh, kw, pad, pad,
-                                           node.kind == OpKind::global_avg_pool ? kh : stride,
-                                           node.kind == OpKind::global_avg_pool ? kw : stride));
+    CUDA_CHECK(cudnnSetPooling2dDescriptor(s.pool->d, mode, CUDNN_NOT_PROPAGATE_NAN, kh, kw, pad, pad, sh, sw));
     auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(src.out, type_));
     int n, c, h, w;
     CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(s.pool->d, xd->d, &n, &c, &h, &w));

@@ -45,46 +45,6 @@ __global__ void from_f16_kernel(const uint16_t* in, float* out, int64_t count, f
     out[i] = scale * __half2float(__ushort_as_half(in[i]));
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* out, int64_t count, bool relu) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
-    const float s = a[i] + b[i];
-    out[i] = relu ? fmaxf(s, 0.0f) : s;
-  }
-}
-
-// One block per row: max, sum of exponentials, then the gradient; shared-memory reductions.
-__global__ void softmax_ce_kernel(const float* logits, const int32_t* labels, float* dlogits, float* loss,
-                                  int64_t n, int64_t classes) {
-  __shared__ float scratch[threads];
-  const int64_t row = blockIdx.x;
-  const float* z = logits + row * classes;
-  float* dz = dlogits + row * classes;
-  float m = -INFINITY;
-  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) m = fmaxf(m, z[k]);
-  scratch[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = fmaxf(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const float max = scratch[0];
-  __syncthreads();
-  float sum = 0;
-  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) sum += expf(z[k] - max);
-  scratch[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float total = scratch[0];
-  const int32_t label = labels[row];
-  const float inv_n = 1.0f / static_cast<float>(n);
-  for (int64_t k = threadIdx.x; k < classes; k += blockDim.x)
-    dz[k] = (expf(z[k] - max) / total - (k == label ? 1.0f : 0.0f)) * inv_n;
-  if (threadIdx.x == 0) loss[row] = logf(total) + max - z[label];
-}
-
 
 }  // namespace
 
@@ -115,20 +75,6 @@ void cast_to_f32(const uint16_t* in, float* out, int64_t count, DType type, floa
     from_f16_kernel<<<blocks_for(count), threads, 0, stream>>>(in, out, count, scale);
   else
     throw std::invalid_argument("cast_to_f32: the source type must be bf16 or f16");
-  CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
-}
-
-void add(const float* a, const float* b, float* out, int64_t count, bool relu, cudaStream_t stream) {
-  if (count <= 0) return;
-  add_kernel<<<blocks_for(count), threads, 0, stream>>>(a, b, out, count, relu);
-  CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
-}
-
-void softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits, float* loss_per_row,
-                           int64_t n, int64_t classes, cudaStream_t stream) {
-  if (n <= 0) return;
-  softmax_ce_kernel<<<static_cast<unsigned>(n), threads, 0, stream>>>(logits, labels, dlogits, loss_per_row, n,
-                                                                      classes);
   CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 

@@ -1,8 +1,7 @@
-// kernels/cuda/elementwise.h — the small kernels the cuda backend runs between cuDNN and
-// cuBLAS calls: SGD with momentum (fp32 master weights), casts between fp32 and the 16-bit
-// types (round to nearest even, as the CPU path), the residual add (+ReLU), and softmax
-// cross-entropy with its gradient. All asynchronous on `stream`; the same formulas as
-// kernels/cpu_ops.h, against which tests/test_cuda_ops.cc checks them on a GPU.
+// kernels/cuda/elementwise.h — SGD with momentum (fp32 master weights) and casts between fp32
+// and the 16-bit types (round to nearest even, as the CPU path), on whole arenas. Asynchronous
+// on `stream`; the same formulas as kernels/cpu_ops.h, against which tests/test_cuda_ops.cc
+// checks them on a GPU. The kernels between cuDNN and cuBLAS calls are in tensor_kernels.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,13 +20,5 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
 // 16-bit values are raw bits (uint16_t) of `type` (bf16 or f16).
 void cast_from_f32(const float* in, uint16_t* out, int64_t count, DType type, cudaStream_t stream);
 void cast_to_f32(const uint16_t* in, float* out, int64_t count, DType type, float scale, cudaStream_t stream);
-
-// out = a + b, then max(0, .) when relu; out may alias a or b.
-void add(const float* a, const float* b, float* out, int64_t count, bool relu, cudaStream_t stream);
-
-// Per row of logits [n x classes]: loss_per_row[i] = -log softmax(z_i)[label_i];
-// dlogits = (softmax - onehot) / n, the gradient of the mean loss.
-void softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits, float* loss_per_row,
-                           int64_t n, int64_t classes, cudaStream_t stream);
 
 }  // namespace cnnbench::cuda
