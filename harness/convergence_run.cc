@@ -178,7 +178,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                            static_cast<int>(config.num_data_workers));
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr));
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan));
   if (leader)
     fmt::print("Training on {} ({} images; {} steps per epoch), testing on {} images, {} epochs\n", config.data_dir,
                data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);

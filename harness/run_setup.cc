@@ -109,13 +109,15 @@ std::string devices_text(const Communicator& comm, const Plan& plan) {
   return fmt::format("{} ranks x {} on {} host{}", comm.size(), device, comm.hosts(), comm.hosts() == 1 ? "" : "s");
 }
 
-std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging) {
+std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
+                         const Plan& plan) {
   std::string note = is_device_backend(config.backend)
                          ? config.backend + ", one GPU per rank"
                          : fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
   if (exchanging)
     note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
                         config.compression);
+  if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
   return note;
 }
 

@@ -31,7 +31,8 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
                                                 const RunSettings& settings);
 // "Devices" and "Backend" lines of the header.
 std::string devices_text(const Communicator& comm, const Plan& plan);
-std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging);
+std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
+                         const Plan& plan);
 
 // Throws ConfigError naming the first setting on which some rank differs from rank 0.
 void check_ranks_agree(const Config& config, const Communicator& comm);

@@ -54,7 +54,7 @@ void run_training(const Config& config, Communicator& comm) {
   std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm, *plan), backend_text(config, comm, threads, reducer != nullptr));
+  log.header(devices_text(comm, *plan), backend_text(config, comm, threads, reducer != nullptr, *plan));
 
   const Shape& in = graph.input().out;
   // each rank trains on its own images, as data parallelism does

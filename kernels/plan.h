@@ -25,6 +25,7 @@ struct PlanOptions {
   bool input_grad = false;  // also compute d(loss)/d(images) (tests only)
   bool fuse = true;         // let the backend fuse ops (batch norm + ReLU, add + ReLU)
   bool input_nhwc = false;  // set_input() receives N x H x W x C images instead of NCHW
+  bool own_kernels = true;  // CPU: cnnbench's kernels where they beat oneDNN's (bf16 1x1 weight gradient)
   bool allow_tf32 = true;   // GPU fp32: tensor cores in TF32 (as PyTorch's default for convolutions)
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
@@ -119,6 +120,8 @@ class Plan {
   virtual void* device_gradients() { return nullptr; }  // fp32, the plan's device layout
   virtual void* device_stream() { return nullptr; }     // cudaStream_t of the plan's launches
   virtual std::string device_name() const { return "/cpu:0"; }
+  // Kernels the backend chose beyond its library's, for the log header ("" if none).
+  virtual std::string kernel_notes() const { return {}; }
   // Device time of the last step's phases (forward+loss, backward, update), known after
   // synchronize(); false where the host clock measures them (CPU plans).
   virtual bool device_phase_times(StepPhases* phases) const {

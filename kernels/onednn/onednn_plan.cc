@@ -21,9 +21,12 @@
 #include <cstring>
 #include <functional>
 #include <unordered_map>
+
+#include <omp.h>
 #include <vector>
 
 #include "kernels/cpu_ops.h"
+#include "kernels/onednn/bf16_weight_grad.h"
 #include "kernels/onednn/blocked_layout.h"
 #include "kernels/onednn/onednn_check.h"
 #include "kernels/ref/elementwise.h"
@@ -62,7 +65,12 @@ std::string where(const Node& node, const char* what) {
 class OnednnPlan final : public Plan {
  public:
   OnednnPlan(const Graph& graph, const PlanOptions& options)
-      : Plan(graph), input_grad_(options.input_grad), input_nhwc_(options.input_nhwc), fuse_(options.fuse) {
+      : Plan(graph),
+        input_grad_(options.input_grad),
+        input_nhwc_(options.input_nhwc),
+        fuse_(options.fuse),
+        own_kernels_(options.own_kernels),
+        threads_(omp_get_max_threads()) {
     if (options.compute == DType::f16)
       throw std::invalid_argument(
           "backend 'onednn': fp16 compute needs AVX-512 FP16, which this build does not target; "
@@ -120,6 +128,12 @@ class OnednnPlan final : public Plan {
                              "' was fused with its ReLU; build the plan with fuse = false");
     memory plain(plain_md(dims(graph_.nodes[node])), engine_, dst);
     run_reorder(mem_[node], plain);
+  }
+
+  std::string kernel_notes() const override {
+    if (own_weight_grads_ == 0) return {};
+    return "cnnbench's bf16 1x1 weight-gradient kernel on " + std::to_string(own_weight_grads_) + " convolution" +
+           (own_weight_grads_ == 1 ? "" : "s");
   }
 
   void read_input_grad(float* dst) override {
@@ -328,6 +342,7 @@ class OnednnPlan final : public Plan {
     logits_plain_ = mem_[logits.id].get_desc() == logits_md ? mem_[logits.id] : alloc(logits_md);
     dlogits_plain_ = diff_[logits.id].get_desc() == logits_md ? diff_[logits.id] : alloc(logits_md);
     place_activations();
+    weight_grad_scratch_ = Arena((weight_grad_scratch_bytes_ + sizeof(float) - 1) / sizeof(float));
   }
 
   struct StepMark {
@@ -419,14 +434,67 @@ class OnednnPlan final : public Plan {
     const Node& in = graph_.nodes[node.inputs[0]];
     WeightedState& s = conv_[node.id];
     auto fwd_pd = dnnl::convolution_forward::primitive_desc(s.forward_pd.get());
+
+    // weights (and bias) gradient
+    if (compile_own_weight_grad(node, in, s)) {
+      gradients_ready_step(node);
+    } else {
+      compile_onednn_weight_grad(node, in, s, fwd_pd);
+    }
+
+    // data gradient
+    if (in.id == 0 && !input_grad_) return;
     const memory::dims src_dims = dims(in), dst_dims = dims(node);
     const memory::dims w_dims = {node.conv.out_channels, in.out.c, node.conv.kernel, node.conv.kernel};
     const memory::dims strides = {node.conv.stride, node.conv.stride};
     const memory::dims pad_l = {node.conv.pad, node.conv.pad};
     const memory::dims pad_r = {(node.out.h - 1) * node.conv.stride + node.conv.kernel - in.out.h - node.conv.pad,
                                 (node.out.w - 1) * node.conv.stride + node.conv.kernel - in.out.w - node.conv.pad};
+    auto ddesc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, act(src_dims),
+                                                       act(w_dims), act(dst_dims), strides, pad_l, pad_r);
+    auto dpd = ONEDNN_CHECK(where(node, "creating the backward-data convolution"),
+                            dnnl::convolution_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
+    memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
+                         ? s.weights_forward
+                         : weights_in(s.weights_forward, dpd.weights_desc(), {&backward_});
+    memory diff_dst = backward_view(node.id, dpd.diff_dst_desc());
+    memory target = grad_target(in.id, dpd.diff_src_desc());
+    backward_.push_back({dnnl::convolution_backward_data(dpd),
+                         {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, target}},
+                         {}});
+    finish_grad(in.id, target);
+  }
 
-    // weights (and bias) gradient
+  // A bf16 1x1 convolution without bias, its input and output gradient in 16-channel blocks:
+  // the weight gradient comes from bf16_weight_grad.h, straight into the plain fp32 arena.
+  bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s) {
+    if (!own_kernels_ || act_dt_ != dt::bf16 || node.conv.kernel != 1 || node.conv.pad != 0 || node.conv.bias)
+      return false;
+    const memory::desc src_md(dims(in), dt::bf16, tag::nChw16c), dst_md(dims(node), dt::bf16, tag::nChw16c);
+    if (!(s.src.get_desc() == src_md)) return false;
+    const WeightGrad1x1 shape{node.out.n, in.out.c, node.out.c, node.out.h, node.out.w, node.conv.stride,
+                              *BlockedLayout::of(src_md), *BlockedLayout::of(dst_md)};
+    if (!weight_grad_1x1_supported(shape)) return false;
+    const memory diff_dst = backward_view(node.id, dst_md);
+    weight_grad_scratch_bytes_ = std::max(weight_grad_scratch_bytes_, weight_grad_1x1_scratch_bytes(shape, threads_));
+    backward_.push_back({{}, {}, [this, shape, src = s.src, diff_dst, dw = s.diff_weights_plain] {
+                           weight_grad_1x1(shape, static_cast<const uint16_t*>(src.get_data_handle()),
+                                           static_cast<const uint16_t*>(diff_dst.get_data_handle()),
+                                           static_cast<float*>(dw.get_data_handle()), weight_grad_scratch_.data(),
+                                           threads_);
+                         }});
+    ++own_weight_grads_;
+    return true;
+  }
+
+  void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
+                                  const dnnl::convolution_forward::primitive_desc& fwd_pd) {
+    const memory::dims dst_dims = dims(node);
+    const memory::dims w_dims = {node.conv.out_channels, in.out.c, node.conv.kernel, node.conv.kernel};
+    const memory::dims strides = {node.conv.stride, node.conv.stride};
+    const memory::dims pad_l = {node.conv.pad, node.conv.pad};
+    const memory::dims pad_r = {(node.out.h - 1) * node.conv.stride + node.conv.kernel - in.out.h - node.conv.pad,
+                                (node.out.w - 1) * node.conv.stride + node.conv.kernel - in.out.w - node.conv.pad};
     const memory::desc bias_md({node.conv.out_channels}, dt::f32, tag::x);
     auto wdesc = node.conv.bias
                      ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
@@ -449,22 +517,6 @@ class OnednnPlan final : public Plan {
     backward_.push_back({dnnl::convolution_backward_weights(wpd), wargs, {}});
     if (!same(diff_w, s.diff_weights_plain)) reorder_step(backward_, diff_w, s.diff_weights_plain);
     gradients_ready_step(node);
-
-    // data gradient
-    if (in.id == 0 && !input_grad_) return;
-    auto ddesc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, act(src_dims),
-                                                       act(w_dims), act(dst_dims), strides, pad_l, pad_r);
-    auto dpd = ONEDNN_CHECK(where(node, "creating the backward-data convolution"),
-                            dnnl::convolution_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
-    memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
-                         ? s.weights_forward
-                         : weights_in(s.weights_forward, dpd.weights_desc(), {&backward_});
-    memory diff_dst = backward_view(node.id, dpd.diff_dst_desc());
-    memory target = grad_target(in.id, dpd.diff_src_desc());
-    backward_.push_back({dnnl::convolution_backward_data(dpd),
-                         {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, target}},
-                         {}});
-    finish_grad(in.id, target);
   }
 
   void compile_linear_forward(const Node& node) {
@@ -869,7 +921,11 @@ class OnednnPlan final : public Plan {
     }
   }
 
-  bool input_grad_, input_nhwc_, fuse_;
+  bool input_grad_, input_nhwc_, fuse_, own_kernels_;
+  int threads_;  // OpenMP threads the plan's own kernels run
+  size_t weight_grad_scratch_bytes_ = 0;
+  int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
+  Arena weight_grad_scratch_;
   dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
   dnnl::engine engine_;
   dnnl::stream stream_;

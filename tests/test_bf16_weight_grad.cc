@@ -1,0 +1,139 @@
+// The bf16 1x1 weight-gradient kernel (kernels/onednn/bf16_weight_grad.h): against a
+// double-precision sum over the same bf16 values, on shapes that reach every path (odd position
+// count, stride 2, wide input or wide output side, threads splitting either side), and inside
+// the oneDNN plan against the plan built without it.
+#include <gtest/gtest.h>
+
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include "kernels/backend.h"
+#include "kernels/dtype.h"
+#include "kernels/onednn/bf16_weight_grad.h"
+#include "models/graph_builder.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+
+BlockedLayout blocked16(int64_t n, int64_t c, int64_t h, int64_t w) {
+  return *BlockedLayout::of(dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::bf16, tag::nChw16c));
+}
+
+struct Case {
+  int64_t n, ic, oc, ih, stride;
+  int threads;
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << "n" << c.n << "_ic" << c.ic << "_oc" << c.oc << "_h" << c.ih << "_s" << c.stride << "_t" << c.threads;
+}
+
+class WeightGrad1x1Test : public ::testing::TestWithParam<Case> {};
+
+TEST_P(WeightGrad1x1Test, MatchesDoubleSum) {
+  const Case c = GetParam();
+  const int64_t oh = (c.ih - 1) / c.stride + 1;
+  const WeightGrad1x1 shape{c.n, c.ic, c.oc, oh, oh, c.stride, blocked16(c.n, c.ic, c.ih, c.ih),
+                            blocked16(c.n, c.oc, oh, oh)};
+  if (!weight_grad_1x1_supported(shape)) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+
+  // bf16 tensors in nChw16c, and the same values as plain doubles
+  auto fill = [](const BlockedLayout& l, int64_t n, int64_t ch, int64_t hw, uint64_t seed,
+                 std::vector<uint16_t>& blocked, std::vector<double>& plain) {
+    const auto values = testing::random_vector<float>(n * ch * hw * hw, seed);
+    blocked.assign(n * ch * hw * hw, 0);
+    plain.resize(values.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < ch; ++k)
+        for (int64_t y = 0; y < hw; ++y)
+          for (int64_t x = 0; x < hw; ++x) {
+            const int64_t at = ((i * ch + k) * hw + y) * hw + x;
+            const uint16_t v = f32_to_bf16(values[at]);
+            blocked[l.offset(i, k, y, x)] = v;
+            plain[at] = bf16_to_f32(v);
+          }
+  };
+  std::vector<uint16_t> src, diff_dst;
+  std::vector<double> x, dy;
+  fill(shape.src, c.n, c.ic, c.ih, 11, src, x);
+  fill(shape.diff_dst, c.n, c.oc, oh, 12, diff_dst, dy);
+
+  std::vector<float> expected(c.oc * c.ic);
+  for (int64_t o = 0; o < c.oc; ++o)
+    for (int64_t i = 0; i < c.ic; ++i) {
+      double sum = 0;
+      for (int64_t n = 0; n < c.n; ++n)
+        for (int64_t y = 0; y < oh; ++y)
+          for (int64_t w = 0; w < oh; ++w)
+            sum += dy[((n * c.oc + o) * oh + y) * oh + w] *
+                   x[((n * c.ic + i) * c.ih + y * c.stride) * c.ih + w * c.stride];
+      expected[o * c.ic + i] = static_cast<float>(sum);
+    }
+
+  std::vector<char> scratch(weight_grad_1x1_scratch_bytes(shape, c.threads));
+  std::vector<float> actual(c.oc * c.ic, -7.0f);  // overwritten, not accumulated into
+  weight_grad_1x1(shape, src.data(), diff_dst.data(), actual.data(), scratch.data(), c.threads);
+  // fp32 accumulation of exact bf16 products: error grows with the sum's length only
+  EXPECT_TRUE(testing::close("dW", actual, expected, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WeightGrad1x1Test,
+    ::testing::Values(Case{3, 32, 64, 5, 1, 2},    // 75 positions (odd), one wide group: threads split ic
+                      Case{3, 32, 64, 5, 1, 1},    // the same on one thread
+                      Case{2, 128, 48, 7, 1, 2},   // wide side is the input; 98 positions
+                      Case{2, 64, 256, 9, 2, 2},   // stride 2 (5 x 5 out), wide side is the output
+                      Case{2, 64, 256, 9, 2, 3},   // three threads over two wide groups... of four
+                      Case{2, 512, 128, 28, 1, 2},   // 1568 positions: two chunks
+                      Case{2, 128, 512, 28, 1, 2},   // two chunks, wide side is the output
+                      Case{4, 256, 1024, 14, 2, 2}),  // stride 2 at ResNet50's layer-3 shape
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::ostringstream name;
+      name << info.param;
+      return name.str();
+    });
+
+// A bottleneck-like net of 1x1 convolutions in bf16: gradients with the kernel match the plan
+// built with oneDNN's backward-weights primitive instead (same bf16 inputs, another sum order).
+TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
+  GraphBuilder b("one_by_one", {4, 32, 14, 14});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 64, 1, 1, 0, "conv_a"), "bn_a"), "relu_a");
+  x = b.relu(b.batch_norm(b.conv(x, 256, 1, 1, 0, "conv_b"), "bn_b"), "relu_b");
+  x = b.relu(b.batch_norm(b.conv(x, 64, 1, 2, 0, "conv_c"), "bn_c"), "relu_c");
+  const Graph graph = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+
+  const WeightGrad1x1 probe{4, 32, 64, 14, 14, 1, blocked16(4, 32, 14, 14), blocked16(4, 64, 14, 14)};
+  if (!weight_grad_1x1_supported(probe)) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+
+  PlanOptions options;
+  options.compute = DType::bf16;
+  auto own = compile_plan("onednn", graph, options);
+  options.own_kernels = false;
+  auto onednn = compile_plan("onednn", graph, options);
+  EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
+  EXPECT_EQ(onednn->kernel_notes(), "");
+  const auto params = testing::random_vector<float>(own->parameters().size(), 5, -0.2, 0.2);
+  std::copy(params.begin(), params.end(), own->parameters().begin());
+  std::copy(params.begin(), params.end(), onednn->parameters().begin());
+  std::copy(own->buffers().begin(), own->buffers().end(), onednn->buffers().begin());
+  const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
+  const std::vector<int32_t> labels = {1, 7, 3, 9};
+  for (Plan* plan : {own.get(), onednn.get()}) {
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    plan->loss(labels.data());
+    plan->backward();
+  }
+  for (const ArenaEntry& e : own->layout().params) {
+    const std::vector<float> a(own->gradients().begin() + e.offset, own->gradients().begin() + e.offset + e.elements);
+    const std::vector<float> r(onednn->gradients().begin() + e.offset,
+                               onednn->gradients().begin() + e.offset + e.elements);
+    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
+  }
+}
+
+}  // namespace
+}  // namespace cnnbench
