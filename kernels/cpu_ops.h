@@ -1,6 +1,7 @@
-// kernels/cpu_ops.h — the fast fp32 host kernels the CPU backend runs between oneDNN
-// primitives: softmax cross-entropy with its gradient, the SGD update, batch-norm running
-// statistics. OpenMP-parallel and vectorized; tested against kernels/ref/.
+// kernels/cpu_ops.h — the fast host kernels the CPU backend runs between oneDNN primitives:
+// softmax cross-entropy with its gradient, the SGD update, batch-norm running statistics, a
+// ReLU's backward fused with a gradient sum. OpenMP-parallel and vectorized; tested against
+// kernels/ref/.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +20,11 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
 void update_running_stats(const float* batch_mean, const float* batch_var, float* running_mean,
                           float* running_var, int64_t channels, float momentum,
                           int64_t values_per_channel);
+
+// dx = y > 0 ? dx + g : 0 — the in-place backward of a ReLU (y its output) whose gradient
+// still had g to be summed into it: one pass instead of a sum and a mask.
+void relu_backward_accumulate(float* dx, const float* g, const float* y, int64_t count);
+// The same on bf16 bit patterns, the sum rounded to nearest even.
+void relu_backward_accumulate_bf16(uint16_t* dx, const uint16_t* g, const uint16_t* y, int64_t count);
 
 }  // namespace cnnbench::cpu

@@ -1,5 +1,6 @@
 // The fast fp32 host kernels of the CPU backend against the double-precision reference.
 #include "kernels/cpu_ops.h"
+#include "kernels/dtype.h"
 #include "kernels/ref/batch_norm.h"
 #include "kernels/ref/loss.h"
 #include "kernels/ref/sgd.h"
@@ -63,6 +64,54 @@ TEST(CpuOps, RunningStatsMatchReference) {
   ref::update_running_stats(mean.data(), var.data(), rm_ref.data(), rv_ref.data(), 0.1, ref::BatchNormGeometry{2, 16, 25, 1e-5});
   EXPECT_TRUE(close("running mean", rm, rm_ref, 1e-6));
   EXPECT_TRUE(close("running variance", rv, rv_ref, 1e-6));
+}
+
+// The ReLU output y: zeros (masked), -0 (masked), positives; an odd count for the vector tails.
+std::vector<float> relu_outputs(size_t n) {
+  auto y = random_vector<float>(n, 9, -1.0, 1.0);
+  for (size_t i = 0; i < n; ++i) y[i] = i % 7 == 3 ? -0.0f : std::max(y[i], 0.0f);
+  return y;
+}
+
+TEST(CpuOps, ReluBackwardAccumulate) {
+  const size_t n = 100003;
+  auto dx = random_vector<float>(n, 10), g = random_vector<float>(n, 11);
+  const auto y = relu_outputs(n);
+  std::vector<float> expected(n);
+  for (size_t i = 0; i < n; ++i) expected[i] = y[i] > 0 ? dx[i] + g[i] : 0.0f;
+  cpu::relu_backward_accumulate(dx.data(), g.data(), y.data(), static_cast<int64_t>(n));
+  EXPECT_EQ(dx, expected);
+}
+
+TEST(CpuOps, ReluBackwardAccumulateBf16) {
+  const size_t n = 100003;
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
+    return out;
+  };
+  auto dx = to_bf16(random_vector<float>(n, 10)), g = to_bf16(random_vector<float>(n, 11));
+  const auto y = to_bf16(relu_outputs(n));
+  g[5] = f32_to_bf16(std::nanf(""));  // NaN stays NaN where the ReLU passes it
+  std::vector<float> expected(n);
+  for (size_t i = 0; i < n; ++i)
+    expected[i] = bf16_to_f32(y[i]) > 0 ? static_cast<float>(static_cast<double>(bf16_to_f32(dx[i])) + bf16_to_f32(g[i]))
+                                        : 0.0f;
+  cpu::relu_backward_accumulate_bf16(dx.data(), g.data(), y.data(), static_cast<int64_t>(n));
+  const bool passed5 = bf16_to_f32(y[5]) > 0;
+  EXPECT_EQ(std::isnan(bf16_to_f32(dx[5])), passed5);
+  dx[5] = f32_to_bf16(expected[5] = 0.0f);
+  size_t masked = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float actual = bf16_to_f32(dx[i]);
+    if (expected[i] == 0.0f) {
+      masked += actual == 0.0f;
+      continue;
+    }
+    // rounded to nearest bf16: within half a unit in the last place (2^-8 relative)
+    ASSERT_LE(std::fabs(actual - expected[i]), std::ldexp(std::fabs(expected[i]), -8)) << "element " << i;
+  }
+  EXPECT_EQ(masked, static_cast<size_t>(std::count(expected.begin(), expected.end(), 0.0f)));
 }
 
 }  // namespace

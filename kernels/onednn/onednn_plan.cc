@@ -13,7 +13,8 @@
 // in place on the gradient, or inside batch-norm backward.
 //
 // Gradients of a tensor with several consumers are summed: the first consumer (in backward
-// order) writes the gradient, later ones add theirs with a reorder carrying a sum post-op.
+// order) writes the gradient, later ones add theirs with a reorder carrying a sum post-op; the
+// last one, where the tensor is a ReLU masked in place, sums and masks in one host pass.
 #include "kernels/onednn/onednn_plan.h"
 
 #include <algorithm>
@@ -241,8 +242,35 @@ class OnednnPlan final : public Plan {
 
   // Lands `target` (from grad_target or another gradient) in diff_[t], summing if needed.
   void finish_grad(int t, const memory& target) {
-    if (!same(target, diff_[t])) reorder_step(backward_, target, diff_[t], grad_written_[t]);
+    if (same(target, diff_[t])) {
+    } else if (grad_written_[t] && sum_can_mask_relu(t, target)) {
+      // the last gradient summed into a ReLU folded into its producer: sum and mask in one pass
+      relu_masked_in_sum_[t] = true;
+      backward_.push_back({{}, {}, [dx = diff_[t], g = target, y = mem_[t], wide = act_dt_ == dt::f32] {
+                             const int64_t count = static_cast<int64_t>(dx.get_desc().get_size() / (wide ? 4 : 2));
+                             if (wide)
+                               cpu::relu_backward_accumulate(static_cast<float*>(dx.get_data_handle()),
+                                                             static_cast<const float*>(g.get_data_handle()),
+                                                             static_cast<const float*>(y.get_data_handle()), count);
+                             else
+                               cpu::relu_backward_accumulate_bf16(static_cast<uint16_t*>(dx.get_data_handle()),
+                                                                  static_cast<const uint16_t*>(g.get_data_handle()),
+                                                                  static_cast<const uint16_t*>(y.get_data_handle()),
+                                                                  count);
+                           }});
+    } else {
+      reorder_step(backward_, target, diff_[t], grad_written_[t]);
+    }
     grad_written_[t] = true;
+  }
+
+  // True when the node being compiled is t's last consumer in backward order, t is a ReLU
+  // masked in place (folded into a convolution or add), and the tensors share one layout.
+  bool sum_can_mask_relu(int t, const memory& target) const {
+    if (absorbs_[t] < 0 || graph_.nodes[absorbs_[t]].kind == OpKind::batch_norm) return false;
+    if (compiling_ != *std::min_element(consumers_[t].begin(), consumers_[t].end())) return false;
+    const memory::desc md = diff_[t].get_desc();
+    return target.get_desc() == md && mem_[t].get_desc() == md;
   }
 
   // A weight tensor in the layout `want`: the plain arena memory itself, or a copy that a
@@ -275,6 +303,7 @@ class OnednnPlan final : public Plan {
     fused_into_.assign(count, -1);
     absorbs_.assign(count, -1);
     grad_written_.assign(count, false);
+    relu_masked_in_sum_.assign(count, false);
     forward_views_.resize(count);
     backward_views_.resize(count);
     conv_.resize(count);
@@ -321,6 +350,7 @@ class OnednnPlan final : public Plan {
     for (int id = graph_.output; id >= 1; --id) {
       const Node& node = graph_.nodes[id];
       const StepMark mark = mark_steps();
+      compiling_ = id;
       if (absorbs_[id] >= 0) compile_fused_relu_backward(node);
       else switch (node.kind) {
         case OpKind::input: break;
@@ -714,7 +744,7 @@ class OnednnPlan final : public Plan {
   // ReLU folded into a convolution or add: its gradient is masked in place from the output.
   // (Folded into batch norm, batch-norm backward applies it from the workspace.)
   void compile_fused_relu_backward(const Node& node) {
-    if (graph_.nodes[absorbs_[node.id]].kind == OpKind::batch_norm) return;
+    if (graph_.nodes[absorbs_[node.id]].kind == OpKind::batch_norm || relu_masked_in_sum_[node.id]) return;
     const memory::desc md = mem_[node.id].get_desc();
     auto fwd = relu_forward_pd(md, dnnl::algorithm::eltwise_relu_use_dst_for_bwd, node);
     auto pd = ONEDNN_CHECK(where(node, "creating the in-place backward ReLU"),
@@ -934,6 +964,8 @@ class OnednnPlan final : public Plan {
   std::vector<int> fused_into_;  // producer -> the ReLU folded into it
   std::vector<int> absorbs_;     // folded ReLU -> its producer
   std::vector<bool> grad_written_;
+  std::vector<bool> relu_masked_in_sum_;  // folded ReLU whose mask finish_grad() applied
+  int compiling_ = -1;                    // the node whose backward steps compile() is adding
   std::vector<bool> flat_;  // tensor is 2-D (see dims())
   std::vector<std::vector<memory>> forward_views_, backward_views_;
   std::vector<WeightedState> conv_;
