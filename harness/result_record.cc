@@ -98,6 +98,7 @@ nlohmann::json result_json(const ResultInputs& in) {
                         {"op", op_name(node.kind)},
                         {"forward_sec_per_step", t.forward_sec / n},
                         {"backward_sec_per_step", t.backward_sec / n},
+                        {"weight_grad_sec_per_step", t.weight_grad_sec / n},
                         {"forward_macs", node.forward_macs},
                         {"gradient_elements", gradients}});
     }

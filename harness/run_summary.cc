@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -105,17 +106,38 @@ void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTim
   double total = 0;
   for (const LayerTime& t : layers) total += t.forward_sec + t.backward_sec;
   if (total <= 0 || steps <= 0) return;
-  fmt::print(out, "Layer timing: milliseconds per step, averaged over {} steps (fused ops are timed with their producer)\n",
+  const auto ms = [steps](double sec) { return 1e3 * sec / static_cast<double>(steps); };
+  fmt::print(out, "Layer timing: milliseconds per step, averaged over {} steps (fused ops are timed with their producer;\n"
+                  "  backward includes the weight gradient, shown again under 'weights')\n",
              steps);
-  fmt::print(out, "{:<34} {:<16} {:>10} {:>10} {:>7} {:>9}\n", "layer", "op", "forward", "backward", "share", "GFLOP/s");
+  fmt::print(out, "{:<34} {:<16} {:>10} {:>10} {:>9} {:>7} {:>9}\n", "layer", "op", "forward", "backward", "weights",
+             "share", "GFLOP/s");
+  // per op kind, in the order the kinds first appear
+  std::vector<OpKind> kinds;
+  std::vector<LayerTime> by_kind;
   for (const Node& node : graph.nodes) {
     const LayerTime& t = layers[node.id];
-    const double fwd = 1e3 * t.forward_sec / steps, bwd = 1e3 * t.backward_sec / steps;
-    if (fwd + bwd <= 0) continue;
+    if (t.forward_sec + t.backward_sec <= 0) continue;
     const double flop = 2.0 * static_cast<double>(node.forward_macs) * (t.backward_sec > 0 ? 3 : 1);
-    const std::string rate = flop > 0 ? fmt::format("{:.1f}", flop / ((fwd + bwd) / 1e3) / 1e9) : "";
-    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>6.1f}% {:>9}\n", node.name, op_name(node.kind), fwd, bwd,
-               100 * (t.forward_sec + t.backward_sec) / total, rate);
+    const std::string rate = flop > 0 ? fmt::format("{:.1f}", flop / (t.forward_sec + t.backward_sec) * steps / 1e9) : "";
+    const std::string weights = t.weight_grad_sec > 0 ? fmt::format("{:.3f}", ms(t.weight_grad_sec)) : "";
+    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>9} {:>6.1f}% {:>9}\n", node.name, op_name(node.kind),
+               ms(t.forward_sec), ms(t.backward_sec), weights, 100 * (t.forward_sec + t.backward_sec) / total, rate);
+    const size_t k = std::find(kinds.begin(), kinds.end(), node.kind) - kinds.begin();
+    if (k == kinds.size()) {
+      kinds.push_back(node.kind);
+      by_kind.push_back({});
+    }
+    by_kind[k].forward_sec += t.forward_sec;
+    by_kind[k].backward_sec += t.backward_sec;
+    by_kind[k].weight_grad_sec += t.weight_grad_sec;
+  }
+  fmt::print(out, "Per op, milliseconds per step:\n");
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const LayerTime& t = by_kind[k];
+    const std::string weights = t.weight_grad_sec > 0 ? fmt::format("{:.3f}", ms(t.weight_grad_sec)) : "";
+    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>9} {:>6.1f}%\n", "total", op_name(kinds[k]), ms(t.forward_sec),
+               ms(t.backward_sec), weights, 100 * (t.forward_sec + t.backward_sec) / total);
   }
   std::fflush(out);
 }

@@ -39,8 +39,10 @@ struct SgdConfig {
 };
 
 // Time spent in one node's steps, summed over the steps run since timing was switched on.
+// weight_grad_sec is the part of backward_sec that computes a convolution's or linear layer's
+// weight and bias gradients (with the reorders that feed them); the rest is the data gradient.
 struct LayerTime {
-  double forward_sec = 0, backward_sec = 0;
+  double forward_sec = 0, backward_sec = 0, weight_grad_sec = 0;
 };
 
 struct LossResult {

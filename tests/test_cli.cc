@@ -76,6 +76,17 @@ TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
   EXPECT_NEAR(doc["summary"]["images_per_sec"].get<double>(), std::stod(total[1]), 0.01);
   EXPECT_FALSE(doc["context"]["cpu_model"].get<std::string>().empty());
   EXPECT_FALSE(doc["layers"].empty());
+  for (const auto& layer : doc["layers"]) {
+    const double backward = layer["backward_sec_per_step"], weights = layer["weight_grad_sec_per_step"];
+    EXPECT_LE(weights, backward) << layer["name"];
+    if (layer["name"] == "layer1.0.conv1") {
+      EXPECT_GT(weights, 0.0);
+    }
+    if (layer["op"] == "batch_norm") {
+      EXPECT_EQ(weights, 0.0) << layer["name"];
+    }
+  }
+  EXPECT_NE(r.output.find("Per op, milliseconds per step:"), std::string::npos);
 
   std::ifstream csv(dir + "/cnnbench_results/results.csv");
   std::string header, row, extra;

@@ -3,6 +3,7 @@
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
 #include "gpu_skip.h"
 #include "kernels/cuda/device.h"
+#include "layer_timing_check.h"
 #include "op_cases.h"
 
 namespace cnnbench {
@@ -102,6 +103,13 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
   EXPECT_TRUE(gpu->device_phase_times(&phases));
   EXPECT_GT(phases.forward_sec, 0);
   EXPECT_GT(phases.backward_sec, 0);
+}
+
+// --layer_timing: the filter (and bias) gradient is timed apart from the data gradient.
+TEST(CudaLayerTiming, SplitsWeightGradients) {
+  SKIP_WITHOUT_GPU();
+  auto plan = compile_plan("cuda", testing::layer_timing_graph());
+  testing::check_weight_grad_split(*plan);
 }
 
 TEST(CudaTraining, BadLabelIsAnErrorAtSynchronize) {

@@ -120,6 +120,7 @@ class CudaPlan final : public Plan {
   struct Step {
     Launch run;
     int node;
+    bool weight_grad = false;  // computes weight/bias gradients (layer timing's split of backward)
   };
 
  public:
@@ -361,7 +362,9 @@ class CudaPlan final : public Plan {
       const auto start = std::chrono::steady_clock::now();
       step.run();
       wait();
-      layer_times_[step.node].*phase += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      layer_times_[step.node].*phase += sec;
+      if (step.weight_grad) layer_times_[step.node].weight_grad_sec += sec;
     }
   }
 
@@ -612,7 +615,9 @@ class CudaPlan final : public Plan {
     forward_inference_.push_back({inference ? inference : training, node});
     forward_training_.push_back({std::move(training), node});
   }
-  void push_backward(int node, Launch launch) { backward_.push_back({std::move(launch), node}); }
+  void push_backward(int node, Launch launch, bool weight_grad = false) {
+    backward_.push_back({std::move(launch), node, weight_grad});
+  }
 
   // The timed search needs a workspace; it is freed after compile.
   DeviceBuffer& search_workspace() {
@@ -740,8 +745,8 @@ class CudaPlan final : public Plan {
       if (bias) cuda::add_bias(out_[node.id], master(node.id, 1), rows, channels, relu >= 0, type_, stream_);
     });
     const bool acc = accumulates(node, 0);
-    push_backward(node.id, [this, &node, &s, xd, bias, data_grad, acc, rows, channels] {
-      const float one = 1.0f, zero = 0.0f, beta = acc ? 1.0f : 0.0f;
+    push_backward(node.id, [this, &node, &s, xd, bias, rows, channels] {
+      const float one = 1.0f, zero = 0.0f;
       const bool half = type_ != DType::f32;
       void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
       CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
@@ -751,11 +756,14 @@ class CudaPlan final : public Plan {
         cuda::convert(dw, type_, grad(node.id, 0), DType::f32, layout_.param(node.id, 0).elements, 1.0f, stream_);
       if (bias) cuda::bias_gradient(diff_[node.id], grad(node.id, 1), rows, channels, type_, stream_);
       ready(node);
-      if (data_grad)
+    }, true);
+    if (data_grad)
+      push_backward(node.id, [this, &node, &s, xd, acc] {
+        const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
         CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, weights(node.id, 0), s.out->d,
                                                 diff_[node.id], s.conv->d, s.algos.backward_data, workspace_.data(),
                                                 s.algos.workspace, &beta, xd->d, diff_[node.inputs[0]]));
-    });
+      });
   }
 
   void compile_batch_norm(const Node& node) {
@@ -912,20 +920,22 @@ class CudaPlan final : public Plan {
     });
     const bool data_grad = wants_grad(src.id);
     const bool acc = accumulates(node, 0);
-    push_backward(node.id, [this, &node, batch, o, i, bias, data_grad, acc, compute] {
-      const float one = 1.0f, zero = 0.0f, beta = acc ? 1.0f : 0.0f;
+    push_backward(node.id, [this, &node, batch, o, i, bias, compute] {
+      const float one = 1.0f, zero = 0.0f;
       // dw^T [i x o] = x^T [i x n] dy [n x o], straight into the fp32 gradient
       CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, i, o, batch, &one, out_[node.inputs[0]],
                                 blas_type(type_), i, diff_[node.id], blas_type(type_), o, &zero, grad(node.id, 0),
                                 CUDA_R_32F, i, compute, CUBLAS_GEMM_DEFAULT));
       if (bias) cuda::bias_gradient(diff_[node.id], grad(node.id, 1), batch, o, type_, stream_);
       ready(node);
-      // dx^T [i x n] = w^T [i x o] dy^T [o x n]
-      if (data_grad)
+    }, true);
+    if (data_grad)  // dx^T [i x n] = w^T [i x o] dy^T [o x n]
+      push_backward(node.id, [this, &node, batch, o, i, acc, compute] {
+        const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
         CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, i, batch, o, &one, weights(node.id, 0),
                                   blas_type(type_), i, diff_[node.id], blas_type(type_), o, &beta,
                                   diff_[node.inputs[0]], blas_type(type_), i, compute, CUBLAS_GEMM_DEFAULT));
-    });
+      });
   }
 
   void compile_add(const Node& node) {

@@ -48,6 +48,7 @@ struct Step {
   std::function<void()> host;  // set instead of primitive for host work
   std::string what;            // "node 'conv1' (conv): reorder", for error messages
   int node = 0;                // the graph node this step belongs to (layer timing)
+  bool weight_grad = false;    // computes weight/bias gradients (layer timing's split of backward)
 };
 using Steps = std::vector<Step>;
 
@@ -158,8 +159,11 @@ class OnednnPlan final : public Plan {
         }
       }
       // CPU primitives run synchronously on the OpenMP runtime, so this is the step's time.
-      if (layer_timing_)
-        layer_times_[step.node].*phase += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (layer_timing_) {
+        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        layer_times_[step.node].*phase += sec;
+        if (step.weight_grad) layer_times_[step.node].weight_grad_sec += sec;
+      }
     }
     stream_.wait();
   }
@@ -285,6 +289,11 @@ class OnednnPlan final : public Plan {
   void both_forward(const dnnl::primitive& p, std::unordered_map<int, memory> args) {
     forward_training_.push_back({p, args, {}});
     forward_inference_.push_back({p, std::move(args), {}});
+  }
+
+  // The backward steps from `first` on compute weight gradients.
+  void mark_weight_grad(size_t first) {
+    for (size_t i = first; i < backward_.size(); ++i) backward_[i].weight_grad = true;
   }
 
   void gradients_ready_step(const Node& node) {
@@ -466,11 +475,10 @@ class OnednnPlan final : public Plan {
     auto fwd_pd = dnnl::convolution_forward::primitive_desc(s.forward_pd.get());
 
     // weights (and bias) gradient
-    if (compile_own_weight_grad(node, in, s)) {
-      gradients_ready_step(node);
-    } else {
-      compile_onednn_weight_grad(node, in, s, fwd_pd);
-    }
+    const size_t first = backward_.size();
+    if (!compile_own_weight_grad(node, in, s)) compile_onednn_weight_grad(node, in, s, fwd_pd);
+    mark_weight_grad(first);
+    gradients_ready_step(node);
 
     // data gradient
     if (in.id == 0 && !input_grad_) return;
@@ -546,7 +554,6 @@ class OnednnPlan final : public Plan {
     if (node.conv.bias) wargs[DNNL_ARG_DIFF_BIAS] = s.diff_bias_plain;
     backward_.push_back({dnnl::convolution_backward_weights(wpd), wargs, {}});
     if (!same(diff_w, s.diff_weights_plain)) reorder_step(backward_, diff_w, s.diff_weights_plain);
-    gradients_ready_step(node);
   }
 
   void compile_linear_forward(const Node& node) {
@@ -589,6 +596,7 @@ class OnednnPlan final : public Plan {
     w_dims[0] = node.linear.out_features;
     const memory::desc bias_md({node.linear.out_features}, dt::f32, tag::x);
 
+    const size_t first = backward_.size();
     auto wdesc = node.linear.bias
                      ? dnnl::inner_product_backward_weights::desc(s.src.get_desc(), any_md(w_dims), bias_md,
                                                                   act(dst_dims))
@@ -607,6 +615,7 @@ class OnednnPlan final : public Plan {
     if (node.linear.bias) wargs[DNNL_ARG_DIFF_BIAS] = s.diff_bias_plain;
     backward_.push_back({dnnl::inner_product_backward_weights(wpd), wargs, {}});
     if (!same(diff_w, s.diff_weights_plain)) reorder_step(backward_, diff_w, s.diff_weights_plain);
+    mark_weight_grad(first);
     gradients_ready_step(node);
 
     if (in.id == 0 && !input_grad_) return;

@@ -153,7 +153,10 @@ class RefPlan final : public Plan {
         case OpKind::input: break;
         case OpKind::conv: {
           const auto g = conv_geometry(in, node);
-          ref::conv_backward_weights(x, dy, grad(node, 0), node.conv.bias ? grad(node, 1) : nullptr, g);
+          {
+            const Timer weights(this, id, &LayerTime::weight_grad_sec);
+            ref::conv_backward_weights(x, dy, grad(node, 0), node.conv.bias ? grad(node, 1) : nullptr, g);
+          }
           if (src != 0 || input_grad_) ref::conv_backward_data(dy, param(node, 0), dx, g);
           break;
         }
@@ -168,7 +171,10 @@ class RefPlan final : public Plan {
         case OpKind::global_avg_pool: ref::global_avg_pool_backward(dy, dx, in.n * in.c, in.h * in.w); break;
         case OpKind::linear: {
           const ref::LinearGeometry g{in.n, in.per_sample(), node.out.c};
-          ref::linear_backward_weights(x, dy, grad(node, 0), node.linear.bias ? grad(node, 1) : nullptr, g);
+          {
+            const Timer weights(this, id, &LayerTime::weight_grad_sec);
+            ref::linear_backward_weights(x, dy, grad(node, 0), node.linear.bias ? grad(node, 1) : nullptr, g);
+          }
           if (src != 0 || input_grad_) ref::linear_backward_data(dy, param(node, 0), dx, g);
           break;
         }
