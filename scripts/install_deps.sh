@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config
   libdnnl-dev                      # oneDNN: the CPU compute backend
+  ocl-icd-opencl-dev               # OpenCL: dnnl-config.cmake finds it (only a Recommends of libdnnl-dev)
   libopenmpi-dev openmpi-bin       # ranks and MPI allreduce
   libgloo-dev                      # Gloo allreduce
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libcsv-dev
