@@ -11,7 +11,7 @@
 namespace cnnbench {
 
 std::unique_ptr<Communicator> make_mpi_communicator();
-std::unique_ptr<Communicator> make_gloo_communicator();
+std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec);
 #ifdef CNNBENCH_WITH_CUDA
 std::unique_ptr<Communicator> make_nccl_communicator(double timeout_sec);
 #endif
@@ -25,15 +25,16 @@ std::vector<std::string> communicator_backends() {
 }
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec) {
-  if (backend == "mpi") return make_mpi_communicator();
-  if (backend == "gloo") return make_gloo_communicator();
+  std::unique_ptr<Communicator> comm;
+  if (backend == "mpi") comm = make_mpi_communicator();
+  if (backend == "gloo") comm = make_gloo_communicator(timeout_sec);
 #ifdef CNNBENCH_WITH_CUDA
-  if (backend == "nccl") return make_nccl_communicator(timeout_sec);
+  if (backend == "nccl") comm = make_nccl_communicator(timeout_sec);
 #else
-  (void)timeout_sec;
   if (backend == "nccl")
     throw std::invalid_argument("allreduce backend 'nccl' needs a GPU build (CUDA, cuDNN and NCCL); this build has mpi, gloo");
 #endif
+  if (comm) return comm;
   std::string known;
   for (const std::string& name : communicator_backends()) known += (known.empty() ? "" : ", ") + name;
   throw std::invalid_argument("unknown allreduce backend '" + backend + "' (known: " + known + ")");

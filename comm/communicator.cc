@@ -51,8 +51,12 @@ Communicator::Communicator() {
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
-  const auto names = gather_strings(host_);
-  hosts_ = static_cast<int>(std::set<std::string>(names.begin(), names.end()).size());
+  host_of_rank_ = gather_strings(host_);
+  hosts_ = static_cast<int>(std::set<std::string>(host_of_rank_.begin(), host_of_rank_.end()).size());
+}
+
+void Communicator::watch_collectives(double timeout_sec) {
+  watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_sec, host_of_rank_);
 }
 
 namespace {
@@ -70,24 +74,32 @@ void Communicator::broadcast(void* data, size_t bytes, int root) const {
   char* p = static_cast<char*>(data);
   for (size_t done = 0; done < bytes;) {
     const int n = static_cast<int>(std::min<size_t>(bytes - done, 1 << 30));
+    const auto watching = watch(CollectivePlane::control, "broadcast");
     check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
     done += n;
   }
 }
 
-void Communicator::barrier() const { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void Communicator::barrier() const {
+  const auto watching = watch(CollectivePlane::control, "barrier");
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
 
 void Communicator::allreduce_max(double* v, size_t n) const {
+  const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
   check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 void Communicator::allreduce_min(double* v, size_t n) const {
+  const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
   check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 void Communicator::allreduce_sum(double* v, size_t n) const {
+  const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
   check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 
 std::vector<std::string> Communicator::gather_strings(const std::string& mine) const {
+  const auto watching = watch(CollectivePlane::control, "gather of strings");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size_), offsets(size_);
   check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective_watchdog.h"
+
 namespace cnnbench {
 
 enum class WireType { f32, f16, bf16 };  // element type on the wire (gradient compression)
@@ -42,10 +44,22 @@ class Communicator {
   std::vector<std::string> gather_strings(const std::string& mine) const;  // every rank gets all
   [[noreturn]] void abort(int exit_code) const;
 
+  // Collective: from now on a collective that waits longer than `timeout_sec` ends the job,
+  // naming the rank that did not arrive (comm/collective_watchdog.h).
+  void watch_collectives(double timeout_sec);
+
  protected:
   Communicator();  // reads rank, size, host and local rank from MPI (initialized by the caller)
+  // Marks this rank as inside a collective for the watchdog, if one runs, until it goes away.
+  CollectiveWatchdog::Watch watch(CollectivePlane plane, const char* what) const {
+    return CollectiveWatchdog::Watch(watchdog_.get(), plane, what);
+  }
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, hosts_ = 1;
   std::string host_;
+  std::vector<std::string> host_of_rank_;
+
+ private:
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
 // Every rank of MPI_COMM_WORLD calls this with its error message (empty: none); rank 0 prints
@@ -63,7 +77,9 @@ void finalize_mpi();
 
 std::vector<std::string> communicator_backends();
 // Throws std::invalid_argument for an unknown name or a backend this build lacks.
-// nccl: one rank per GPU; a collective stuck for timeout_sec ends the job with a message.
+// timeout_sec: Gloo's own timeout stays behind it; nccl (one rank per GPU) checks NCCL's health
+// against it. The watchdog itself starts with watch_collectives(), once every rank has its
+// communicator.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec = 300);
 
 }  // namespace cnnbench

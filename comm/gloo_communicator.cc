@@ -9,6 +9,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <unistd.h>
 #include <cstring>
@@ -72,7 +73,8 @@ class MpiBootstrappedContext final : public gloo::Context {
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator() {
+  // Gloo's own timeout stays behind the collective watchdog's, which names the missing rank.
+  explicit GlooCommunicator(double watchdog_timeout_sec) {
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("CNNBENCH_GLOO_IFACE"); iface && *iface)
       attr.iface = iface;
@@ -80,7 +82,8 @@ class GlooCommunicator final : public Communicator {
       attr.hostname = hosts_ == 1 ? "127.0.0.1" : host_;
     try {
       context_ = std::make_shared<MpiBootstrappedContext>(rank_, size_, gloo::transport::tcp::CreateDevice(attr),
-                                                          std::chrono::seconds(60));
+                                                          std::chrono::seconds(static_cast<int64_t>(
+                                                              std::max(60.0, watchdog_timeout_sec + 30))));
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("Gloo could not connect the ranks: ") + e.what());
     }
@@ -89,6 +92,7 @@ class GlooCommunicator final : public Communicator {
 
   void allreduce_sum(void* data, size_t count, WireType type) override {
     if (size_ == 1 || count == 0) return;
+    const auto watching = watch(CollectivePlane::data, "allreduce of gradients");
     gloo::AllreduceOptions options(context_);
     options.setTag(tag_++);
     try {
@@ -117,6 +121,8 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_gloo_communicator() { return std::make_unique<GlooCommunicator>(); }
+std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec) {
+  return std::make_unique<GlooCommunicator>(watchdog_timeout_sec);
+}
 
 }  // namespace cnnbench

@@ -39,6 +39,7 @@ class MpiCommunicator final : public Communicator {
     const MPI_Datatype datatype = type == WireType::f32 ? MPI_FLOAT : MPI_UINT16_T;
     const MPI_Op op = type == WireType::f32 ? MPI_SUM : type == WireType::f16 ? sum_f16_ : sum_bf16_;
     char* p = static_cast<char*>(data);
+    const auto watching = watch(CollectivePlane::data, "allreduce of gradients");
     for (size_t done = 0; done < count;) {
       const int n = static_cast<int>(std::min<size_t>(count - done, 1 << 30));
       const int code = MPI_Allreduce(MPI_IN_PLACE, p + done * wire_type_size(type), n, datatype, op, MPI_COMM_WORLD);

@@ -50,7 +50,7 @@ struct Config {
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
-  double collective_timeout_sec = 300;  // nccl: a collective stuck this long ends the job
+  double collective_timeout_sec = 300;  // a collective stuck this long ends the job, naming the rank
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
   uint64_t seed = 1;

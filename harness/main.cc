@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
       not_built = std::string("--allreduce: ") + e.what();
     }
     if (report_errors_together(not_built)) throw ErrorsReported{2};
+    comm->watch_collectives(config.collective_timeout_sec);
     if (config.mode == "allreduce")
       run_allreduce_benchmark(config, *comm);
     else if (!config.data_dir.empty())
