@@ -181,6 +181,10 @@ inline std::vector<OpCase> all_cases() {
   single("vgg16_fc_25088to4096", {1, 512, 7, 7}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
   single("vgg16_fc_4096to4096", {1, 4096, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
   single("resnet20_fc_64to10", {8, 64, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 10, "fc"); });
+  // the trivial model's fc1 and fc2: one output, then one input (oneDNN 2.6's brgemm kernels
+  // crash on the second on some AVX-512 CPUs; the plan takes another implementation there)
+  single("trivial_fc_3x16x16to1", {4, 3, 16, 16}, [](GraphBuilder& b, int x) { return b.linear(x, 1, "fc"); });
+  single("trivial_fc_1to4096", {4, 1, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
   // a small network with every op in sequence, as the planner sees it in a real model
   cases.push_back({"tiny_resnet_block", [] {
                      GraphBuilder b("tiny", {4, 3, 16, 16});

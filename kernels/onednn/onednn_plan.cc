@@ -622,6 +622,13 @@ class OnednnPlan final : public Plan {
     auto ddesc = dnnl::inner_product_backward_data::desc(act(src_dims), act(w_dims), act(dst_dims));
     auto dpd = ONEDNN_CHECK(where(node, "creating the backward-data inner product"),
                             dnnl::inner_product_backward_data::primitive_desc(ddesc, engine_, fwd_pd));
+    // oneDNN 2.6's brgemm backward-data kernel for a layer of one input feature (the trivial
+    // model's fc2: 1 input, 4096 outputs) jumps to a null address on AVX-512 CPUs (seen on one
+    // with AVX512_VP2INTERSECT): take the next implementation there.
+    const int64_t in_features = src_dims.size() == 2 ? src_dims[1] : src_dims[1] * src_dims[2] * src_dims[3];
+    while (in_features < 16 && std::string(dpd.impl_info_str()).find("brgemm") != std::string::npos &&
+           dpd.next_impl()) {
+    }
     memory weights = dpd.weights_desc() == s.weights_forward.get_desc()
                          ? s.weights_forward
                          : weights_in(s.weights_forward, dpd.weights_desc(), {&backward_});
