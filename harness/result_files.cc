@@ -52,20 +52,25 @@ void write_file_atomically(const std::string& path, const std::string& contents)
   errno = 0;
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail(temp, "cannot create");
+  // Errors name the file the user asked for; what was there before is left as it was.
+  if (fd < 0) fail(path, "cannot create a temporary file beside it");
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
+      const int why = errno;
       ::close(fd);
       ::unlink(temp.c_str());
-      fail(temp, "cannot write");
+      errno = why;
+      fail(path, "cannot write (left as it was)");
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int why = errno;
     ::unlink(temp.c_str());
-    fail(temp, "cannot flush");
+    errno = why;
+    fail(path, "cannot write (left as it was)");
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     ::unlink(temp.c_str());
