@@ -7,19 +7,34 @@
 
 namespace cnnbench {
 
+namespace {
+
+struct RankStep {
+  int rank = -1;
+  long long step = -1;
+};
+
+RankStep rank_step_from(const char* variable) {
+  RankStep t;
+  if (const char* spec = std::getenv(variable)) std::sscanf(spec, "%d:%lld", &t.rank, &t.step);
+  return t;
+}
+
+}  // namespace
+
 void exit_here_if_asked(int rank, int64_t step) {
-  static const auto target = [] {
-    struct {
-      int rank = -1;
-      long long step = -1;
-    } t;
-    if (const char* spec = std::getenv("CNNBENCH_TEST_EXIT_AT")) std::sscanf(spec, "%d:%lld", &t.rank, &t.step);
-    return t;
-  }();
-  if (rank != target.rank || step != target.step) return;
-  std::fprintf(stderr, "cnnbench: rank %d stops dead after step %lld (CNNBENCH_TEST_EXIT_AT)\n", rank, target.step);
-  std::fflush(stderr);
-  std::_Exit(3);
+  static const RankStep exit_at = rank_step_from("CNNBENCH_TEST_EXIT_AT");
+  static const RankStep hang_at = rank_step_from("CNNBENCH_TEST_HANG_AT");
+  if (rank == exit_at.rank && step == exit_at.step) {
+    std::fprintf(stderr, "cnnbench: rank %d stops dead after step %lld (CNNBENCH_TEST_EXIT_AT)\n", rank, exit_at.step);
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  if (rank == hang_at.rank && step == hang_at.step) {
+    std::fprintf(stderr, "cnnbench: rank %d hangs after step %lld (CNNBENCH_TEST_HANG_AT)\n", rank, hang_at.step);
+    std::fflush(stderr);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 }
 
 void slow_step_if_asked() {

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Faults during a run, as trials: a 2-rank training job is started, and once it is training a
 # random rank is sent SIGSTOP (stuck) or SIGKILL (dead) at a random moment of its step (forward,
-# backward or allreduce). Each trial passes when the whole job ends non-zero within the limit,
+# backward or allreduce), or (HANG) a random rank stops after a random step while staying alive
+# (CNNBENCH_TEST_HANG_AT). Each trial passes when the whole job ends non-zero within the limit,
 # naming that rank, and leaves no process behind.
-#   tests/fault_trials.sh --binary B --signal STOP|KILL [--allreduce mpi|gloo] [--trials N]
+#   tests/fault_trials.sh --binary B --signal STOP|KILL|HANG [--allreduce mpi|gloo] [--trials N]
 #       [--timeout_sec T] [--limit_sec L] [--csv FILE] -- MPIEXEC [ARGS...]
-# STOP: cnnbench's collective watchdog (--collective_timeout_sec=T) must end the job within
-# T + 5 s (the default limit), naming the rank that does not answer. KILL: the launcher must end
-# the job within 30 s naming the rank. One line per trial; exits 1 if any trial failed.
+# STOP and HANG: cnnbench's collective watchdog (--collective_timeout_sec=T) must end the job
+# within T + 5 s (the default limit), naming the rank that does not answer (STOP) or answers
+# from an earlier collective (HANG). KILL: the launcher must end the job within 30 s naming the
+# rank. One line per trial; exits 1 if any trial failed.
 set -euo pipefail
 
 binary= signal= allreduce=mpi trials=10 timeout_sec=4 limit_sec= csv=
@@ -27,9 +29,9 @@ done
 launcher=("$@")
 [ -x "$binary" ] && [ ${#launcher[@]} -gt 0 ] || { echo "fault_trials: need --binary and -- MPIEXEC" >&2; exit 2; }
 case "$signal" in
-  STOP) : "${limit_sec:=$((timeout_sec + 5))}" ;;
+  STOP|HANG) : "${limit_sec:=$((timeout_sec + 5))}" ;;
   KILL) : "${limit_sec:=30}" ;;
-  *) echo "fault_trials: --signal must be STOP or KILL" >&2; exit 2 ;;
+  *) echo "fault_trials: --signal must be STOP, KILL or HANG" >&2; exit 2 ;;
 esac
 
 work=$(mktemp -d)
@@ -58,17 +60,25 @@ passed=0
 for trial in $(seq 1 "$trials"); do
   mark="$$-$trial"
   log="$work/trial$trial.log"
+  rank=$((RANDOM % 2))
+  hang=
+  [ "$signal" = HANG ] && hang="$rank:$((2 + RANDOM % 6))"
   # its own process group, so that a failed trial can be cleaned up whole
-  setsid env CNNBENCH_FAULT_TRIAL="$mark" "${launcher[@]}" -x CNNBENCH_FAULT_TRIAL -np 2 "$binary" \
+  setsid env CNNBENCH_FAULT_TRIAL="$mark" CNNBENCH_TEST_HANG_AT="$hang" "${launcher[@]}" -x CNNBENCH_FAULT_TRIAL \
+    -x CNNBENCH_TEST_HANG_AT -np 2 "$binary" \
     --model=resnet20 --batch_size=16 --num_batches=100000 --num_intra_threads=1 --display_every=1000 \
     --allreduce="$allreduce" --collective_timeout_sec="$timeout_sec" --benchmark_log_dir="$work" >"$log" 2>&1 &
   job=$!
-  for _ in $(seq 1 600); do grep -q "Done warm up" "$log" && break; sleep 0.1; done
-  sleep "0.$((RANDOM % 10))$((RANDOM % 10))"      # somewhere in a step
-  rank=$((RANDOM % 2))
-  pid=$(rank_pid "$mark" $rank)
+  if [ "$signal" = HANG ]; then
+    for _ in $(seq 1 600); do grep -q "hangs after step" "$log" && break; sleep 0.05; done
+    pid=$(rank_pid "$mark" $rank)
+  else
+    for _ in $(seq 1 600); do grep -q "Done warm up" "$log" && break; sleep 0.1; done
+    sleep "0.$((RANDOM % 10))$((RANDOM % 10))"      # somewhere in a step
+    pid=$(rank_pid "$mark" $rank)
+    [ -n "$pid" ] && kill -"$signal" "$pid"
+  fi
   start=$(date +%s.%N)
-  [ -n "$pid" ] && kill -"$signal" "$pid"
   code=0
   timeout $((limit_sec + 30)) tail --pid=$job -f /dev/null || true
   wait $job || code=$?
@@ -76,6 +86,8 @@ for trial in $(seq 1 "$trials"); do
   job=
   if [ "$signal" = STOP ]; then
     pattern="rank $rank on host [^ ]* did not arrive and does not answer"
+  elif [ "$signal" = HANG ]; then
+    pattern="rank $rank on host [^ ]* did not arrive: it answers from gradient collective"
   else
     pattern="process rank $rank with PID [0-9]* on node [^ ]* exited on signal 9"
   fi
@@ -87,9 +99,9 @@ for trial in $(seq 1 "$trials"); do
      python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$seconds" "$limit_sec"; then
     ok=yes; passed=$((passed + 1))
   fi
-  echo "trial $trial: SIG$signal rank $rank ($allreduce): job ended after ${seconds} s with exit code $code, rank named: $named, processes left: ${left:-none} -> $ok"
+  echo "trial $trial: $signal rank $rank ($allreduce): job ended after ${seconds} s with exit code $code, rank named: $named, processes left: ${left:-none} -> $ok"
   [ $ok = yes ] || { echo "--- its log:"; tail -20 "$log"; }
   [ -n "$csv" ] && echo "$signal,$allreduce,$trial,$rank,$seconds,$code,$named,$ok" >>"$csv"
 done
-echo "SIG$signal $allreduce: $passed of $trials trials ended within $limit_sec s naming the rank"
+echo "$signal $allreduce: $passed of $trials trials ended within $limit_sec s naming the rank"
 [ "$passed" -eq "$trials" ]
