@@ -43,14 +43,16 @@ built=$(date +%s)
 
 supp="$here/tests/sanitizers"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
-export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=4"
 [ "$mode" = thread ] && export OMP_NUM_THREADS=1
-# the binaries find the reports' sources by their own debug information; keep Open MPI from
-# warning about the sanitizers' preloads and memory hooks
-export OMPI_MCA_memory=^patcher
+# Open MPI: no malloc hooks of its own under the sanitizers', and its components stay loaded
+# at exit, so that a report's stack names the library (and the suppressions can match it)
+export OMPI_MCA_memory=^patcher OMPI_MCA_mca_base_component_disable_dlclose=1
+# Not run here: Cli.CompareGatesADeliberatelySlowedRun asserts that compare sees a run slowed by
+# a fixed number of milliseconds per step, which a sanitized build's slower steps hide.
 code=0
-ctest --test-dir "$build" --output-on-failure -j2 -R "$tests" -LE gpu || code=$?
+ctest --test-dir "$build" --output-on-failure -j2 -R "$tests" -E '^Cli\.CompareGatesADeliberatelySlowedRun$' -LE gpu || code=$?
 echo "check_sanitizers $mode$( ((subset)) && echo ' --subset'): build $((built - start)) s, tests $(($(date +%s) - built)) s, exit $code"
 exit $code
