@@ -40,6 +40,7 @@ check() {
       why="cannot create bridges here (ip link add type bridge: $err)"
     elif ip link del "$br" && ! err=$(ip netns exec "$ns" unshare --uts sh -c "hostname ${name}-probe" 2>&1); then
       why="cannot enter a network namespace with its own host name (ip netns exec + unshare --uts: ${err//$'\n'/; })"
+      [[ $err == *make-rslave* ]] && why+="; / is not a mount point here (a chroot? bind-mount its root onto itself)"
     fi
     ip netns del "$ns"  # takes its end of the veth pair, and so the pair, with it
   fi
