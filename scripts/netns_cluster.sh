@@ -10,7 +10,7 @@
 #   scripts/netns_cluster.sh run --hosts 2 [--ranks-per-host 1] [--rate 1gbit] [--delay 50us] -- CMD...
 #       brings the cluster up, runs `mpiexec ... CMD` across it, takes it down again
 #   scripts/netns_cluster.sh up --hosts 2 [--rate R] [--delay D]    (and `down`, `status`)
-#   scripts/netns_cluster.sh check     exit 0 if this machine allows namespaces, 77 (with why) if not
+#   scripts/netns_cluster.sh check     exit 0 if this machine can do what `run` does, 77 (with why) if not
 #   --name PREFIX (default cnb) and --subnet A.B.C (default 10.213.0) keep clusters apart.
 # Needs root (or CAP_NET_ADMIN + CAP_SYS_ADMIN), iproute2 and util-linux's unshare.
 set -euo pipefail
@@ -23,16 +23,26 @@ host_ns() { echo "${name}h$1"; }          # namespace of host i (1-based)
 host_ip() { echo "$subnet.$1"; }
 bridge() { echo "${name}br0"; }
 
-# Can this machine build the cluster? Prints the reason and exits 77 (ctest's skip code) if not.
+# Can this machine build the cluster? Tries, on a throw-away host, each step that `up` and `agent`
+# take: a network namespace, a veth pair into it, a bridge, and entering the namespace with its
+# own host name (`ip netns exec` makes / a slave mount, so it fails in a chroot whose / is not a
+# mount point; `unshare --uts`). Prints the reason and exits 77 (ctest's skip code) if one fails.
 check() {
-  local why=
+  local why= err ns="${name}p$$" br="${name}b$$"  # interface names: at most 15 characters
   if ! command -v ip >/dev/null; then why="iproute2 (ip) is not installed"
   elif ! command -v unshare >/dev/null; then why="unshare (util-linux) is not installed"
-  elif ! ip netns add "${name}probe$$" 2>/dev/null; then why="cannot create network namespaces here (needs root / CAP_SYS_ADMIN)"
+  elif ! command -v hostname >/dev/null; then why="hostname is not installed"
+  elif ! err=$(ip netns add "$ns" 2>&1); then why="cannot create network namespaces here (ip netns add: $err)"
   else
-    ip netns del "${name}probe$$"
-    if ! ip link add "${name}probe$$" type bridge 2>/dev/null; then why="cannot create bridges here (needs CAP_NET_ADMIN)"
-    else ip link del "${name}probe$$"; fi
+    if ! err=$(ip link add "${name}v$$" type veth peer name eth0 netns "$ns" 2>&1); then
+      why="cannot create veth pairs here (ip link add type veth: $err)"
+    elif ! err=$(ip link add "$br" type bridge 2>&1); then
+      why="cannot create bridges here (ip link add type bridge: $err)"
+    elif ip link del "$br" && ! err=$(ip netns exec "$ns" unshare --uts sh -c "hostname ${name}-probe" 2>&1); then
+      why="cannot enter a network namespace with its own host name (ip netns exec + unshare --uts: ${err//$'\n'/; })"
+      [[ $err == *make-rslave* ]] && why+="; / is not a mount point here (a chroot? bind-mount its root onto itself)"
+    fi
+    ip netns del "$ns"  # takes its end of the veth pair, and so the pair, with it
   fi
   if [ -n "$why" ]; then echo "netns_cluster: $why" >&2; exit 77; fi
 }
@@ -178,7 +188,7 @@ case $cmd in
   up) up ;;
   down) down ;;
   status) status ;;
-  check) check; echo "netns_cluster: namespaces, veth and bridges work here" ;;
+  check) check; echo "netns_cluster: namespaces, veth pairs, bridges and ip netns exec with its own host name work here" ;;
   agent) agent "${args[@]}" ;;
   *) die "usage: $0 run|up|down|status|check [--hosts N] [--ranks-per-host R] [--rate 1gbit] [--delay 50us] [-- CMD...]" ;;
 esac
