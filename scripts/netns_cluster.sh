@@ -150,7 +150,11 @@ run() {
              --mca plm_rsh_agent "$me agent --name $name --subnet $subnet"
              --mca plm_rsh_no_tree_spawn 1 --mca btl self,vader,tcp
              --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24"
-             --bind-to none -x CNNBENCH_GLOO_IFACE=eth0)
+             --bind-to none -x CNNBENCH_GLOO_IFACE=eth0
+             # Notice a host whose link is cut within about 4 s (Open MPI's default: 8 minutes). It
+             # must come before cnnbench's collective watchdog aborts the job: once mpiexec has
+             # sent the cut host's daemon its orders, TCP retransmits for many minutes instead.
+             --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
   [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
   [ "$ranks_per_host" -gt 1 ] && mpi+=(--oversubscribe)
   local rc=0

@@ -37,3 +37,36 @@ echo "ok: 4 MiB allreduce over a 200 Mbit/s link: busbw $busbw GB/s, $wrong wron
 [ "$wrong" = 0 ] || fail "wrong allreduce results across hosts"
 python3 -c "import sys; b = float(sys.argv[1]); sys.exit(0 if 0.005 < b < 0.026 else 1)" "$busbw" ||
   fail "busbw $busbw GB/s is not what a 200 Mbit/s link allows (0.005-0.026 GB/s)"
+
+# A host whose link is cut mid-run (its veth taken down): the job must end within the collective
+# timeout plus 5 s, naming the host that went away, with either data plane. Trials per backend:
+# CNNBENCH_LINK_CUT_TRIALS (2 here; the README's 10 of 10 come from 10).
+timeout_sec=6   # above the 4 s in which mpiexec notices the lost daemon (netns_cluster.sh)
+for backend in mpi gloo; do
+  for trial in $(seq 1 "${CNNBENCH_LINK_CUT_TRIALS:-2}"); do
+    log="$out/cut-$backend-$trial.log"
+    setsid "${cluster[0]}" run "${cluster[@]:1}" --hosts 2 -- "$bin" --model=resnet20 --batch_size=16 --num_batches=100000 \
+      --num_intra_threads=1 --display_every=1000 --allreduce=$backend --collective_timeout_sec=$timeout_sec \
+      --benchmark_log_dir="$out" > "$log" 2>&1 &
+    job=$!
+    for _ in $(seq 1 600); do grep -q "Done warm up" "$log" && break; sleep 0.1; done
+    sleep "0.$((RANDOM % 10))"
+    start=$(date +%s.%N)
+    ip link set cnbtv2 down
+    code=0
+    if ! timeout $((timeout_sec + 30)) tail --pid=$job -f /dev/null; then
+      kill -TERM -- "-$job" 2>/dev/null || true  # its trap takes the cluster down
+    fi
+    wait $job || code=$?
+    seconds=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+    # named by the watchdog of a rank on either side, or by mpiexec, which lost that host's daemon
+    if grep -q "rank [01] on host cnbt-host[12] did not arrive and does not answer" "$log"; then named="by the watchdog"
+    elif grep -q "ORTE has lost communication with a remote daemon" "$log"; then named="by mpiexec (daemon lost)"
+    else named=; fi
+    echo "link cut, $backend, trial $trial: the job ended after $seconds s, exit code $code, host named ${named:-nowhere}"
+    [ "$code" -ne 0 ] && [ -n "$named" ] || { tail -20 "$log"; fail "$backend: a cut link did not end the job naming the host"; }
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) + 5 else 1)" "$seconds" $timeout_sec ||
+      fail "$backend: a cut link took $seconds s to end the job (limit $((timeout_sec + 5)) s)"
+    ! pgrep -f "cnbt" >/dev/null || fail "$backend: processes of the cut job are left"
+  done
+done
