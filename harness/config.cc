@@ -1,7 +1,13 @@
 #include "harness/config.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <toml++/toml.h>
@@ -68,17 +74,30 @@ void positive(int64_t v) {
 void non_negative(double v) {
   if (v < 0) throw ConfigError("must not be negative");
 }
+// The upper ends keep every product and conversion further on (steps x global batch, MiB to
+// bytes, double to int64 or float) well inside its type; each flag's help names its range.
+void at_most(int64_t v, int64_t most) {
+  if (v > most) throw ConfigError("must be at most " + std::to_string(most) + ", not " + std::to_string(v));
+}
+void real_at_most(double v, double most) {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.15g", most);  // 16777216, not 1.67772e+07
+  if (v > most) throw ConfigError("must be at most " + std::string(limit) + ", not " + real_text(v));
+}
 
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = {
       TEXT_FLAG(model, , "model to run (see --list_models)"),
-      INT_FLAG(batch_size, if (c.batch_size < 0) throw ConfigError("must not be negative"),
-               "images per rank per step; 0 = the model's default"),
-      INT_FLAG(num_batches, positive(c.num_batches), "timed steps"),
-      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0"),
-               "untimed steps first; -1 = min(10, max(1, num_batches / 4))"),
-      REAL_FLAG(num_epochs, non_negative(c.num_epochs), "epochs of the data set to run; overrides num_batches"),
-      INT_FLAG(display_every, positive(c.display_every), "print a step line every N steps"),
+      INT_FLAG(batch_size, non_negative(c.batch_size); at_most(c.batch_size, max_batch_size),
+               "images per rank per step, at most 65536; 0 = the model's default"),
+      INT_FLAG(num_batches, positive(c.num_batches); at_most(c.num_batches, max_steps), "timed steps, at most 10000000"),
+      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0");
+               at_most(c.num_warmup_batches, max_steps),
+               "untimed steps first, at most 10000000; -1 = min(10, max(1, num_batches / 4))"),
+      REAL_FLAG(num_epochs, non_negative(c.num_epochs); real_at_most(c.num_epochs, max_epochs),
+                "epochs of the data set to run, at most 10000; overrides num_batches"),
+      INT_FLAG(display_every, positive(c.display_every); at_most(c.display_every, max_steps),
+               "print a step line every N steps"),
       TEXT_FLAG(data_name, if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
                 "data set: imagenet, cifar10, fashion_mnist (default: the model's)"),
       TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data"),
@@ -86,10 +105,11 @@ const std::vector<FlagSpec>& flag_specs() {
       BOOL_FLAG(print_training_accuracy, "add top-1/top-5 training accuracy to step lines"),
       TEXT_FLAG(optimizer, one_of(c.optimizer, {"sgd", "momentum"}, "cnnbench trains with SGD, with or without momentum"),
                 "sgd or momentum"),
-      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
-                "learning rate; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
-      REAL_FLAG(momentum, non_negative(c.momentum), "momentum (optimizer=momentum)"),
-      REAL_FLAG(weight_decay, non_negative(c.weight_decay), "L2 weight decay"),
+      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive");
+                real_at_most(c.init_learning_rate, max_learning_rate),
+                "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
+      REAL_FLAG(momentum, non_negative(c.momentum); real_at_most(c.momentum, 1), "momentum in [0, 1] (optimizer=momentum)"),
+      REAL_FLAG(weight_decay, non_negative(c.weight_decay); real_at_most(c.weight_decay, 1), "L2 weight decay in [0, 1]"),
       BOOL_FLAG(nesterov, "Nesterov momentum"),
       TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref", "cuda"}),
                 "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)"),
@@ -98,12 +118,13 @@ const std::vector<FlagSpec>& flag_specs() {
       INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
                    "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
                "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)"),
-      INT_FLAG(num_intra_threads, if (c.num_intra_threads < 0) throw ConfigError("must not be negative"),
-               "compute threads per rank; 0 = the CPUs the rank is bound to, or the host's shared among its ranks"),
+      INT_FLAG(num_intra_threads, non_negative(c.num_intra_threads); at_most(c.num_intra_threads, max_threads),
+               "compute threads per rank, at most 1024; 0 = the CPUs the rank is bound to, or the host's shared "
+               "among its ranks"),
       TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
       BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest (bf16 on CPUs)"),
-      REAL_FLAG(fp16_loss_scale, non_negative(c.fp16_loss_scale),
-                "loss scale (static; the initial scale with auto scaling, default 65536 then)"),
+      REAL_FLAG(fp16_loss_scale, non_negative(c.fp16_loss_scale); real_at_most(c.fp16_loss_scale, max_loss_scale),
+                "loss scale, at most 16777216 (2^24) (static; the initial scale with auto scaling, default 65536 then)"),
       BOOL_FLAG(fp16_enable_auto_loss_scale, "dynamic loss scaling: halve on inf/NaN and skip the step"),
       INT_FLAG(fp16_inc_loss_scale_every_n, positive(c.fp16_inc_loss_scale_every_n),
                "double the dynamic loss scale after this many good steps"),
@@ -115,10 +136,12 @@ const std::vector<FlagSpec>& flag_specs() {
                 "horovod (averaged gradients by allreduce), replicated, independent"),
       TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}),
                 "allreduce backend: mpi or gloo (host memory), nccl (GPU memory, --device=gpu)"),
-      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive"),
-                "nccl: end the job when a collective has not finished after this many seconds"),
-      REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb),
-                "gradient bucket size in MiB; 0 = one allreduce per tensor"),
+      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive");
+                real_at_most(c.collective_timeout_sec, max_timeout_sec),
+                "nccl: end the job when a collective has not finished after this many seconds (at most 86400)"),
+      REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
+                real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
+                "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
                 "gradient type on the wire: none (fp32), fp16, bf16"),
       TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it"),
@@ -129,17 +152,21 @@ const std::vector<FlagSpec>& flag_specs() {
                 "largest message of the allreduce microbenchmark in MiB (default 256; less on slow links)"),
       INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"), "seed for weights and synthetic data"),
       TEXT_FLAG(piecewise_learning_rate_schedule, , "rate;epoch;rate;...: e.g. 0.1;82;0.01;123;0.001"),
-      REAL_FLAG(num_learning_rate_warmup_epochs, non_negative(c.num_learning_rate_warmup_epochs),
-                "linear warm-up of the learning rate over these epochs"),
+      REAL_FLAG(num_learning_rate_warmup_epochs, non_negative(c.num_learning_rate_warmup_epochs);
+                real_at_most(c.num_learning_rate_warmup_epochs, max_epochs),
+                "linear warm-up of the learning rate over these epochs (at most 10000)"),
       BOOL_FLAG(cosine_learning_rate, "cosine decay of the learning rate to zero over the run"),
-      INT_FLAG(learning_rate_base_batch, if (c.learning_rate_base_batch < 0) throw ConfigError("must not be negative"),
-               "scale the learning rate by global batch / this (0: no scaling)"),
-      REAL_FLAG(eval_during_training_every_n_epochs, non_negative(c.eval_during_training_every_n_epochs),
-                "evaluate on the test set every N epochs (0: at the end only)"),
+      INT_FLAG(learning_rate_base_batch, non_negative(c.learning_rate_base_batch);
+               at_most(c.learning_rate_base_batch, max_global_batch),
+               "scale the learning rate by global batch / this, at most 16777216 (0: no scaling)"),
+      REAL_FLAG(eval_during_training_every_n_epochs, non_negative(c.eval_during_training_every_n_epochs);
+                real_at_most(c.eval_during_training_every_n_epochs, max_epochs),
+                "evaluate on the test set every N epochs, at most 10000 (0: at the end only)"),
       REAL_FLAG(stop_at_top_1_accuracy,
                 if (c.stop_at_top_1_accuracy < 0 || c.stop_at_top_1_accuracy > 1) throw ConfigError("must be in [0, 1]"),
                 "stop training once test top-1 accuracy reaches this"),
-      INT_FLAG(num_data_workers, positive(c.num_data_workers), "input pipeline threads per rank"),
+      INT_FLAG(num_data_workers, positive(c.num_data_workers); at_most(c.num_data_workers, max_data_workers),
+               "input pipeline threads per rank, at most 64 (each keeps batches in flight)"),
       BOOL_FLAG(resume, "continue from the newest valid checkpoint in train_dir"),
       TEXT_FLAG(train_dir, , "folder for checkpoints (one per epoch, real data)"),
       TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),

@@ -132,8 +132,14 @@ void run_convergence(const Config& config, Communicator& comm) {
   Plan& plan = *setup.plan;
 
   DataSplits data;
+  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
+  LrSchedule schedule;
   std::string error;
   try {
+    // a bad --piecewise_learning_rate_schedule is refused here, with the other set-up errors
+    schedule = make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
+                                config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
+                                settings.global_batch, config.learning_rate_base_batch);
     const Shape& in = setup.graph.input().out;
     data = load_data(settings.dataset, config.data_dir, in.h);
     if (data.channels != in.c || data.height != in.h || data.width != in.w)
@@ -166,12 +172,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
 
-  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
   const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
-  const LrSchedule schedule =
-      make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
-                       config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
-                       settings.global_batch, config.learning_rate_base_batch);
   InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
                             static_cast<int>(config.num_data_workers));
   InputPipeline test_input(*data.test, settings.batch_size, comm.rank(), comm.size(), config.seed, false,

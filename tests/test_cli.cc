@@ -118,6 +118,22 @@ TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));  // nothing written
 }
 
+// Found by hand: this ended in a segmentation fault (exit 139) inside libgomp after "Generating
+// training model". Out-of-range numbers are one line and exit 2 before anything runs or is written.
+TEST(Cli, OutOfRangeNumbersAreOneLineAndExit2) {
+  const std::string dir = fresh_dir("cli_ranges");
+  const CliRun r = run_cnnbench("--model=resnet20 --num_intra_threads=100000 --num_batches=1", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "cnnbench: --num_intra_threads: must be at most 1024, not 100000\n");
+  for (const char* args : {"--model=resnet20 --num_batches=9223372036854775807", "--num_epochs=1e300",
+                           "--fusion_threshold_mb=1e300", "--batch_size=1000000", "--num_data_workers=100000"}) {
+    const CliRun bad = run_cnnbench(args, dir);
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.output;
+    EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << args << ": " << bad.output;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // nothing written
+}
+
 // --device=gpu trains where a GPU is visible; elsewhere (CPU-only builds and machines without a
 // GPU alike) it is one clear line and exit 2, with nothing written.
 TEST(Cli, GpuRunOrOneClearLineWithoutAGpu) {

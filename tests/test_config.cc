@@ -1,4 +1,5 @@
 // Flags and TOML config: both flag forms, booleans, overrides, and one clear error per mistake.
+#include <climits>
 #include <fstream>
 
 #include "harness/config.h"
@@ -94,6 +95,81 @@ TEST(Config, ShippedPresetsParse) {
     const std::string path = std::string(CNNBENCH_SOURCE_DIR) + "/configs/" + preset;
     EXPECT_NO_THROW(parse({"--config=" + path})) << path;
   }
+}
+
+// Every numeric flag has a range (named in its --help); past either end is one ConfigError line.
+// The upper ends were found by hand: --num_intra_threads=100000 crashed libgomp (exit 139),
+// --num_batches=2^63-1 ended in vector::reserve, --num_epochs=1e300 and --fusion_threshold_mb=1e300
+// converted out of range (undefined) and ran.
+TEST(Config, NumericFlagsOutOfRangeAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--num_intra_threads=100000", "--num_intra_threads: must be at most 1024, not 100000"},
+      {"--num_intra_threads=-1", "--num_intra_threads: must not be negative"},
+      {"--batch_size=65537", "--batch_size: must be at most 65536, not 65537"},
+      {"--batch_size=9223372036854775807", "--batch_size: must be at most 65536, not 9223372036854775807"},
+      {"--batch_size=9223372036854775808", "--batch_size: '9223372036854775808' is not an integer"},
+      {"--num_batches=10000001", "--num_batches: must be at most 10000000, not 10000001"},
+      {"--num_warmup_batches=9223372036854775806", "--num_warmup_batches: must be at most 10000000, not 9223372036854775806"},
+      {"--num_warmup_batches=-2", "--num_warmup_batches: must be >= 0"},
+      {"--display_every=10000001", "--display_every: must be at most 10000000, not 10000001"},
+      {"--num_epochs=1e300", "--num_epochs: must be at most 10000, not 1e+300"},
+      {"--num_epochs=-1", "--num_epochs: must not be negative"},
+      {"--init_learning_rate=1e300", "--init_learning_rate: must be at most 1000, not 1e+300"},
+      {"--init_learning_rate=inf", "--init_learning_rate: 'inf' is not a number"},
+      {"--init_learning_rate=1e400", "--init_learning_rate: '1e400' is not a number"},
+      {"--init_learning_rate=-nan", "--init_learning_rate: '-nan' is not a number"},
+      {"--momentum=1.5", "--momentum: must be at most 1, not 1.5"},
+      {"--weight_decay=2", "--weight_decay: must be at most 1, not 2"},
+      {"--fp16_loss_scale=1e300", "--fp16_loss_scale: must be at most 16777216, not 1e+300"},
+      {"--fusion_threshold_mb=1e300", "--fusion_threshold_mb: must be at most 4096, not 1e+300"},
+      {"--fusion_threshold_mb=-0.5", "--fusion_threshold_mb: must not be negative"},
+      {"--allreduce_max_mb=2048", "--allreduce_max_mb: must be in [0.004, 1024]"},
+      {"--collective_timeout_sec=1e300", "--collective_timeout_sec: must be at most 86400, not 1e+300"},
+      {"--num_learning_rate_warmup_epochs=10001", "--num_learning_rate_warmup_epochs: must be at most 10000, not 10001"},
+      {"--eval_during_training_every_n_epochs=1e9", "--eval_during_training_every_n_epochs: must be at most 10000, not 1e+09"},
+      {"--learning_rate_base_batch=16777217", "--learning_rate_base_batch: must be at most 16777216, not 16777217"},
+      {"--num_data_workers=65", "--num_data_workers: must be at most 64, not 65"},
+      {"--seed=-1", "--seed: must not be negative"},
+      {"--stop_at_top_1_accuracy=1.5", "--stop_at_top_1_accuracy: must be in [0, 1]"},
+  };
+  for (const auto& [flag, message] : refused) EXPECT_EQ(error_of({flag}), message) << flag;
+  // the ends themselves are fine
+  for (const char* flag : {"--num_intra_threads=1024", "--batch_size=65536", "--num_batches=10000000",
+                           "--num_epochs=10000", "--init_learning_rate=1000", "--momentum=1", "--fp16_loss_scale=16777216",
+                           "--fusion_threshold_mb=4096", "--collective_timeout_sec=86400", "--num_data_workers=64",
+                           "--seed=9223372036854775807"})
+    EXPECT_EQ(error_of({flag}), "") << flag;
+  // and a TOML file gets the same ranges, nan and inf included
+  const std::string path = ::testing::TempDir() + "/cnnbench_ranges.toml";
+  for (const char* value : {"nan", "inf", "-inf", "1e300"}) {
+    std::ofstream(path) << "init_learning_rate = " << value << "\n";
+    EXPECT_EQ(error_of({"--config=" + path}).rfind(path + ": key 'init_learning_rate': ", 0), 0u) << value;
+  }
+  std::ofstream(path) << "num_intra_threads = 100000\n";
+  EXPECT_EQ(error_of({"--config=" + path}), path + ": key 'num_intra_threads': must be at most 1024, not 100000");
+}
+
+TEST(Config, HelpNamesEachRange) {
+  const std::string help = usage();
+  for (const char* range : {"at most 1024", "at most 65536", "at most 10000000", "at most 64", "in [0, 1]",
+                            "at most 4096", "at most 16777216 (2^24)"})
+    EXPECT_NE(help.find(range), std::string::npos) << range;
+}
+
+// The ranks x batch product is checked where the rank count is known, before it is formed.
+TEST(Config, GlobalBatchAndEpochStepsAreBounded) {
+  Config c = parse({"--model=resnet20", "--batch_size=65536"});
+  EXPECT_EQ(resolve_settings(c, 256, 1).global_batch, 16777216);
+  std::string m = testing::error_of([&] { resolve_settings(c, 257, 1); });
+  EXPECT_EQ(m, "--batch_size: 65536 per rank x 257 ranks is more than the 16777216 images a step may have");
+  c = parse({"--model=resnet20", "--batch_size=1"});
+  EXPECT_NE(testing::error_of([&] { resolve_settings(c, INT_MAX, 1); }).find("x 2147483647 ranks"), std::string::npos);
+  // epochs become steps: ImageNet's 1281167 images x 10000 epochs at batch 1 is 1.3e10 steps
+  c = parse({"--model=resnet50", "--batch_size=1", "--num_epochs=10000"});
+  m = testing::error_of([&] { resolve_settings(c, 1, 1); });
+  EXPECT_EQ(m, "--num_epochs: 12811670000 steps of 1 images, more than the 10000000 a run may have");
+  c = parse({"--model=resnet50", "--batch_size=64", "--num_epochs=90"});
+  EXPECT_EQ(resolve_settings(c, 8, 1).timed_steps, 225206);  // ceil(90 x 1281167 / 512)
 }
 
 TEST(Config, SettingsResolveDefaultsAndRefuseMismatches) {
