@@ -13,6 +13,27 @@
 #include <toml++/toml.h>
 
 namespace cnnbench {
+
+std::string printable(const std::string& text, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < most; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > most) out += "...";
+  return out;
+}
+
 namespace {
 
 enum class Kind { integer, real, boolean, text };
@@ -28,7 +49,7 @@ struct FlagSpec {
 int64_t to_int(const std::string& v) {
   int64_t out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + v + "' is not an integer");
+  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + printable(v) + "' is not an integer");
   return out;
 }
 
@@ -36,7 +57,7 @@ int64_t to_int(const std::string& v) {
 bool to_bool(const std::string& v) {
   if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "False" || v == "0" || v == "no") return false;
-  throw ConfigError("'" + v + "' is not true or false");
+  throw ConfigError("'" + printable(v) + "' is not true or false");
 }
 
 std::string real_text(double v) {
@@ -51,7 +72,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
     if (v == a) return;
     list += (list.empty() ? "" : ", ") + std::string(a);
   }
-  throw ConfigError("'" + v + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
+  throw ConfigError("'" + printable(v) + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
 }
 
 #define INT_FLAG(field, check, help)                                                              \
@@ -186,6 +207,71 @@ const FlagSpec* find_flag(const std::string& name) {
   return nullptr;
 }
 
+// toml++ 3.3 (Debian 12's) reaches __builtin_unreachable(), undefined behaviour, when it asks
+// whether some non-ASCII characters are whitespace (marzer/tomlplusplus#190, fixed upstream
+// later): the code points its table puts in blocks 0, 11 and 63 other than the three spaces
+// there. It asks outside strings, in quoted keys and in multi-line strings, never in comments or
+// in a one-line string value; elsewhere such a character is refused before the parser sees it.
+bool toml_misreads(uint32_t c) {
+  if (c <= 0xA0 || c >= 0xFEFF || c == 0x3000) return false;
+  const uint32_t block = (c - 0xA0) / 0x3FA;
+  return block == 0 || block == 11 || block == 63;
+}
+
+void refuse_what_toml_misreads(const std::string& text, const std::string& path) {
+  enum class In { code, comment, string, multi_line_string } in = In::code;
+  char quote = 0;             // the string's delimiter
+  bool value_string = false;  // a one-line string right after '='
+  char last = 0;              // the last non-blank character of code on this line
+  int line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {  // one UTF-8 sequence; toml++ itself refuses malformed ones
+      const int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+      uint32_t code = c & (0x3F >> extra);
+      for (int k = 0; k < extra && i + 1 < text.size(); ++k) code = (code << 6) | (text[++i] & 0x3F);
+      const bool safe = in == In::comment || (in == In::string && value_string);
+      if (toml_misreads(code) && !safe) {
+        char name[16];
+        std::snprintf(name, sizeof(name), "U+%04X", static_cast<unsigned>(code));
+        throw ConfigError(path + ":" + std::to_string(line) + ": character " + name +
+                          " is read only in a comment or a quoted value (toml++ 3.3 misreads it elsewhere)");
+      }
+      if (in == In::code) last = 'x';
+      continue;
+    }
+    const bool triple = i + 2 < text.size() && text[i + 1] == static_cast<char>(c) && text[i + 2] == static_cast<char>(c);
+    if (c == '\n') {
+      ++line;
+      if (in != In::multi_line_string) in = In::code;
+      last = 0;
+    } else if (in == In::comment) {
+    } else if (in == In::string || in == In::multi_line_string) {
+      if (c == '\\' && quote == '"') {
+        ++i;  // the escaped character (a newline after it ends no string)
+        if (i < text.size() && text[i] == '\n') ++line;
+      } else if (c == static_cast<unsigned char>(quote) && (in == In::string || triple)) {
+        if (in == In::multi_line_string) i += 2;
+        in = In::code;
+        last = quote;
+      }
+    } else if (c == '#') {
+      in = In::comment;
+    } else if (c == '"' || c == '\'') {
+      quote = static_cast<char>(c);
+      if (triple) {
+        in = In::multi_line_string;
+        i += 2;
+      } else {
+        in = In::string;
+        value_string = last == '=';
+      }
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      last = static_cast<char>(c);
+    }
+  }
+}
+
 }  // namespace
 
 double parse_real(const std::string& v) {
@@ -196,13 +282,13 @@ double parse_real(const std::string& v) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + v + "' is not a number");
+  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + printable(v) + "' is not a number");
   return out;
 }
 
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
   const FlagSpec* spec = find_flag(name);
-  if (!spec) throw ConfigError(source + ": unknown flag '" + name + "' (see --help)");
+  if (!spec) throw ConfigError(printable(source) + ": unknown flag '" + printable(name) + "' (see --help)");
   try {
     spec->set(config, value);
   } catch (const ConfigError& e) {
@@ -211,20 +297,38 @@ void apply_flag(Config& config, const std::string& name, const std::string& valu
 }
 
 void apply_config_file(const std::string& path, Config& config) {
+  const std::string where = printable(path, 4096);  // in errors
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(where + ": is a folder, not a TOML file");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(where + ": cannot read" + (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+  // at most 1 MiB: a config is a page of keys, and /dev/zero or a pipe that never ends is not one
+  constexpr size_t most = 1 << 20;
+  std::string text(most + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > most) throw ConfigError(where + ": larger than 1 MiB, not a cnnbench config");
+  apply_config_text(text, path, config);
+}
+
+void apply_config_text(const std::string& text, const std::string& path_as_given, Config& config) {
+  const std::string path = printable(path_as_given, 4096);  // in errors
+  refuse_what_toml_misreads(text, path);
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(text, path_as_given);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + std::string(e.description()));
+    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + printable(std::string(e.description()), 300));
   } catch (const std::exception& e) {
-    throw ConfigError(path + ": " + e.what());
+    throw ConfigError(path + ": " + printable(e.what(), 300));
   }
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
-    const std::string source = path + ": key '" + name + "'";
+    const std::string source = path + ": key '" + printable(name) + "'";
     const FlagSpec* spec = find_flag(name);
-    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + name + "'");
+    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + printable(name) + "'");
     std::string value;
     if (auto v = node.value_exact<int64_t>(); v && (spec->kind == Kind::integer || spec->kind == Kind::real))
       value = std::to_string(*v);
@@ -248,7 +352,7 @@ Config parse_command_line(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0 || arg.size() == 2)
-      throw ConfigError("unexpected argument '" + arg + "' (flags look like --name=value)");
+      throw ConfigError("unexpected argument '" + printable(arg) + "' (flags look like --name=value)");
     arg = arg.substr(2);
     const size_t eq = arg.find('=');
     Item item;
@@ -260,7 +364,7 @@ Config parse_command_line(int argc, const char* const* argv) {
       const bool is_bool = spec && spec->kind == Kind::boolean;
       const bool next_is_value = i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0;
       if (item.name == "config" || (!is_bool && spec)) {
-        if (!next_is_value) throw ConfigError("flag --" + item.name + " needs a value");
+        if (!next_is_value) throw ConfigError("flag --" + printable(item.name) + " needs a value");
         item.value = argv[++i];
       } else if (is_bool && next_is_value &&
                  (std::string(argv[i + 1]) == "true" || std::string(argv[i + 1]) == "false" ||

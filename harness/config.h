@@ -97,8 +97,14 @@ Config parse_command_line(int argc, const char* const* argv);
 void resolve_device(Config& config);
 // Applies one TOML file's keys (the flag names) to `config`.
 void apply_config_file(const std::string& path, Config& config);
+// The same for a TOML document already read; `path` names it in errors.
+void apply_config_text(const std::string& text, const std::string& path, Config& config);
 // Applies one flag value, validated, as if given as --name=value.
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
+
+// `text` as an error line may show it: control characters as \n, \t or \xNN (a value must not
+// break the one-line message or the terminal), at most `most` characters (then "...").
+std::string printable(const std::string& text, size_t most = 100);
 
 // A whole string as a finite number; throws ConfigError("'v' is not a number") otherwise.
 double parse_real(const std::string& value);

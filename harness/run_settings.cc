@@ -18,7 +18,7 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (!model) {
     std::string known;
     for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
-    throw ConfigError("--model: unknown model '" + config.model + "' (known: " + known + ")");
+    throw ConfigError("--model: unknown model '" + printable(config.model) + "' (known: " + known + ")");
   }
   s.model = *model;
   s.dataset = config.data_name.empty() ? model->dataset : config.data_name;

@@ -68,6 +68,51 @@ TEST(Config, TomlFileThenFlagsOverride) {
   EXPECT_NE(error_of({"--config=/nonexistent/x.toml"}).find("/nonexistent/x.toml"), std::string::npos);
 }
 
+// Found by fuzz_flags and fuzz_config_toml: a value, flag or file name with a newline in it made
+// the error two lines; now control characters show as escapes and long values are cut.
+TEST(Config, ErrorsStayOneLine) {
+  EXPECT_EQ(error_of({"--batch_size=1\n2"}), "--batch_size: '1\\n2' is not an integer");
+  EXPECT_EQ(error_of({"l--dome\x14\n"}), "unexpected argument 'l--dome\\x14\\n' (flags look like --name=value)");
+  EXPECT_EQ(error_of({"--bogus\t=1"}), "--bogus\\t: unknown flag 'bogus\\t' (see --help)");
+  EXPECT_EQ(error_of({"--batch_size=" + std::string(300, '7')}),
+            "--batch_size: '" + std::string(100, '7') + "...' is not an integer");
+  const Config c = parse({"--model=\n_llmac"});
+  EXPECT_EQ(testing::error_of([&] { resolve_settings(c, 1, 1); }).rfind("--model: unknown model '\\n_llmac' (known: ", 0), 0u);
+  EXPECT_EQ(error_of({"--config", ".\n\n"}), ".\\n\\n: cannot read (No such file or directory)");
+  EXPECT_EQ(printable(std::string(150, 'a')), std::string(100, 'a') + "...");
+  EXPECT_EQ(printable("caf\xc3\xa9 \x7f\r"), "caf\xc3\xa9 \\x7f\\x0d");  // UTF-8 kept
+}
+
+TEST(Config, ConfigFileThatIsNoFile) {
+  EXPECT_EQ(error_of({"--config=" + ::testing::TempDir()}), ::testing::TempDir() + ": is a folder, not a TOML file");
+  const std::string big = ::testing::TempDir() + "/cnnbench_big.toml";
+  std::ofstream(big) << "# " << std::string(1 << 20, 'x') << "\n";
+  EXPECT_EQ(error_of({"--config=" + big}), big + ": larger than 1 MiB, not a cnnbench config");
+  EXPECT_EQ(error_of({"--config=/dev/zero"}), "/dev/zero: larger than 1 MiB, not a cnnbench config");
+}
+
+// toml++ 3.3 (Debian 12) reaches undefined behaviour asking whether some non-ASCII characters
+// are whitespace (fuzz_config_toml's first report: UBSan "unreachable" in
+// is_non_ascii_horizontal_whitespace). Those characters are refused where it would ask, and
+// read where it never does: comments and one-line string values.
+TEST(Config, TomlCharactersTomlPlusPlusMisreadsAreRefusedOnlyWhereItWould) {
+  const std::string path = ::testing::TempDir() + "/cnnbench_unicode.toml";
+  auto error_of_toml = [&](const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+    return error_of({"--config=" + path});
+  };
+  EXPECT_EQ(error_of_toml("batch_size = 1\xc2\xa1\n"),  // U+00A1 right after a value
+            path + ":1: character U+00A1 is read only in a comment or a quoted value (toml++ 3.3 misreads it elsewhere)");
+  EXPECT_NE(error_of_toml("model = \"\"\"a\\\n\xc2\xa7\"\"\"\n").find(":2: character U+00A7"), std::string::npos);  // #190
+  EXPECT_NE(error_of_toml("\"caf\xc3\xa9\" = 1\n").find(":1: character U+00E9"), std::string::npos);  // a quoted key
+  EXPECT_NE(error_of_toml("model = 'x'\n[\xe3\x80\x81]\n").find(":2: character U+3001"), std::string::npos);
+  EXPECT_EQ(error_of_toml("# caf\xc3\xa9 \xc2\xa1 \xef\xbb\xb7\nmodel = \"resnet20\" # \xc2\xa7\n"), "");
+  EXPECT_EQ(error_of_toml("data_dir = \"/data/caf\xc3\xa9 \xe3\x81\x82\"\nmodel = 'r\xc3\xa9'\n"), "");
+  std::ofstream(path) << "data_dir = \"/data/caf\xc3\xa9\"\n";
+  EXPECT_EQ(parse({"--config=" + path}).data_dir, "/data/caf\xc3\xa9");
+  EXPECT_EQ(error_of_toml("\xef\xbb\xbfmodel = \"resnet20\"\n"), "");  // a byte-order mark
+}
+
 TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
   Config c = parse({"--device=gpu"});
   EXPECT_EQ(c.backend, "cuda");
