@@ -287,7 +287,8 @@ void run_convergence(const Config& config, Communicator& comm) {
                         {"epochs", nlohmann::json::array()}};
   for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
   for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
-  write_file_atomically(json_path, doc.dump(1) + "\n");
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);

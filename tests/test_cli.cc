@@ -234,6 +234,19 @@ std::string slurp_file(const std::string& path) {
   return s.str();
 }
 
+// A path that is not UTF-8 (a Latin-1 file name) is a valid path: the run writes its results,
+// the name in the JSON with U+FFFD, instead of ending in nlohmann's type_error 316 (exit 1).
+TEST(Cli, ResultsWithANameThatIsNotUtf8AreWritten) {
+  const std::string dir = fresh_dir("cli_latin1");
+  const CliRun r = run_cnnbench("--model=small_cnn --batch_size=2 --num_batches=1 --num_warmup_batches=0 "
+                                "--result_json=\"$(printf 'r\\351sultat.json')\"",
+                                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r\xe9sultat.json"));
+  EXPECT_EQ(doc["schema"], "cnnbench.result/1");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/cnnbench_results/results.csv"));
+}
+
 // CI's convergence check: 2 ranks train small_cnn on the real Fashion-MNIST (Debian's
 // dataset-fashion-mnist) for 3 epochs; only real learning gets past 88% test top-1.
 TEST(CliMpi, FashionMnistTwoRanksLearns) {
