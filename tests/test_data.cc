@@ -267,6 +267,25 @@ TEST(JpegFolder, ScansClassesDecodesAndCrops) {
             std::string::npos);
 }
 
+// A few hundred bytes can announce 65500 x 65500 pixels: found by hand after fuzz_jpeg (which
+// cannot see inside the uninstrumented libjpeg) ran clean; a progressive one took 25 s to fail.
+TEST(JpegFolder, HugeImageIsRefusedBeforeDecoding) {
+  const std::string dir = fresh_dir("jpeg_huge");
+  const std::string path = dir + "/huge.JPEG";
+  testing::write_jpeg(path, 16, 16, 1);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t sof = bytes.find("\xff\xc0");  // baseline start of frame: length, precision, height, width
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t at : {sof + 5, sof + 7}) bytes.replace(at, 2, "\xff\xdc");  // 65500
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_EQ(error_of([&] { decode_jpeg(path, 224); }),
+            path + ": corrupt or unsupported JPEG: 65500x65500 is more than the 64 megapixels cnnbench decodes");
+}
+
 TEST(JpegFolder, CorruptFileIsNamedThroughThePipeline) {
   const std::string root = fresh_dir("jpeg_bad");
   testing::write_jpeg_folders(root, 2, 2);
