@@ -189,7 +189,8 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
                        wire_type_name(wire), comm.size(), stamp, getpid());
   }
   make_folders(config.benchmark_log_dir);
-  write_file_atomically(path, doc.dump(1) + "\n");
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const std::vector<std::string> header = {"time_utc", "backend", "ranks", "hosts", "type",
                                            "bytes", "time_sec", "algbw_gbps", "busbw_gbps", "wrong"};
   for (const SizeResult& r : sizes)

@@ -1,5 +1,7 @@
 #include "harness/checkpoint.h"
 
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,8 @@ uint64_t fnv1a(const char* data, size_t n, uint64_t h = 1469598103934665603ull) 
 }
 
 void append(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+
+[[noreturn]] void bad(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
 
 }  // namespace
 
@@ -55,7 +59,7 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   std::ostringstream s;
   s << in.rdbuf();
   const std::string bytes = s.str();
-  auto fail = [&](const std::string& why) -> CheckpointInfo { throw std::runtime_error(path + ": " + why); };
+  auto fail = [&](const std::string& why) -> CheckpointInfo { bad(path, why); };
   if (bytes.size() < sizeof(kMagic) + 16 || bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) != 0)
     return fail("not a cnnbench checkpoint");
   uint64_t sum;
@@ -64,11 +68,34 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   uint64_t length;
   std::memcpy(&length, bytes.data() + sizeof(kMagic), sizeof(length));
   const size_t header_at = sizeof(kMagic) + sizeof(length);
-  if (header_at + length > bytes.size()) return fail("header runs past the end");
-  const auto header = nlohmann::json::parse(bytes.substr(header_at, length));
-  if (header.at("model") != model) return fail("holds model " + header.at("model").get<std::string>() + ", not " + model);
+  // compared with what is left, not added to header_at: a huge length must not wrap around
+  if (length > bytes.size() - header_at - sizeof(sum)) return fail("header runs past the end");
+  // A checksum only proves the file is as written: the header is still checked field by field,
+  // each a JSON value of the type the writer gives it.
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(header_at, length));
+  } catch (const nlohmann::json::exception&) {
+    return fail("header is not JSON");
+  }
+  if (!header.is_object()) return fail("header is not a JSON object");
+  auto field = [&](const char* name) -> const nlohmann::json& {
+    const auto it = header.find(name);
+    if (it == header.end()) bad(path, std::string("header has no ") + name);
+    return *it;
+  };
+  auto count = [&](const char* name) -> uint64_t {  // a whole number >= 0
+    const nlohmann::json& v = field(name);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      bad(path, std::string("header's ") + name + " is not a whole number >= 0");
+    return v.get<uint64_t>();
+  };
+  if (!field("model").is_string()) return fail("header's model is not a name");
+  if (field("model") != model) return fail("holds model " + field("model").dump() + ", not " + model);  // quoted
   const size_t params = plan.parameters().size(), buffers = plan.buffers().size();
-  if (header.at("parameters") != params || header.at("buffers") != buffers) return fail("sizes differ from this model's");
+  if (count("parameters") != params || count("buffers") != buffers) return fail("sizes differ from this model's");
+  const uint64_t epochs_done = count("epochs_done"), steps_done = count("steps_done"), seed = count("seed");
+  if (epochs_done > INT64_MAX || steps_done > INT64_MAX) return fail("epoch or step count out of range");
   const size_t payload = (2 * params + buffers) * sizeof(float);
   if (header_at + length + payload + sizeof(sum) != bytes.size()) return fail("payload size is wrong");
   const char* p = bytes.data() + header_at + length;
@@ -78,9 +105,9 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   plan.upload_state();
   CheckpointInfo info;
   info.model = model;
-  info.epochs_done = header.at("epochs_done");
-  info.steps_done = header.at("steps_done");
-  info.seed = header.at("seed");
+  info.epochs_done = static_cast<int64_t>(epochs_done);
+  info.steps_done = static_cast<int64_t>(steps_done);
+  info.seed = seed;
   info.path = path;
   return info;
 }

@@ -301,7 +301,8 @@ int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err) 
     return refuse(e.what());
   }
   if (options.json)
-    fmt::print(out, "{}\n", report_json(report).dump(1));
+    // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+    fmt::print(out, "{}\n", report_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
   else
     std::fputs(format_report(report).c_str(), out);
   std::fflush(out);

@@ -1,12 +1,39 @@
 #include "harness/config.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <toml++/toml.h>
 
 namespace cnnbench {
+
+std::string printable(const std::string& text, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < most; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > most) out += "...";
+  return out;
+}
+
 namespace {
 
 enum class Kind { integer, real, boolean, text };
@@ -22,7 +49,7 @@ struct FlagSpec {
 int64_t to_int(const std::string& v) {
   int64_t out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + v + "' is not an integer");
+  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + printable(v) + "' is not an integer");
   return out;
 }
 
@@ -30,7 +57,7 @@ int64_t to_int(const std::string& v) {
 bool to_bool(const std::string& v) {
   if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "False" || v == "0" || v == "no") return false;
-  throw ConfigError("'" + v + "' is not true or false");
+  throw ConfigError("'" + printable(v) + "' is not true or false");
 }
 
 std::string real_text(double v) {
@@ -45,7 +72,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
     if (v == a) return;
     list += (list.empty() ? "" : ", ") + std::string(a);
   }
-  throw ConfigError("'" + v + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
+  throw ConfigError("'" + printable(v) + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
 }
 
 #define INT_FLAG(field, check, help)                                                              \
@@ -68,17 +95,30 @@ void positive(int64_t v) {
 void non_negative(double v) {
   if (v < 0) throw ConfigError("must not be negative");
 }
+// The upper ends keep every product and conversion further on (steps x global batch, MiB to
+// bytes, double to int64 or float) well inside its type; each flag's help names its range.
+void at_most(int64_t v, int64_t most) {
+  if (v > most) throw ConfigError("must be at most " + std::to_string(most) + ", not " + std::to_string(v));
+}
+void real_at_most(double v, double most) {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.15g", most);  // 16777216, not 1.67772e+07
+  if (v > most) throw ConfigError("must be at most " + std::string(limit) + ", not " + real_text(v));
+}
 
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = {
       TEXT_FLAG(model, , "model to run (see --list_models)"),
-      INT_FLAG(batch_size, if (c.batch_size < 0) throw ConfigError("must not be negative"),
-               "images per rank per step; 0 = the model's default"),
-      INT_FLAG(num_batches, positive(c.num_batches), "timed steps"),
-      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0"),
-               "untimed steps first; -1 = min(10, max(1, num_batches / 4))"),
-      REAL_FLAG(num_epochs, non_negative(c.num_epochs), "epochs of the data set to run; overrides num_batches"),
-      INT_FLAG(display_every, positive(c.display_every), "print a step line every N steps"),
+      INT_FLAG(batch_size, non_negative(c.batch_size); at_most(c.batch_size, max_batch_size),
+               "images per rank per step, at most 65536; 0 = the model's default"),
+      INT_FLAG(num_batches, positive(c.num_batches); at_most(c.num_batches, max_steps), "timed steps, at most 10000000"),
+      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0");
+               at_most(c.num_warmup_batches, max_steps),
+               "untimed steps first, at most 10000000; -1 = min(10, max(1, num_batches / 4))"),
+      REAL_FLAG(num_epochs, non_negative(c.num_epochs); real_at_most(c.num_epochs, max_epochs),
+                "epochs of the data set to run, at most 10000; overrides num_batches"),
+      INT_FLAG(display_every, positive(c.display_every); at_most(c.display_every, max_steps),
+               "print a step line every N steps"),
       TEXT_FLAG(data_name, if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
                 "data set: imagenet, cifar10, fashion_mnist (default: the model's)"),
       TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data"),
@@ -86,10 +126,11 @@ const std::vector<FlagSpec>& flag_specs() {
       BOOL_FLAG(print_training_accuracy, "add top-1/top-5 training accuracy to step lines"),
       TEXT_FLAG(optimizer, one_of(c.optimizer, {"sgd", "momentum"}, "cnnbench trains with SGD, with or without momentum"),
                 "sgd or momentum"),
-      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
-                "learning rate; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
-      REAL_FLAG(momentum, non_negative(c.momentum), "momentum (optimizer=momentum)"),
-      REAL_FLAG(weight_decay, non_negative(c.weight_decay), "L2 weight decay"),
+      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive");
+                real_at_most(c.init_learning_rate, max_learning_rate),
+                "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
+      REAL_FLAG(momentum, non_negative(c.momentum); real_at_most(c.momentum, 1), "momentum in [0, 1] (optimizer=momentum)"),
+      REAL_FLAG(weight_decay, non_negative(c.weight_decay); real_at_most(c.weight_decay, 1), "L2 weight decay in [0, 1]"),
       BOOL_FLAG(nesterov, "Nesterov momentum"),
       TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref", "cuda"}),
                 "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)"),
@@ -98,12 +139,13 @@ const std::vector<FlagSpec>& flag_specs() {
       INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
                    "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
                "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)"),
-      INT_FLAG(num_intra_threads, if (c.num_intra_threads < 0) throw ConfigError("must not be negative"),
-               "compute threads per rank; 0 = the CPUs the rank is bound to, or the host's shared among its ranks"),
+      INT_FLAG(num_intra_threads, non_negative(c.num_intra_threads); at_most(c.num_intra_threads, max_threads),
+               "compute threads per rank, at most 1024; 0 = the CPUs the rank is bound to, or the host's shared "
+               "among its ranks"),
       TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
       BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest (bf16 on CPUs)"),
-      REAL_FLAG(fp16_loss_scale, non_negative(c.fp16_loss_scale),
-                "loss scale (static; the initial scale with auto scaling, default 65536 then)"),
+      REAL_FLAG(fp16_loss_scale, non_negative(c.fp16_loss_scale); real_at_most(c.fp16_loss_scale, max_loss_scale),
+                "loss scale, at most 16777216 (2^24) (static; the initial scale with auto scaling, default 65536 then)"),
       BOOL_FLAG(fp16_enable_auto_loss_scale, "dynamic loss scaling: halve on inf/NaN and skip the step"),
       INT_FLAG(fp16_inc_loss_scale_every_n, positive(c.fp16_inc_loss_scale_every_n),
                "double the dynamic loss scale after this many good steps"),
@@ -115,10 +157,12 @@ const std::vector<FlagSpec>& flag_specs() {
                 "horovod (averaged gradients by allreduce), replicated, independent"),
       TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}),
                 "allreduce backend: mpi or gloo (host memory), nccl (GPU memory, --device=gpu)"),
-      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive"),
-                "nccl: end the job when a collective has not finished after this many seconds"),
-      REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb),
-                "gradient bucket size in MiB; 0 = one allreduce per tensor"),
+      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive");
+                real_at_most(c.collective_timeout_sec, max_timeout_sec),
+                "nccl: end the job when a collective has not finished after this many seconds (at most 86400)"),
+      REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
+                real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
+                "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
                 "gradient type on the wire: none (fp32), fp16, bf16"),
       TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it"),
@@ -129,17 +173,21 @@ const std::vector<FlagSpec>& flag_specs() {
                 "largest message of the allreduce microbenchmark in MiB (default 256; less on slow links)"),
       INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"), "seed for weights and synthetic data"),
       TEXT_FLAG(piecewise_learning_rate_schedule, , "rate;epoch;rate;...: e.g. 0.1;82;0.01;123;0.001"),
-      REAL_FLAG(num_learning_rate_warmup_epochs, non_negative(c.num_learning_rate_warmup_epochs),
-                "linear warm-up of the learning rate over these epochs"),
+      REAL_FLAG(num_learning_rate_warmup_epochs, non_negative(c.num_learning_rate_warmup_epochs);
+                real_at_most(c.num_learning_rate_warmup_epochs, max_epochs),
+                "linear warm-up of the learning rate over these epochs (at most 10000)"),
       BOOL_FLAG(cosine_learning_rate, "cosine decay of the learning rate to zero over the run"),
-      INT_FLAG(learning_rate_base_batch, if (c.learning_rate_base_batch < 0) throw ConfigError("must not be negative"),
-               "scale the learning rate by global batch / this (0: no scaling)"),
-      REAL_FLAG(eval_during_training_every_n_epochs, non_negative(c.eval_during_training_every_n_epochs),
-                "evaluate on the test set every N epochs (0: at the end only)"),
+      INT_FLAG(learning_rate_base_batch, non_negative(c.learning_rate_base_batch);
+               at_most(c.learning_rate_base_batch, max_global_batch),
+               "scale the learning rate by global batch / this, at most 16777216 (0: no scaling)"),
+      REAL_FLAG(eval_during_training_every_n_epochs, non_negative(c.eval_during_training_every_n_epochs);
+                real_at_most(c.eval_during_training_every_n_epochs, max_epochs),
+                "evaluate on the test set every N epochs, at most 10000 (0: at the end only)"),
       REAL_FLAG(stop_at_top_1_accuracy,
                 if (c.stop_at_top_1_accuracy < 0 || c.stop_at_top_1_accuracy > 1) throw ConfigError("must be in [0, 1]"),
                 "stop training once test top-1 accuracy reaches this"),
-      INT_FLAG(num_data_workers, positive(c.num_data_workers), "input pipeline threads per rank"),
+      INT_FLAG(num_data_workers, positive(c.num_data_workers); at_most(c.num_data_workers, max_data_workers),
+               "input pipeline threads per rank, at most 64 (each keeps batches in flight)"),
       BOOL_FLAG(resume, "continue from the newest valid checkpoint in train_dir"),
       TEXT_FLAG(train_dir, , "folder for checkpoints (one per epoch, real data)"),
       TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
@@ -159,6 +207,71 @@ const FlagSpec* find_flag(const std::string& name) {
   return nullptr;
 }
 
+// toml++ 3.3 (Debian 12's) reaches __builtin_unreachable(), undefined behaviour, when it asks
+// whether some non-ASCII characters are whitespace (marzer/tomlplusplus#190, fixed upstream
+// later): the code points its table puts in blocks 0, 11 and 63 other than the three spaces
+// there. It asks outside strings, in quoted keys and in multi-line strings, never in comments or
+// in a one-line string value; elsewhere such a character is refused before the parser sees it.
+bool toml_misreads(uint32_t c) {
+  if (c <= 0xA0 || c >= 0xFEFF || c == 0x3000) return false;
+  const uint32_t block = (c - 0xA0) / 0x3FA;
+  return block == 0 || block == 11 || block == 63;
+}
+
+void refuse_what_toml_misreads(const std::string& text, const std::string& path) {
+  enum class In { code, comment, string, multi_line_string } in = In::code;
+  char quote = 0;             // the string's delimiter
+  bool value_string = false;  // a one-line string right after '='
+  char last = 0;              // the last non-blank character of code on this line
+  int line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {  // one UTF-8 sequence; toml++ itself refuses malformed ones
+      const int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+      uint32_t code = c & (0x3F >> extra);
+      for (int k = 0; k < extra && i + 1 < text.size(); ++k) code = (code << 6) | (text[++i] & 0x3F);
+      const bool safe = in == In::comment || (in == In::string && value_string);
+      if (toml_misreads(code) && !safe) {
+        char name[16];
+        std::snprintf(name, sizeof(name), "U+%04X", static_cast<unsigned>(code));
+        throw ConfigError(path + ":" + std::to_string(line) + ": character " + name +
+                          " is read only in a comment or a quoted value (toml++ 3.3 misreads it elsewhere)");
+      }
+      if (in == In::code) last = 'x';
+      continue;
+    }
+    const bool triple = i + 2 < text.size() && text[i + 1] == static_cast<char>(c) && text[i + 2] == static_cast<char>(c);
+    if (c == '\n') {
+      ++line;
+      if (in != In::multi_line_string) in = In::code;
+      last = 0;
+    } else if (in == In::comment) {
+    } else if (in == In::string || in == In::multi_line_string) {
+      if (c == '\\' && quote == '"') {
+        ++i;  // the escaped character (a newline after it ends no string)
+        if (i < text.size() && text[i] == '\n') ++line;
+      } else if (c == static_cast<unsigned char>(quote) && (in == In::string || triple)) {
+        if (in == In::multi_line_string) i += 2;
+        in = In::code;
+        last = quote;
+      }
+    } else if (c == '#') {
+      in = In::comment;
+    } else if (c == '"' || c == '\'') {
+      quote = static_cast<char>(c);
+      if (triple) {
+        in = In::multi_line_string;
+        i += 2;
+      } else {
+        in = In::string;
+        value_string = last == '=';
+      }
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      last = static_cast<char>(c);
+    }
+  }
+}
+
 }  // namespace
 
 double parse_real(const std::string& v) {
@@ -169,13 +282,13 @@ double parse_real(const std::string& v) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + v + "' is not a number");
+  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + printable(v) + "' is not a number");
   return out;
 }
 
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
   const FlagSpec* spec = find_flag(name);
-  if (!spec) throw ConfigError(source + ": unknown flag '" + name + "' (see --help)");
+  if (!spec) throw ConfigError(printable(source) + ": unknown flag '" + printable(name) + "' (see --help)");
   try {
     spec->set(config, value);
   } catch (const ConfigError& e) {
@@ -184,20 +297,38 @@ void apply_flag(Config& config, const std::string& name, const std::string& valu
 }
 
 void apply_config_file(const std::string& path, Config& config) {
+  const std::string where = printable(path, 4096);  // in errors
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(where + ": is a folder, not a TOML file");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(where + ": cannot read" + (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+  // at most 1 MiB: a config is a page of keys, and /dev/zero or a pipe that never ends is not one
+  constexpr size_t most = 1 << 20;
+  std::string text(most + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > most) throw ConfigError(where + ": larger than 1 MiB, not a cnnbench config");
+  apply_config_text(text, path, config);
+}
+
+void apply_config_text(const std::string& text, const std::string& path_as_given, Config& config) {
+  const std::string path = printable(path_as_given, 4096);  // in errors
+  refuse_what_toml_misreads(text, path);
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(text, path_as_given);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + std::string(e.description()));
+    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + printable(std::string(e.description()), 300));
   } catch (const std::exception& e) {
-    throw ConfigError(path + ": " + e.what());
+    throw ConfigError(path + ": " + printable(e.what(), 300));
   }
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
-    const std::string source = path + ": key '" + name + "'";
+    const std::string source = path + ": key '" + printable(name) + "'";
     const FlagSpec* spec = find_flag(name);
-    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + name + "'");
+    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + printable(name) + "'");
     std::string value;
     if (auto v = node.value_exact<int64_t>(); v && (spec->kind == Kind::integer || spec->kind == Kind::real))
       value = std::to_string(*v);
@@ -221,7 +352,7 @@ Config parse_command_line(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0 || arg.size() == 2)
-      throw ConfigError("unexpected argument '" + arg + "' (flags look like --name=value)");
+      throw ConfigError("unexpected argument '" + printable(arg) + "' (flags look like --name=value)");
     arg = arg.substr(2);
     const size_t eq = arg.find('=');
     Item item;
@@ -233,7 +364,7 @@ Config parse_command_line(int argc, const char* const* argv) {
       const bool is_bool = spec && spec->kind == Kind::boolean;
       const bool next_is_value = i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0;
       if (item.name == "config" || (!is_bool && spec)) {
-        if (!next_is_value) throw ConfigError("flag --" + item.name + " needs a value");
+        if (!next_is_value) throw ConfigError("flag --" + printable(item.name) + " needs a value");
         item.value = argv[++i];
       } else if (is_bool && next_is_value &&
                  (std::string(argv[i + 1]) == "true" || std::string(argv[i + 1]) == "false" ||

@@ -14,6 +14,21 @@ struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The ranges of the numeric settings (each flag's --help names its own). Out of range is a
+// ConfigError: the upper ends keep every product and conversion further on inside its type
+// (steps x global batch in int64, MiB to bytes, seconds to int) and refuse what cannot run
+// (100000 OpenMP threads crash libgomp; 1000 input workers would each hold batches).
+inline constexpr int64_t max_batch_size = 65536;          // images per rank per step
+inline constexpr int64_t max_global_batch = 1 << 24;      // images per step over all ranks
+inline constexpr int64_t max_steps = 10'000'000;          // timed steps, warm-up steps, display_every
+inline constexpr double max_epochs = 10'000;              // num_epochs and the epoch counts of schedules
+inline constexpr int64_t max_threads = 1024;              // num_intra_threads
+inline constexpr int64_t max_data_workers = 64;           // num_data_workers
+inline constexpr double max_learning_rate = 1000;         // init_learning_rate and schedule rates
+inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
+inline constexpr double max_fusion_threshold_mb = 4096;   // fusion_threshold_mb
+inline constexpr double max_timeout_sec = 86400;          // collective_timeout_sec
+
 struct Config {
   // what to run
   std::string model = "trivial";
@@ -82,8 +97,14 @@ Config parse_command_line(int argc, const char* const* argv);
 void resolve_device(Config& config);
 // Applies one TOML file's keys (the flag names) to `config`.
 void apply_config_file(const std::string& path, Config& config);
+// The same for a TOML document already read; `path` names it in errors.
+void apply_config_text(const std::string& text, const std::string& path, Config& config);
 // Applies one flag value, validated, as if given as --name=value.
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
+
+// `text` as an error line may show it: control characters as \n, \t or \xNN (a value must not
+// break the one-line message or the terminal), at most `most` characters (then "...").
+std::string printable(const std::string& text, size_t most = 100);
 
 // A whole string as a finite number; throws ConfigError("'v' is not a number") otherwise.
 double parse_real(const std::string& value);

@@ -132,8 +132,14 @@ void run_convergence(const Config& config, Communicator& comm) {
   Plan& plan = *setup.plan;
 
   DataSplits data;
+  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
+  LrSchedule schedule;
   std::string error;
   try {
+    // a bad --piecewise_learning_rate_schedule is refused here, with the other set-up errors
+    schedule = make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
+                                config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
+                                settings.global_batch, config.learning_rate_base_batch);
     const Shape& in = setup.graph.input().out;
     data = load_data(settings.dataset, config.data_dir, in.h);
     if (data.channels != in.c || data.height != in.h || data.width != in.w)
@@ -166,12 +172,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
 
-  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
   const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
-  const LrSchedule schedule =
-      make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
-                       config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
-                       settings.global_batch, config.learning_rate_base_batch);
   InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
                             static_cast<int>(config.num_data_workers));
   InputPipeline test_input(*data.test, settings.batch_size, comm.rank(), comm.size(), config.seed, false,
@@ -286,7 +287,8 @@ void run_convergence(const Config& config, Communicator& comm) {
                         {"epochs", nlohmann::json::array()}};
   for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
   for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
-  write_file_atomically(json_path, doc.dump(1) + "\n");
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);

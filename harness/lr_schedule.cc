@@ -44,6 +44,8 @@ LrSchedule make_lr_schedule(double base_rate, const std::string& piecewise, doub
     for (size_t i = 0; i < values.size(); ++i) {
       if (i % 2 == 0) {
         if (values[i] <= 0) throw ConfigError("--piecewise_learning_rate_schedule: rates must be positive");
+        if (values[i] > max_learning_rate)
+          throw ConfigError("--piecewise_learning_rate_schedule: rates must be at most 1000");
         s.rates.push_back(values[i]);
       } else {
         if (!s.boundaries.empty() && values[i] <= s.boundaries.back())

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/config.h"  // printable(), max_steps
 #include "harness/stats.h"
 
 namespace cnnbench {
@@ -79,7 +80,7 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
   const std::string schema = schema_of(doc);
   if (schema.empty()) fail(path, "not a cnnbench result (no \"schema\" field)");
   if (schema != result_schema)
-    fail(path, "schema is '" + schema + "', not " + result_schema + " (compare reads training results)");
+    fail(path, "schema is '" + printable(schema) + "', not " + result_schema + " (compare reads training results)");
   RunSpeeds run;
   run.source = path;
   for (const std::string& field : configuration_fields()) {
@@ -88,13 +89,17 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
     run.config.values[field] = setting_text(v, path, is_model ? "model.name" : "run." + field);
   }
   const json& batch = member(doc, path, "run", "global_batch");
-  if (!batch.is_number() || batch.get<double>() <= 0) fail(path, "run.global_batch is not a positive number");
+  // whole and bounded, as the run checked it: speeds (batch / time) and their squares stay finite
+  if (!batch.is_number() || !(batch.get<double>() >= 1 && batch.get<double>() <= static_cast<double>(max_global_batch)) ||
+      batch.get<double>() != std::floor(batch.get<double>()))
+    fail(path, fmt::format("run.global_batch is not a whole number from 1 to {}", max_global_batch));
   const json& times = member(doc, path, "steps", "time_sec");
   if (!times.is_array()) fail(path, "steps.time_sec is not an array");
   if (times.empty()) fail(path, "steps.time_sec is empty: no timed steps to compare");
   for (size_t i = 0; i < times.size(); ++i) {
     const double t = times[i].is_number() ? times[i].get<double>() : -1;
     if (!(t > 0) || !std::isfinite(t)) fail(path, fmt::format("steps.time_sec[{}] is not a positive number", i));
+    if (t < 1e-9) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, less than a nanosecond", i, t));
     run.per_step.push_back(batch.get<double>() / t);
   }
   const SpeedStats s = speed_stats(run.per_step);
@@ -136,7 +141,7 @@ double csv_number(const std::string& text, const std::string& where, const std::
     used = 0;
   }
   if (text.empty() || used != text.size() || !std::isfinite(v))
-    fail(where, column + " '" + text + "' is not a number");
+    fail(where, column + " '" + printable(text) + "' is not a number");
   return v;
 }
 
@@ -171,6 +176,9 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
     run.stderr_ = csv_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr");
     const double steps = csv_number(at("timed_steps"), where, "timed_steps");
     if (steps < 1 || run.mean <= 0) fail(where, "no timed steps to compare");
+    if (steps > static_cast<double>(max_steps) || steps != std::floor(steps))  // then it converts exactly
+      fail(where, fmt::format("timed_steps '{}' is not a whole number of steps up to {}", printable(at("timed_steps")),
+                              max_steps));
     run.steps = static_cast<int64_t>(steps);
     runs.push_back(std::move(run));
   }

@@ -171,7 +171,9 @@ std::string write_results(const ResultInputs& in) {
   make_folders(in.config.benchmark_log_dir);
   const auto slash = json_path.rfind('/');
   if (slash != std::string::npos) make_folders(json_path.substr(0, slash));
-  write_file_atomically(json_path, result_json(in).dump(1) + "\n");
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(json_path,
+                        result_json(in).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   append_csv_row(in.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(in, json_path));
   return json_path;
 }

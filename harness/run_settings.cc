@@ -18,7 +18,7 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (!model) {
     std::string known;
     for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
-    throw ConfigError("--model: unknown model '" + config.model + "' (known: " + known + ")");
+    throw ConfigError("--model: unknown model '" + printable(config.model) + "' (known: " + known + ")");
   }
   s.model = *model;
   s.dataset = config.data_name.empty() ? model->dataset : config.data_name;
@@ -32,10 +32,19 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (s.synthetic && config.resume) throw ConfigError("--resume: needs --data_dir and --train_dir");
   s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
   s.ranks = ranks;
+  // checked before multiplying: the product must neither overflow nor ask for absurd memory
+  if (ranks < 1 || s.batch_size > max_global_batch / ranks)
+    throw ConfigError("--batch_size: " + std::to_string(s.batch_size) + " per rank x " + std::to_string(ranks) +
+                      " ranks is more than the " + std::to_string(max_global_batch) + " images a step may have");
   s.global_batch = s.batch_size * ranks;
   if (config.num_epochs > 0) {
     const double images = config.num_epochs * static_cast<double>(dataset_train_size(s.dataset));
-    s.timed_steps = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(images / static_cast<double>(s.global_batch))));
+    const double steps = std::ceil(images / static_cast<double>(s.global_batch));  // <= 1e4 x 1.3e6: exact
+    if (steps > static_cast<double>(max_steps))
+      throw ConfigError("--num_epochs: " + std::to_string(static_cast<int64_t>(steps)) + " steps of " +
+                        std::to_string(s.global_batch) + " images, more than the " + std::to_string(max_steps) +
+                        " a run may have");
+    s.timed_steps = std::max<int64_t>(1, static_cast<int64_t>(steps));
   } else {
     s.timed_steps = config.num_batches;
   }

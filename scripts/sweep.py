@@ -136,6 +136,8 @@ def load_sweep(path, out_override=None, binary_override=None, timeout_override=N
         raise SweepError(f"cannot read {path}: {e.strerror}")
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{path}: {e}")
+    except UnicodeDecodeError as e:  # tomllib decodes the whole file first
+        raise SweepError(f"{path}: not UTF-8 text (byte {e.start} is 0x{e.object[e.start]:02x})")
     known = {"sweep", "launch", "env", "fixed", "grid", "exclude"}
     for k in doc:
         if k not in known:
@@ -524,10 +526,12 @@ def baseline_for(s, point, done_json):
     if point.ranks == 1 or "baseline" in point.flags:
         return None
     want = {k: v for k, v in point.flags.items() if not (k in s.multi_rank_keys and k in s.swept)}
-    for p in s.points:
-        if p.ranks == 1 and p.hosts == 1 and p.repeat == 1 and p.flags == want and p.id in done_json:
-            return done_json[p.id]
-    return None
+    if not hasattr(s, "baseline_ids"):  # indexed once: a scan per point made big sweeps quadratic
+        s.baseline_ids = {}
+        for p in s.points:
+            if p.ranks == 1 and p.hosts == 1 and p.repeat == 1:
+                s.baseline_ids.setdefault(json.dumps(p.flags, sort_keys=True), p.id)
+    return done_json.get(s.baseline_ids.get(json.dumps(want, sort_keys=True)))
 
 
 def describe(s, point):
@@ -607,12 +611,14 @@ def run_sweep(s, args):
               f"run from {ROOT}" + ("" if checked else " (flags not checked: no binary)"))
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in s.env.items())
         planned = set(done_json) | {p.id for p in todo}
+        todo_ids = {p.id for p in todo}
+        planned_json = {pid: os.path.join(s.out, "points", pid + ".json") for pid in planned}
         for i, p in enumerate(s.points, 1):
             state = last.get(p.id, {}).get("status")
-            if p not in todo:
+            if p.id not in todo_ids:
                 print(f"# [{i}/{len(s.points)}] {p.id} {describe(s, p)}: skip ({state})")
                 continue
-            base = baseline_for(s, p, {pid: os.path.join(s.out, "points", pid + ".json") for pid in planned})
+            base = baseline_for(s, p, planned_json)
             print(f"# [{i}/{len(s.points)}] {p.id} {describe(s, p)}")
             print((env + " " if env else "") + shlex.join(command(s, p, base)))
         return 0

@@ -118,6 +118,22 @@ TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));  // nothing written
 }
 
+// Found by hand: this ended in a segmentation fault (exit 139) inside libgomp after "Generating
+// training model". Out-of-range numbers are one line and exit 2 before anything runs or is written.
+TEST(Cli, OutOfRangeNumbersAreOneLineAndExit2) {
+  const std::string dir = fresh_dir("cli_ranges");
+  const CliRun r = run_cnnbench("--model=resnet20 --num_intra_threads=100000 --num_batches=1", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "cnnbench: --num_intra_threads: must be at most 1024, not 100000\n");
+  for (const char* args : {"--model=resnet20 --num_batches=9223372036854775807", "--num_epochs=1e300",
+                           "--fusion_threshold_mb=1e300", "--batch_size=1000000", "--num_data_workers=100000"}) {
+    const CliRun bad = run_cnnbench(args, dir);
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.output;
+    EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << args << ": " << bad.output;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // nothing written
+}
+
 // --device=gpu trains where a GPU is visible; elsewhere (CPU-only builds and machines without a
 // GPU alike) it is one clear line and exit 2, with nothing written.
 TEST(Cli, GpuRunOrOneClearLineWithoutAGpu) {
@@ -218,6 +234,19 @@ std::string slurp_file(const std::string& path) {
   return s.str();
 }
 
+// A path that is not UTF-8 (a Latin-1 file name) is a valid path: the run writes its results,
+// the name in the JSON with U+FFFD, instead of ending in nlohmann's type_error 316 (exit 1).
+TEST(Cli, ResultsWithANameThatIsNotUtf8AreWritten) {
+  const std::string dir = fresh_dir("cli_latin1");
+  const CliRun r = run_cnnbench("--model=small_cnn --batch_size=2 --num_batches=1 --num_warmup_batches=0 "
+                                "--result_json=\"$(printf 'r\\351sultat.json')\"",
+                                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r\xe9sultat.json"));
+  EXPECT_EQ(doc["schema"], "cnnbench.result/1");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/cnnbench_results/results.csv"));
+}
+
 // CI's convergence check: 2 ranks train small_cnn on the real Fashion-MNIST (Debian's
 // dataset-fashion-mnist) for 3 epochs; only real learning gets past 88% test top-1.
 TEST(CliMpi, FashionMnistTwoRanksLearns) {
@@ -269,6 +298,60 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
 
 namespace cnnbench {
 namespace {
+
+// Inputs the fuzzers found (tests/fuzz/regressions/, where each folder says what it was), fed
+// to the binary as a user would: one line naming the file and exit 2 with nothing written, or,
+// where the input is not wrong (a Latin-1 setting, a damaged checkpoint to skip), a run.
+TEST(Cli, FuzzFoundInputsGetOneLineNamingTheFile) {
+  const std::string found = CNNBENCH_SOURCE_DIR "/tests/fuzz/regressions";
+  auto copy_of = [&](const std::string& name) {
+    const std::string dir = fresh_dir("cli_fuzz_" + name);
+    std::filesystem::copy(found + "/" + name, dir + "/" + name, std::filesystem::copy_options::recursive);
+    return dir;
+  };
+  auto expect_one_line = [](const CliRun& r, int exit_code, const std::string& start) {
+    EXPECT_EQ(r.exit_code, exit_code) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(r.output.rfind(start, 0), 0u) << r.output;
+  };
+  // fuzz_config_toml: toml++ 3.3's undefined behaviour on U+FEF7 (UBSan: unreachable)
+  std::string dir = copy_of("config_unreachable_u+fef7");
+  CliRun r = run_cnnbench("--config=config_unreachable_u+fef7/found.toml", dir);
+  expect_one_line(r, 2, "cnnbench: config_unreachable_u+fef7/found.toml:1: character U+FEF7 is read only in");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+  // fuzz_idx: a header announcing 0xc6000200 x 28 x 28 images (an allocation of 2.6 TB before)
+  dir = copy_of("idx_10gb_header");
+  r = run_cnnbench("--model=small_cnn --data_dir=idx_10gb_header --num_epochs=1", dir);
+  expect_one_line(r, 2, "cnnbench: idx_10gb_header/train-images-idx3-ubyte: its header announces more than 4 GiB");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results"));
+  // fuzz_checkpoint: a header that is not JSON (nlohmann's parse_error, without the file, before);
+  // --resume skips a damaged checkpoint by design, naming it, and starts from scratch
+  dir = copy_of("checkpoint_header_not_json");
+  testing::write_idx_dataset(dir, "train", 64, true);
+  testing::write_idx_dataset(dir, "t10k", 32, true);
+  r = run_cnnbench("--model=small_cnn --data_dir=. --batch_size=32 --num_epochs=1 --num_intra_threads=1 "
+                   "--train_dir=checkpoint_header_not_json --resume",
+                   dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: skipped damaged checkpoints: checkpoint_header_not_json/"
+                          "checkpoint-epoch-0001.ckpt: header is not JSON\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("No checkpoint in checkpoint_header_not_json: starting from scratch"), std::string::npos);
+  // fuzz_results_csv: a Latin-1 byte in a setting ended `compare --json` (nlohmann's type_error 316)
+  dir = copy_of("compare_latin1_setting");
+  r = run_cnnbench("compare compare_latin1_setting/results.csv compare_latin1_setting/results.csv --json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(nlohmann::json::accept(r.output)) << r.output;
+  // the fuzzers' oracles: timed_steps 1e300 (out of int64's range), a step of 1e-10 s with a
+  // global batch of 1e308 (an infinite speed)
+  dir = copy_of("compare_timed_steps_1e300");
+  r = run_cnnbench("compare compare_timed_steps_1e300/results.csv compare_timed_steps_1e300/results.csv", dir);
+  expect_one_line(r, 2, "cnnbench compare: compare_timed_steps_1e300/results.csv:2: timed_steps '1e300' is not a whole");
+  dir = copy_of("compare_infinite_speed");
+  r = run_cnnbench("compare compare_infinite_speed/result.json compare_infinite_speed/result.json", dir);
+  expect_one_line(r, 2, "cnnbench compare: compare_infinite_speed/result.json: run.global_batch is not a whole number");
+}
 
 // An ImageNet-style JPEG folder trains and evaluates end to end (resnet18 at 224 x 224).
 TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {

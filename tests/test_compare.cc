@@ -358,6 +358,66 @@ TEST(Compare, MalformedFilesGetOneLineNamingThem) {
   EXPECT_EQ(run_compare({dir + "/folder", good}).err.rfind("cnnbench compare: " + dir + "/folder/r.json: not JSON", 0), 0u);
 }
 
+// A results.csv of one row: resnet20's settings, 320 img/s over 30 steps, no JSON, then `raw`
+// (field values as they are, quoted as CSV needs).
+std::string csv_with(const std::string& path, const Settings& raw) {
+  std::map<std::string, std::string> by_name = settings_with();
+  by_name["images_per_sec_mean"] = "320";
+  by_name["images_per_sec_stderr"] = "1";
+  by_name["timed_steps"] = "30";
+  for (const auto& [k, v] : raw) by_name[k] = v;
+  std::vector<std::string> row;
+  for (const std::string& column : csv_header()) row.push_back(by_name.count(column) ? by_name[column] : "0");
+  std::filesystem::remove(path);
+  append_csv_row(path, csv_header(), row);
+  return path;
+}
+
+// Inputs the fuzzers (fuzz_results_csv, fuzz_result_json, tests/fuzz) and their oracles found:
+// `compare --json` ended the process (nlohmann's type_error 316, uncaught) on a setting that is
+// not UTF-8; timed_steps = 1e300 converted to int64 out of range (undefined behaviour); a value or
+// schema with a newline broke the one-line error; global_batch 1e308 over a step of 1e-10 s
+// gave an infinite speed.
+TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
+  const std::string dir = fresh_dir("compare_fuzz_found");
+  const std::string latin1 = csv_with(dir + "/latin1.csv", {{"model", "resnet20\xb5"}, {"host", "h\xe9te"}});
+  for (const bool json : {true, false}) {
+    const CommandRun r = run_compare(json ? std::vector<std::string>{latin1, latin1, "--json"}
+                                          : std::vector<std::string>{latin1, latin1});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    if (json) EXPECT_EQ(nlohmann::json::parse(r.out)["matched"][0]["config"]["model"], "resnet20\xef\xbf\xbd");
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {csv_with(dir + "/steps_1e300.csv", {{"timed_steps", "1e300"}}) + ":2",
+       "timed_steps '1e300' is not a whole number of steps up to 10000000"},
+      {csv_with(dir + "/steps_half.csv", {{"timed_steps", "2.5"}}) + ":2",
+       "timed_steps '2.5' is not a whole number of steps up to 10000000"},
+      {csv_with(dir + "/mean_newline.csv", {{"images_per_sec_mean", "1\n2"}}) + ":2",
+       "images_per_sec_mean '1\\n2' is not a number"},
+  };
+  nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 4));
+  doc["run"]["global_batch"] = 1e308;
+  doc["steps"]["time_sec"][0] = 1e-10;
+  const std::string huge_batch = write_json(dir + "/huge_batch.json", doc);
+  doc = result_doc(settings_with(), step_times(0.1, 4));
+  doc["steps"]["time_sec"][2] = 1e-12;
+  const std::string tiny_step = write_json(dir + "/tiny_step.json", doc);
+  doc = result_doc(settings_with(), step_times(0.1, 4));
+  doc["schema"] = "cnnbench.result/1\nx";
+  const std::string schema = write_json(dir + "/schema_newline.json", doc);
+  std::vector<std::pair<std::string, std::string>> cases = refused;
+  cases.push_back({huge_batch, "run.global_batch is not a whole number from 1 to 16777216"});
+  cases.push_back({tiny_step, "steps.time_sec[2] is 1e-12 s, less than a nanosecond"});
+  cases.push_back({schema, "schema is 'cnnbench.result/1\\nx', not cnnbench.result/1 (compare reads training results)"});
+  for (const auto& [where, problem] : cases) {
+    const std::string path = where.substr(0, where.rfind(':') > where.rfind('/') ? where.rfind(':') : where.size());
+    const CommandRun r = run_compare({path, path, "--json"});
+    EXPECT_EQ(r.exit_code, 2) << where;
+    EXPECT_EQ(r.err, "cnnbench compare: " + where + ": " + problem + "\n");
+  }
+}
+
 TEST(Compare, BadUsageIsRefused) {
   const std::vector<std::vector<std::string>> bad = {
       {"only_one.json"}, {"a", "b", "c"},   {"a", "b", "--tolerance=-1"},      {"a", "b", "--tolerance=abc"},

@@ -1,4 +1,5 @@
 // Flags and TOML config: both flag forms, booleans, overrides, and one clear error per mistake.
+#include <climits>
 #include <fstream>
 
 #include "harness/config.h"
@@ -67,6 +68,51 @@ TEST(Config, TomlFileThenFlagsOverride) {
   EXPECT_NE(error_of({"--config=/nonexistent/x.toml"}).find("/nonexistent/x.toml"), std::string::npos);
 }
 
+// Found by fuzz_flags and fuzz_config_toml: a value, flag or file name with a newline in it made
+// the error two lines; now control characters show as escapes and long values are cut.
+TEST(Config, ErrorsStayOneLine) {
+  EXPECT_EQ(error_of({"--batch_size=1\n2"}), "--batch_size: '1\\n2' is not an integer");
+  EXPECT_EQ(error_of({"l--dome\x14\n"}), "unexpected argument 'l--dome\\x14\\n' (flags look like --name=value)");
+  EXPECT_EQ(error_of({"--bogus\t=1"}), "--bogus\\t: unknown flag 'bogus\\t' (see --help)");
+  EXPECT_EQ(error_of({"--batch_size=" + std::string(300, '7')}),
+            "--batch_size: '" + std::string(100, '7') + "...' is not an integer");
+  const Config c = parse({"--model=\n_llmac"});
+  EXPECT_EQ(testing::error_of([&] { resolve_settings(c, 1, 1); }).rfind("--model: unknown model '\\n_llmac' (known: ", 0), 0u);
+  EXPECT_EQ(error_of({"--config", ".\n\n"}), ".\\n\\n: cannot read (No such file or directory)");
+  EXPECT_EQ(printable(std::string(150, 'a')), std::string(100, 'a') + "...");
+  EXPECT_EQ(printable("caf\xc3\xa9 \x7f\r"), "caf\xc3\xa9 \\x7f\\x0d");  // UTF-8 kept
+}
+
+TEST(Config, ConfigFileThatIsNoFile) {
+  EXPECT_EQ(error_of({"--config=" + ::testing::TempDir()}), ::testing::TempDir() + ": is a folder, not a TOML file");
+  const std::string big = ::testing::TempDir() + "/cnnbench_big.toml";
+  std::ofstream(big) << "# " << std::string(1 << 20, 'x') << "\n";
+  EXPECT_EQ(error_of({"--config=" + big}), big + ": larger than 1 MiB, not a cnnbench config");
+  EXPECT_EQ(error_of({"--config=/dev/zero"}), "/dev/zero: larger than 1 MiB, not a cnnbench config");
+}
+
+// toml++ 3.3 (Debian 12) reaches undefined behaviour asking whether some non-ASCII characters
+// are whitespace (fuzz_config_toml's first report: UBSan "unreachable" in
+// is_non_ascii_horizontal_whitespace). Those characters are refused where it would ask, and
+// read where it never does: comments and one-line string values.
+TEST(Config, TomlCharactersTomlPlusPlusMisreadsAreRefusedOnlyWhereItWould) {
+  const std::string path = ::testing::TempDir() + "/cnnbench_unicode.toml";
+  auto error_of_toml = [&](const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+    return error_of({"--config=" + path});
+  };
+  EXPECT_EQ(error_of_toml("batch_size = 1\xc2\xa1\n"),  // U+00A1 right after a value
+            path + ":1: character U+00A1 is read only in a comment or a quoted value (toml++ 3.3 misreads it elsewhere)");
+  EXPECT_NE(error_of_toml("model = \"\"\"a\\\n\xc2\xa7\"\"\"\n").find(":2: character U+00A7"), std::string::npos);  // #190
+  EXPECT_NE(error_of_toml("\"caf\xc3\xa9\" = 1\n").find(":1: character U+00E9"), std::string::npos);  // a quoted key
+  EXPECT_NE(error_of_toml("model = 'x'\n[\xe3\x80\x81]\n").find(":2: character U+3001"), std::string::npos);
+  EXPECT_EQ(error_of_toml("# caf\xc3\xa9 \xc2\xa1 \xef\xbb\xb7\nmodel = \"resnet20\" # \xc2\xa7\n"), "");
+  EXPECT_EQ(error_of_toml("data_dir = \"/data/caf\xc3\xa9 \xe3\x81\x82\"\nmodel = 'r\xc3\xa9'\n"), "");
+  std::ofstream(path) << "data_dir = \"/data/caf\xc3\xa9\"\n";
+  EXPECT_EQ(parse({"--config=" + path}).data_dir, "/data/caf\xc3\xa9");
+  EXPECT_EQ(error_of_toml("\xef\xbb\xbfmodel = \"resnet20\"\n"), "");  // a byte-order mark
+}
+
 TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
   Config c = parse({"--device=gpu"});
   EXPECT_EQ(c.backend, "cuda");
@@ -94,6 +140,81 @@ TEST(Config, ShippedPresetsParse) {
     const std::string path = std::string(CNNBENCH_SOURCE_DIR) + "/configs/" + preset;
     EXPECT_NO_THROW(parse({"--config=" + path})) << path;
   }
+}
+
+// Every numeric flag has a range (named in its --help); past either end is one ConfigError line.
+// The upper ends were found by hand: --num_intra_threads=100000 crashed libgomp (exit 139),
+// --num_batches=2^63-1 ended in vector::reserve, --num_epochs=1e300 and --fusion_threshold_mb=1e300
+// converted out of range (undefined) and ran.
+TEST(Config, NumericFlagsOutOfRangeAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--num_intra_threads=100000", "--num_intra_threads: must be at most 1024, not 100000"},
+      {"--num_intra_threads=-1", "--num_intra_threads: must not be negative"},
+      {"--batch_size=65537", "--batch_size: must be at most 65536, not 65537"},
+      {"--batch_size=9223372036854775807", "--batch_size: must be at most 65536, not 9223372036854775807"},
+      {"--batch_size=9223372036854775808", "--batch_size: '9223372036854775808' is not an integer"},
+      {"--num_batches=10000001", "--num_batches: must be at most 10000000, not 10000001"},
+      {"--num_warmup_batches=9223372036854775806", "--num_warmup_batches: must be at most 10000000, not 9223372036854775806"},
+      {"--num_warmup_batches=-2", "--num_warmup_batches: must be >= 0"},
+      {"--display_every=10000001", "--display_every: must be at most 10000000, not 10000001"},
+      {"--num_epochs=1e300", "--num_epochs: must be at most 10000, not 1e+300"},
+      {"--num_epochs=-1", "--num_epochs: must not be negative"},
+      {"--init_learning_rate=1e300", "--init_learning_rate: must be at most 1000, not 1e+300"},
+      {"--init_learning_rate=inf", "--init_learning_rate: 'inf' is not a number"},
+      {"--init_learning_rate=1e400", "--init_learning_rate: '1e400' is not a number"},
+      {"--init_learning_rate=-nan", "--init_learning_rate: '-nan' is not a number"},
+      {"--momentum=1.5", "--momentum: must be at most 1, not 1.5"},
+      {"--weight_decay=2", "--weight_decay: must be at most 1, not 2"},
+      {"--fp16_loss_scale=1e300", "--fp16_loss_scale: must be at most 16777216, not 1e+300"},
+      {"--fusion_threshold_mb=1e300", "--fusion_threshold_mb: must be at most 4096, not 1e+300"},
+      {"--fusion_threshold_mb=-0.5", "--fusion_threshold_mb: must not be negative"},
+      {"--allreduce_max_mb=2048", "--allreduce_max_mb: must be in [0.004, 1024]"},
+      {"--collective_timeout_sec=1e300", "--collective_timeout_sec: must be at most 86400, not 1e+300"},
+      {"--num_learning_rate_warmup_epochs=10001", "--num_learning_rate_warmup_epochs: must be at most 10000, not 10001"},
+      {"--eval_during_training_every_n_epochs=1e9", "--eval_during_training_every_n_epochs: must be at most 10000, not 1e+09"},
+      {"--learning_rate_base_batch=16777217", "--learning_rate_base_batch: must be at most 16777216, not 16777217"},
+      {"--num_data_workers=65", "--num_data_workers: must be at most 64, not 65"},
+      {"--seed=-1", "--seed: must not be negative"},
+      {"--stop_at_top_1_accuracy=1.5", "--stop_at_top_1_accuracy: must be in [0, 1]"},
+  };
+  for (const auto& [flag, message] : refused) EXPECT_EQ(error_of({flag}), message) << flag;
+  // the ends themselves are fine
+  for (const char* flag : {"--num_intra_threads=1024", "--batch_size=65536", "--num_batches=10000000",
+                           "--num_epochs=10000", "--init_learning_rate=1000", "--momentum=1", "--fp16_loss_scale=16777216",
+                           "--fusion_threshold_mb=4096", "--collective_timeout_sec=86400", "--num_data_workers=64",
+                           "--seed=9223372036854775807"})
+    EXPECT_EQ(error_of({flag}), "") << flag;
+  // and a TOML file gets the same ranges, nan and inf included
+  const std::string path = ::testing::TempDir() + "/cnnbench_ranges.toml";
+  for (const char* value : {"nan", "inf", "-inf", "1e300"}) {
+    std::ofstream(path) << "init_learning_rate = " << value << "\n";
+    EXPECT_EQ(error_of({"--config=" + path}).rfind(path + ": key 'init_learning_rate': ", 0), 0u) << value;
+  }
+  std::ofstream(path) << "num_intra_threads = 100000\n";
+  EXPECT_EQ(error_of({"--config=" + path}), path + ": key 'num_intra_threads': must be at most 1024, not 100000");
+}
+
+TEST(Config, HelpNamesEachRange) {
+  const std::string help = usage();
+  for (const char* range : {"at most 1024", "at most 65536", "at most 10000000", "at most 64", "in [0, 1]",
+                            "at most 4096", "at most 16777216 (2^24)"})
+    EXPECT_NE(help.find(range), std::string::npos) << range;
+}
+
+// The ranks x batch product is checked where the rank count is known, before it is formed.
+TEST(Config, GlobalBatchAndEpochStepsAreBounded) {
+  Config c = parse({"--model=resnet20", "--batch_size=65536"});
+  EXPECT_EQ(resolve_settings(c, 256, 1).global_batch, 16777216);
+  std::string m = testing::error_of([&] { resolve_settings(c, 257, 1); });
+  EXPECT_EQ(m, "--batch_size: 65536 per rank x 257 ranks is more than the 16777216 images a step may have");
+  c = parse({"--model=resnet20", "--batch_size=1"});
+  EXPECT_NE(testing::error_of([&] { resolve_settings(c, INT_MAX, 1); }).find("x 2147483647 ranks"), std::string::npos);
+  // epochs become steps: ImageNet's 1281167 images x 10000 epochs at batch 1 is 1.3e10 steps
+  c = parse({"--model=resnet50", "--batch_size=1", "--num_epochs=10000"});
+  m = testing::error_of([&] { resolve_settings(c, 1, 1); });
+  EXPECT_EQ(m, "--num_epochs: 12811670000 steps of 1 images, more than the 10000000 a run may have");
+  c = parse({"--model=resnet50", "--batch_size=64", "--num_epochs=90"});
+  EXPECT_EQ(resolve_settings(c, 8, 1).timed_steps, 225206);  // ceil(90 x 1281167 / 512)
 }
 
 TEST(Config, SettingsResolveDefaultsAndRefuseMismatches) {

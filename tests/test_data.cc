@@ -120,6 +120,41 @@ TEST(Idx, MalformedFilesAreNamed) {
   EXPECT_NE(m.find("missing t10k-images-idx3-ubyte"), std::string::npos) << m;
 }
 
+// Found by fuzz_idx: a header announcing 0xc6000200 x 28 x 28 images made the reader allocate
+// 2.6 TB before reading a byte (10 GB for the fuzzer: out-of-memory); three 32-bit sizes can
+// also wrap 64 bits. Sizes are now checked before they are multiplied, data is read as it
+// arrives, and a size of 0 (a data set of no images) is refused too.
+TEST(Idx, HeaderSizesAreCheckedBeforeAnythingIsAllocated) {
+  const std::string dir = fresh_dir("idx_sizes");
+  write_idx_dataset(dir, "train", 5, false);
+  const std::string images = dir + "/train-images-idx3-ubyte";
+  auto error_with = [&](const std::vector<uint32_t>& dims, size_t bytes) {
+    write_file(images, idx_bytes(dims, std::vector<uint8_t>(bytes, 7)), false);
+    return error_of([&] { load_idx_dataset(dir, true, "fashion_mnist"); });
+  };
+  EXPECT_EQ(error_with({0xc6000200u, 28, 28}, 4), images + ": its header announces more than 4 GiB of data");
+  EXPECT_EQ(error_with({4, 0x80000000u, 0x80000000u}, 0), images + ": its header announces more than 4 GiB of data");
+  EXPECT_EQ(error_with({1000000, 1000, 3}, 10),  // 3 GB announced, 10 bytes there: refused at once
+            images + ": truncated: its header announces 3000000000 bytes of data, it has 10");
+  EXPECT_EQ(error_with({0, 28, 28}, 0), images + ": its header announces a size of 0 (no data)");
+  EXPECT_EQ(error_with({5, 28, 0}, 0), images + ": its header announces a size of 0 (no data)");
+
+  // a damaged gzip stream is named as one, not as a short file
+  std::vector<uint8_t> pixels(5 * 784);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7919 >> 3);
+  write_file(images + ".gz", idx_bytes({5, 28, 28}, pixels), true);
+  fs::remove(images);
+  std::string gz;
+  {
+    std::ifstream in(images + ".gz", std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (size_t i = 20; i < gz.size() - 20; i += 3) gz[i] = static_cast<char>(~gz[i]);
+  std::ofstream(images + ".gz", std::ios::binary) << gz;
+  const std::string m = error_of([&] { load_idx_dataset(dir, true, "fashion_mnist"); });
+  EXPECT_EQ(m.rfind(images + ".gz: damaged gzip data (", 0), 0u) << m;
+}
+
 TEST(Sharding, RanksCoverEachEpochExactlyOnceAndEpochsDiffer) {
   const int64_t n = 1003;
   for (int ranks : {1, 2, 3, 4}) {
@@ -230,6 +265,25 @@ TEST(JpegFolder, ScansClassesDecodesAndCrops) {
   testing::write_jpeg(root + "/val/n09999/x.JPEG", 40, 40, 1);
   EXPECT_NE(error_of([&] { scan_jpeg_folder(root + "/val", &train.classes); }).find("n09999: a class the training"),
             std::string::npos);
+}
+
+// A few hundred bytes can announce 65500 x 65500 pixels: found by hand after fuzz_jpeg (which
+// cannot see inside the uninstrumented libjpeg) ran clean; a progressive one took 25 s to fail.
+TEST(JpegFolder, HugeImageIsRefusedBeforeDecoding) {
+  const std::string dir = fresh_dir("jpeg_huge");
+  const std::string path = dir + "/huge.JPEG";
+  testing::write_jpeg(path, 16, 16, 1);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t sof = bytes.find("\xff\xc0");  // baseline start of frame: length, precision, height, width
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t at : {sof + 5, sof + 7}) bytes.replace(at, 2, "\xff\xdc");  // 65500
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_EQ(error_of([&] { decode_jpeg(path, 224); }),
+            path + ": corrupt or unsupported JPEG: 65500x65500 is more than the 64 megapixels cnnbench decodes");
 }
 
 TEST(JpegFolder, CorruptFileIsNamedThroughThePipeline) {

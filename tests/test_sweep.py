@@ -46,7 +46,7 @@ class Sweep(unittest.TestCase):
 
     def write(self, name, text):
         path = os.path.join(self.tmp.name, name)
-        with open(path, "w") as f:
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:  # \udce9 writes byte 0xe9
             f.write(text)
         return path
 
@@ -151,6 +151,8 @@ ranks = [1, 2]
             "[grid\n": "sweep_bad.toml",
             "[sweeps]\n": "unknown section 'sweeps'",
             "[grid]\nranks = [1]\n[[exclude]]\nmodel = 'x'\n": "exclude names 'model'",
+            # found by tests/fuzz/fuzz_sweep_toml.py: a traceback (UnicodeDecodeError) before
+            "[fixed]\nmodel = 'r\udce9'\n": "sweep_bad.toml: not UTF-8 text (byte 18 is 0xe9)",
         }
         for text, message in cases.items():
             path = self.write("sweep_bad.toml", text)

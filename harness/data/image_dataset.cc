@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -12,6 +14,10 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
+
+// Largest idx data read into memory: more than any published idx data set (EMNIST's largest,
+// 0.55 GB), and no size product near overflowing.
+constexpr uint64_t max_idx_bytes = uint64_t{4} << 30;
 
 std::string cifar_folder(const std::string& dir) {
   if (fs::exists(fs::path(dir) / "data_batch_1.bin") || fs::exists(fs::path(dir) / "test_batch.bin")) return dir;
@@ -58,15 +64,26 @@ ImageDataset load_cifar10(const std::string& dir, bool train) {
 void read_idx_file(const std::string& path, int expected_dims, std::vector<int64_t>& dims, std::vector<uint8_t>& data) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
   if (!f) bad(path, "cannot open");
-  auto read = [&](void* dst, size_t n) {
+  // Reads up to n bytes; fewer only at the end of the data. A damaged gzip stream is an error.
+  auto read_some = [&](void* dst, size_t n) {
     size_t done = 0;
     while (done < n) {
       const int got = gzread(f, static_cast<char*>(dst) + done, static_cast<unsigned>(std::min<size_t>(n - done, 1 << 30)));
-      if (got <= 0) {
+      if (got < 0) {
+        int code = 0;
+        const std::string why = gzerror(f, &code);
         gzclose(f);
-        bad(path, "truncated: expected " + std::to_string(n) + " bytes, got " + std::to_string(done));
+        bad(path, "damaged gzip data (" + why + ")");
       }
+      if (got == 0) break;
       done += static_cast<size_t>(got);
+    }
+    return done;
+  };
+  auto read = [&](void* dst, size_t n) {
+    if (const size_t got = read_some(dst, n); got < n) {
+      gzclose(f);
+      bad(path, "truncated: expected " + std::to_string(n) + " bytes, got " + std::to_string(got));
     }
   };
   unsigned char magic[4];
@@ -76,17 +93,34 @@ void read_idx_file(const std::string& path, int expected_dims, std::vector<int64
     bad(path, "not an idx file of unsigned bytes with " + std::to_string(expected_dims) + " dimension(s)");
   }
   dims.clear();
-  size_t total = 1;
+  uint64_t total = 1;
   for (int i = 0; i < expected_dims; ++i) {
     unsigned char b[4];
     read(b, 4);
-    dims.push_back((int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3]);
-    total *= static_cast<size_t>(dims.back());
+    const uint64_t dim = (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
+    // checked before multiplying: three 32-bit sizes can overflow 64 bits
+    if (dim == 0 || total > max_idx_bytes / dim) {
+      gzclose(f);
+      bad(path, dim == 0 ? "its header announces a size of 0 (no data)"
+                         : "its header announces more than " + std::to_string(max_idx_bytes >> 30) + " GiB of data");
+    }
+    total *= dim;
+    dims.push_back(static_cast<int64_t>(dim));
   }
-  data.resize(total);
-  read(data.data(), total);
+  // Grown as the bytes arrive (doubling from 64 KiB), so that a header announcing more than the
+  // file holds costs no memory before the file is found short.
+  data.clear();
+  while (data.size() < total) {
+    const size_t at = data.size(), chunk = std::min<uint64_t>(total - at, std::max<size_t>(at, 64 << 10));
+    data.resize(at + chunk);
+    if (const size_t got = read_some(data.data() + at, chunk); got < chunk) {
+      gzclose(f);
+      bad(path, "truncated: its header announces " + std::to_string(total) + " bytes of data, it has " +
+                    std::to_string(at + got));
+    }
+  }
   char extra;
-  const bool trailing = gzread(f, &extra, 1) > 0;
+  const bool trailing = read_some(&extra, 1) > 0;
   gzclose(f);
   if (trailing) bad(path, "has bytes after the " + std::to_string(total) + " its header announces");
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <csetjmp>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,8 @@ namespace cnnbench {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr uint64_t max_jpeg_pixels = uint64_t{64} << 20;  // 8192 x 8192
 
 bool is_jpeg(const fs::path& p) {
   std::string ext = p.extension().string();
@@ -115,6 +119,14 @@ RgbImage decode_jpeg(const std::string& path, int min_side) {
   jpeg_read_header(&cinfo, TRUE);
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK)
     fail_decode(errors, "CMYK images are not supported");
+  // A header can announce 65500 x 65500 in a few hundred bytes: a progressive one took 25 s and
+  // gigabytes of coefficient buffers before the data ran out. Real photographs are far smaller.
+  if (uint64_t{cinfo.image_width} * cinfo.image_height > max_jpeg_pixels) {
+    char why[JMSG_LENGTH_MAX];  // no std::string: longjmp would skip its destructor
+    std::snprintf(why, sizeof(why), "%ux%u is more than the %llu megapixels cnnbench decodes", cinfo.image_width,
+                  cinfo.image_height, static_cast<unsigned long long>(max_jpeg_pixels >> 20));
+    fail_decode(errors, why);
+  }
   cinfo.out_color_space = JCS_RGB;
   const unsigned shorter = std::min(cinfo.image_width, cinfo.image_height);
   unsigned denom = 1;

@@ -3,7 +3,7 @@
 // their size when the crop allows) and turned into 3 x size x size examples: for training a
 // random-resized crop (scale 0.08-1, aspect 3/4-4/3, as torchvision) and a horizontal flip; for
 // evaluation the shorter side resized to size x 256/224 and a centre crop. A corrupt or
-// unsupported file gets an error naming it.
+// unsupported file, or one of more than 64 megapixels (8192 x 8192), gets an error naming it.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,118 @@
+// tests/fuzz/write_seed_corpus.cc — writes the seed corpus of every harness, in the real formats
+// and where possible by the code that writes them for real: write_seed_corpus OUT_DIR makes
+// OUT_DIR/<harness>/ (tests/fuzz/corpus/ holds its output; the result JSON and results.csv seeds
+// are copies of results/baseline/, which cnnbench wrote).
+#include <cstdio>  // before jpeglib.h (through test_files.h), which needs FILE and size_t
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../test_files.h"
+#include "fuzz_plan.h"
+#include "harness/checkpoint.h"
+
+using namespace cnnbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+void put(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string args(const std::vector<std::string>& list) {  // fuzz_flags: NUL-separated
+  std::string out;
+  for (const std::string& a : list) out += a + '\0';
+  return out;
+}
+
+std::string cifar_records(int n) {
+  std::string out;
+  for (int r = 0; r < n; ++r) {
+    out += static_cast<char>(r % 10);
+    for (int p = 0; p < 3072; ++p) out += static_cast<char>((r * 7 + p) % 251);
+  }
+  return out;
+}
+
+// fuzz_idx's input: modes, the images file's length (2 bytes, little-endian), images, labels.
+std::string idx_input(int modes, const std::string& images, const std::string& labels) {
+  return std::string(1, static_cast<char>(modes)) + static_cast<char>(images.size() & 0xff) +
+         static_cast<char>(images.size() >> 8) + images + labels;
+}
+
+std::string gzipped(const fs::path& scratch, const std::string& bytes) {
+  testing::write_file(scratch.string(), bytes, true);
+  return slurp(scratch);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: write_seed_corpus OUT_DIR SOURCE_DIR\n");
+    return 2;
+  }
+  const fs::path out = argv[1], source = argv[2];
+  fs::create_directories(out);
+
+  put(out / "flags/train", args({"--model=resnet20", "--batch_size=32", "--num_batches=20", "--num_intra_threads=2"}));
+  put(out / "flags/space_form", args({"--model", "resnet50", "--use_fp16", "--num_warmup_batches", "5",
+                                      "--fusion_threshold_mb=0.5", "--compression=bf16"}));
+  put(out / "flags/convergence", args({"--model=small_cnn", "--data_dir=fm", "--num_epochs=1.5",
+                                       "--piecewise_learning_rate_schedule=0.1;1;0.01", "--optimizer=momentum",
+                                       "--num_data_workers=2", "--train_dir=ckpt", "--resume"}));
+  put(out / "flags/gpu", args({"--device=gpu", "--allreduce=nccl", "--fp16_enable_auto_loss_scale",
+                               "--fp16_loss_scale=128", "--collective_timeout_sec=60"}));
+  put(out / "flags/allreduce", args({"--mode=allreduce", "--allreduce=gloo", "--allreduce_max_mb=4", "--seed=7"}));
+
+  for (const char* preset : {"resnet20_synthetic.toml", "resnet50_synthetic.toml", "vgg16_synthetic.toml",
+                             "cifar10_resnet20.toml", "fashion_mnist.toml"})
+    put(out / "config_toml" / preset, slurp(source / "configs" / preset));
+
+  put(out / "cifar10/two_records.bin", cifar_records(2));
+  put(out / "cifar10/one_record.bin", cifar_records(1));
+
+  std::vector<uint8_t> pixels(2 * 28 * 28), labels = {3, 9};
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 13);
+  const std::string images = testing::idx_bytes({2, 28, 28}, pixels), label_file = testing::idx_bytes({2}, labels);
+  put(out / "idx/plain", idx_input(0, images, label_file));
+  put(out / "idx/compressed_here", idx_input(1 | (1 << 2), images, label_file));
+  const fs::path scratch = out / "scratch.gz";
+  put(out / "idx/gzip_stream", idx_input(2 | (2 << 2), gzipped(scratch, images), gzipped(scratch, label_file)));
+  fs::remove(scratch);
+
+  const fs::path jpeg_scratch = out / "scratch.jpeg";
+  testing::write_jpeg(jpeg_scratch.string(), 40, 24, 1);
+  put(out / "jpeg/rgb_40x24.JPEG", slurp(jpeg_scratch));
+  testing::write_jpeg(jpeg_scratch.string(), 9, 33, 2, /*grey=*/true);
+  put(out / "jpeg/grey_9x33.JPEG", slurp(jpeg_scratch));
+  fs::remove(jpeg_scratch);
+
+  put(out / "jpeg_folder/train_only", "n01/a.JPEG\nn01/b.jpg\nn02/c.jpeg\nn02/notes.txt\nREADME\n");
+  put(out / "jpeg_folder/train_and_val", "n01/a.JPEG\nn02/b.JPEG\nempty/\n---\nn01/v.JPEG\nn02/w.JPG\n");
+  put(out / "jpeg_folder/unknown_val_class", "n01/a.JPEG\n---\nn03/x.JPEG\n");
+
+  fuzz::TinyPlan plan;
+  init_parameters(plan.layout(), plan.parameters().data(), plan.buffers().data(), 1);
+  const fs::path ckpt_dir = out / "scratch_checkpoints";
+  const std::string written =
+      write_checkpoint(ckpt_dir.string(), plan, CheckpointInfo{fuzz::tiny_model, 3, 120, 42, ""});
+  put(out / "checkpoint/checkpoint-epoch-0003.ckpt", slurp(written));
+  fs::remove_all(ckpt_dir);
+
+  for (const char* name : {"resnet20_b32_1rank.json", "resnet20_b32_2ranks_mpi.json"})
+    put(out / "result_json" / name, slurp(source / "results/baseline" / name));
+  put(out / "results_csv/results.csv", slurp(source / "results/baseline/results.csv"));
+  return 0;
+}
