@@ -3,6 +3,9 @@
 # package is present it returns at once without touching apt.
 #   scripts/install_deps.sh            build + test dependencies
 #   scripts/install_deps.sh --pytorch  also PyTorch (the peer scripts/compare_pytorch.py runs)
+#   scripts/install_deps.sh --checks   also clang with libFuzzer and libomp (tests/fuzz/) and
+#                                      mmdebstrap (scripts/check_fresh_debian.sh); gcc's ASan,
+#                                      UBSan and TSan come with g++
 set -euo pipefail
 
 packages=(
@@ -21,7 +24,8 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --pytorch) packages+=(python3-torch python3-torchvision) ;;
-    *) echo "install_deps.sh: unknown option '$arg' (known: --pytorch)" >&2; exit 2 ;;
+    --checks) packages+=(clang-14 libclang-rt-14-dev libomp-14-dev mmdebstrap) ;;
+    *) echo "install_deps.sh: unknown option '$arg' (known: --pytorch, --checks)" >&2; exit 2 ;;
   esac
 done
 
