@@ -159,7 +159,7 @@ const std::vector<FlagSpec>& flag_specs() {
                 "allreduce backend: mpi or gloo (host memory), nccl (GPU memory, --device=gpu)"),
       REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive");
                 real_at_most(c.collective_timeout_sec, max_timeout_sec),
-                "nccl: end the job when a collective has not finished after this many seconds (at most 86400)"),
+                "end the job, naming the rank that did not arrive, when a collective has waited this many seconds (at most 86400)"),
       REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
                 real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
                 "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
