@@ -19,6 +19,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib     # scripts: sweep.py (tomllib), plot.py, plot_convergence.py
   iproute2                         # ip, tc: the namespace cluster (scripts/netns_cluster.sh)
+  procps mount                     # pgrep, mount: the fault tests (a bare Debian root has neither)
   dataset-fashion-mnist            # the real Fashion-MNIST, trained on in CI
 )
 for arg in "$@"; do
