@@ -12,6 +12,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "harness/toml_shield.h"
+
 namespace cnnbench {
 
 std::string printable(const std::string& text, size_t most) {
@@ -207,71 +209,6 @@ const FlagSpec* find_flag(const std::string& name) {
   return nullptr;
 }
 
-// toml++ 3.3 (Debian 12's) reaches __builtin_unreachable(), undefined behaviour, when it asks
-// whether some non-ASCII characters are whitespace (marzer/tomlplusplus#190, fixed upstream
-// later): the code points its table puts in blocks 0, 11 and 63 other than the three spaces
-// there. It asks outside strings, in quoted keys and in multi-line strings, never in comments or
-// in a one-line string value; elsewhere such a character is refused before the parser sees it.
-bool toml_misreads(uint32_t c) {
-  if (c <= 0xA0 || c >= 0xFEFF || c == 0x3000) return false;
-  const uint32_t block = (c - 0xA0) / 0x3FA;
-  return block == 0 || block == 11 || block == 63;
-}
-
-void refuse_what_toml_misreads(const std::string& text, const std::string& path) {
-  enum class In { code, comment, string, multi_line_string } in = In::code;
-  char quote = 0;             // the string's delimiter
-  bool value_string = false;  // a one-line string right after '='
-  char last = 0;              // the last non-blank character of code on this line
-  int line = 1;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {  // one UTF-8 sequence; toml++ itself refuses malformed ones
-      const int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-      uint32_t code = c & (0x3F >> extra);
-      for (int k = 0; k < extra && i + 1 < text.size(); ++k) code = (code << 6) | (text[++i] & 0x3F);
-      const bool safe = in == In::comment || (in == In::string && value_string);
-      if (toml_misreads(code) && !safe) {
-        char name[16];
-        std::snprintf(name, sizeof(name), "U+%04X", static_cast<unsigned>(code));
-        throw ConfigError(path + ":" + std::to_string(line) + ": character " + name +
-                          " is read only in a comment or a quoted value (toml++ 3.3 misreads it elsewhere)");
-      }
-      if (in == In::code) last = 'x';
-      continue;
-    }
-    const bool triple = i + 2 < text.size() && text[i + 1] == static_cast<char>(c) && text[i + 2] == static_cast<char>(c);
-    if (c == '\n') {
-      ++line;
-      if (in != In::multi_line_string) in = In::code;
-      last = 0;
-    } else if (in == In::comment) {
-    } else if (in == In::string || in == In::multi_line_string) {
-      if (c == '\\' && quote == '"') {
-        ++i;  // the escaped character (a newline after it ends no string)
-        if (i < text.size() && text[i] == '\n') ++line;
-      } else if (c == static_cast<unsigned char>(quote) && (in == In::string || triple)) {
-        if (in == In::multi_line_string) i += 2;
-        in = In::code;
-        last = quote;
-      }
-    } else if (c == '#') {
-      in = In::comment;
-    } else if (c == '"' || c == '\'') {
-      quote = static_cast<char>(c);
-      if (triple) {
-        in = In::multi_line_string;
-        i += 2;
-      } else {
-        in = In::string;
-        value_string = last == '=';
-      }
-    } else if (c != ' ' && c != '\t' && c != '\r') {
-      last = static_cast<char>(c);
-    }
-  }
-}
-
 }  // namespace
 
 double parse_real(const std::string& v) {
@@ -314,18 +251,20 @@ void apply_config_file(const std::string& path, Config& config) {
 
 void apply_config_text(const std::string& text, const std::string& path_as_given, Config& config) {
   const std::string path = printable(path_as_given, 4096);  // in errors
-  refuse_what_toml_misreads(text, path);
   toml::table table;
   try {
-    table = toml::parse(text, path_as_given);
+    table = toml::parse(shield_from_toml(text, path), path_as_given);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw ConfigError(path + ":" + std::to_string(where.line) + ": " + printable(std::string(e.description()), 300));
+    throw ConfigError(path + ":" + std::to_string(where.line) + ": " +
+                      printable(unshield_from_toml(std::string(e.description())), 300));
+  } catch (const ConfigError&) {
+    throw;
   } catch (const std::exception& e) {
     throw ConfigError(path + ": " + printable(e.what(), 300));
   }
   for (const auto& [key, node] : table) {
-    const std::string name(key.str());
+    const std::string name = unshield_from_toml(std::string(key.str()));
     const std::string source = path + ": key '" + printable(name) + "'";
     const FlagSpec* spec = find_flag(name);
     if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + printable(name) + "'");
@@ -337,7 +276,7 @@ void apply_config_text(const std::string& text, const std::string& path_as_given
     else if (auto b = node.value_exact<bool>(); b && spec->kind == Kind::boolean)
       value = *b ? "true" : "false";
     else if (auto s = node.value_exact<std::string>(); s && spec->kind == Kind::text)
-      value = *s;
+      value = unshield_from_toml(*s);
     else
       throw ConfigError(source + ": wrong type for this setting");
     apply_flag(config, name, value, source);

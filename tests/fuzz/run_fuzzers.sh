@@ -9,7 +9,10 @@
 # first. Exit code 0 when no harness crashed, leaked, hung (-timeout=10 s an input), went past
 # 2 GiB (-rss_limit_mb=2048) or had an ASan/UBSan report; 1 otherwise, naming the work folder
 # that keeps the log and the input. FUZZERS="fuzz_idx fuzz_jpeg" picks harnesses; FUZZ_WORK=DIR
-# puts the work folder there and keeps it (it is removed after a clean run otherwise).
+# puts the work folder there and keeps it (it is removed after a clean run otherwise);
+# FUZZ_SEED=N makes the inputs the same from run to run (-seed=N), as the ctest gate wants: a
+# gate that fails by chance blocks an unrelated change, so finding new bugs is the job of long
+# runs with a fresh seed each, not of the gate.
 set -u
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
   echo "usage: $0 BUILD_DIR SECONDS_EACH [RUNS]" >&2
@@ -37,7 +40,7 @@ for name in $fuzzers; do
   [ -f "$dict" ] && dict_flag=-dict=$dict
   start=$(date +%s.%N)
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    nice -n 10 "$binary" -max_total_time="$seconds" ${runs:+-runs=$runs} -timeout=10 -rss_limit_mb=2048 \
+    nice -n 10 "$binary" -max_total_time="$seconds" ${runs:+-runs=$runs} ${FUZZ_SEED:+-seed=$FUZZ_SEED} -timeout=10 -rss_limit_mb=2048 \
     -detect_leaks=1 -print_final_stats=1 ${dict_flag:+"$dict_flag"} -artifact_prefix="$artifacts" "$corpus" >"$log" 2>&1
   rc=$?
   elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
