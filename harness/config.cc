@@ -121,6 +121,9 @@ const std::vector<FlagSpec>& flag_specs() {
                 "epochs of the data set to run, at most 10000; overrides num_batches"),
       INT_FLAG(display_every, positive(c.display_every); at_most(c.display_every, max_steps),
                "print a step line every N steps"),
+      INT_FLAG(repeats, positive(c.repeats); at_most(c.repeats, max_repeats),
+               "run the synthetic benchmark N times, each on a new plan with fresh memory and its own warm-up; "
+               "results are the median run's, with every run's images/sec and the spread, at most 1000"),
       TEXT_FLAG(data_name, if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
                 "data set: imagenet, cifar10, fashion_mnist (default: the model's)"),
       TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data"),
@@ -334,6 +337,10 @@ void resolve_device(Config& config) {
     throw ConfigError("--device=gpu runs the cuda backend, not --backend=" + config.backend);
   if (config.allreduce == "nccl" && config.device != "gpu")
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
+  if (config.repeats > 1 && config.mode == "allreduce")
+    throw ConfigError("--repeats: repeats the training benchmark, not --mode=allreduce");
+  if (config.repeats > 1 && !config.data_dir.empty())
+    throw ConfigError("--repeats: repeats the synthetic benchmark; a --data_dir run trains once");
 }
 
 std::string usage() {

@@ -24,6 +24,7 @@ inline constexpr int64_t max_steps = 10'000'000;          // timed steps, warm-u
 inline constexpr double max_epochs = 10'000;              // num_epochs and the epoch counts of schedules
 inline constexpr int64_t max_threads = 1024;              // num_intra_threads
 inline constexpr int64_t max_data_workers = 64;           // num_data_workers
+inline constexpr int64_t max_repeats = 1000;              // repeats
 inline constexpr double max_learning_rate = 1000;         // init_learning_rate and schedule rates
 inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
 inline constexpr double max_fusion_threshold_mb = 4096;   // fusion_threshold_mb
@@ -37,6 +38,7 @@ struct Config {
   int64_t num_warmup_batches = -1; // -1 = min(10, max(1, num_batches / 4))
   double num_epochs = 0;           // > 0 overrides num_batches
   int64_t display_every = 10;
+  int64_t repeats = 1;             // whole runs of the synthetic benchmark; results: the median one
   std::string data_name;           // imagenet, cifar10, fashion_mnist; empty = the model's
   std::string data_dir;            // empty = synthetic data
   bool forward_only = false;
@@ -93,7 +95,8 @@ struct Config {
 // Applies the TOML file named by --config (if any), then every flag. argv[0] is skipped.
 Config parse_command_line(int argc, const char* const* argv);
 // --device=gpu means the cuda backend and --backend=cuda means the GPU; throws ConfigError for
-// combinations that contradict each other (nccl on the CPU, gpu with a CPU backend).
+// combinations that contradict each other (nccl on the CPU, gpu with a CPU backend, --repeats
+// with what it does not repeat).
 void resolve_device(Config& config);
 // Applies one TOML file's keys (the flag names) to `config`.
 void apply_config_file(const std::string& path, Config& config);

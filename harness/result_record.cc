@@ -83,8 +83,19 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"baseline_ranks", m.baseline_ranks},
         {"scaling_efficiency", m.scaling_efficiency},
         {"loss_scale", m.loss_scale},
-        {"skipped_steps", m.skipped_steps}}},
+        {"skipped_steps", m.skipped_steps},
+        {"cpu_wait_fraction", m.cpu_wait_fraction}}},
   };
+  if (in.repeats) {
+    doc["repeats"] = {{"count", in.repeats->images_per_sec.size()},
+                      {"images_per_sec", in.repeats->images_per_sec},
+                      {"cpu_wait_fraction", in.repeats->cpu_wait_fraction},
+                      {"reported_run", in.repeats->median_index + 1},
+                      {"images_per_sec_median", in.repeats->median()},
+                      {"images_per_sec_min", in.repeats->min()},
+                      {"images_per_sec_max", in.repeats->max()},
+                      {"spread", in.repeats->spread()}};
+  }
   if (in.layers) {
     nlohmann::json layers = nlohmann::json::array();
     const double n = static_cast<double>(std::max<int64_t>(1, m.timed_steps));

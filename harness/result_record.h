@@ -24,6 +24,7 @@ struct ResultInputs {
   std::string backend;
   int hosts = 1;
   std::string allreduce = "none";  // the allreduce backend, or none (1 rank, independent)
+  const RepeatSpeeds* repeats = nullptr;  // --repeats N > 1: every run's speed (the rest is the median run's)
 };
 
 nlohmann::json result_json(const ResultInputs& in);

@@ -58,6 +58,14 @@ void check_ranks_agree(const Config& config, const Communicator& comm) {
   }
 }
 
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph) {
+  PlanOptions options;
+  options.compute = settings.precision;
+  options.input_nhwc = config.data_format == "NHWC";
+  options.cuda_graphs = config.cuda_graphs;
+  return compile_plan(config.backend, graph, options);
+}
+
 RunSetup set_up_run(const Config& config, Communicator& comm) {
   set_error_context(fmt::format("rank {} on host {}", comm.rank(), comm.host()));
   RunSetup setup;
@@ -67,12 +75,8 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.threads = configure_threads(default_threads(config, comm));
     setup.settings = resolve_settings(config, comm.size(), setup.threads);
     setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size);
-    PlanOptions options;
-    options.compute = setup.settings.precision;
-    options.input_nhwc = config.data_format == "NHWC";
-    options.cuda_graphs = config.cuda_graphs;
     use_device_for_rank(config.backend, comm.local_rank());
-    setup.plan = compile_plan(config.backend, setup.graph, options);
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -87,9 +91,13 @@ void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t see
   plan.upload_state();
 }
 
+bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings) {
+  return comm.size() > 1 && config.variable_update != "independent" && settings.training;
+}
+
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings) {
-  if (comm.size() == 1 || config.variable_update == "independent" || !settings.training) return nullptr;
+  if (!exchanges_gradients(comm, config, settings)) return nullptr;
   const std::vector<TensorExtent> tensors = gradient_extents(plan);
   const size_t threshold = static_cast<size_t>(config.fusion_threshold_mb * (1 << 20));
   std::unique_ptr<GradientExchange> reducer;

@@ -24,8 +24,13 @@ struct RunSetup {
 
 // Throws ErrorsReported (already printed) if any rank cannot set up.
 RunSetup set_up_run(const Config& config, Communicator& comm);
+// The plan of the settings' precision and layout on this rank's device: its memory allocated and
+// first-touched anew (set_up_run's, and each --repeats run's).
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph);
 // Seeded initial weights, then rank 0's broadcast to all.
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
+// Whether ranks average gradients: more than one rank, training, not --variable_update=independent.
+bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings);
 // A reducer hooked to the plan's backward, or null when gradients are not exchanged.
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings);

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string>
 #include <nlohmann/json.hpp>
 
 namespace cnnbench {
+
+// More CPU wait than this and a run's speed says more about its neighbours than about itself.
+constexpr double kContendedWait = 0.02;
 
 int64_t peak_rss_bytes() {
   rusage usage{};
@@ -53,6 +57,41 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
   return s;
 }
 
+double RepeatSpeeds::min() const {
+  return images_per_sec.empty() ? 0 : *std::min_element(images_per_sec.begin(), images_per_sec.end());
+}
+
+double RepeatSpeeds::max() const {
+  return images_per_sec.empty() ? 0 : *std::max_element(images_per_sec.begin(), images_per_sec.end());
+}
+
+double RepeatSpeeds::spread() const { return median() > 0 ? (max() - min()) / median() : 0; }
+
+RepeatSpeeds repeat_speeds(const std::vector<double>& images_per_sec, const std::vector<double>& cpu_wait_fraction) {
+  RepeatSpeeds r;
+  r.images_per_sec = images_per_sec;
+  r.cpu_wait_fraction = cpu_wait_fraction;
+  std::vector<size_t> order(images_per_sec.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return images_per_sec[a] < images_per_sec[b]; });
+  if (!order.empty()) r.median_index = order[(order.size() - 1) / 2];
+  return r;
+}
+
+void print_repeats(FILE* out, const RepeatSpeeds& r) {
+  std::string runs;
+  for (size_t i = 0; i < r.images_per_sec.size(); ++i) {
+    runs += fmt::format("{}{:.2f}", runs.empty() ? "" : ", ", r.images_per_sec[i]);
+    if (i < r.cpu_wait_fraction.size() && r.cpu_wait_fraction[i] >= 0)
+      runs += fmt::format(" (waited {:.1f}%)", 100 * r.cpu_wait_fraction[i]);
+  }
+  fmt::print(out, "  repeats         {} runs: median {:.2f} img/s (run {}, whose figures are above), range {:.2f}-{:.2f} "
+                  "(spread {:.1f}% of the median)\n",
+             r.images_per_sec.size(), r.median(), r.median_index + 1, r.min(), r.max(), 100 * r.spread());
+  fmt::print(out, "                  images/sec of each run, in order: {}\n", runs);
+}
+
 void apply_baseline(RunSummary& s, const std::string& path, int ranks) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("--baseline: cannot read " + path);
@@ -85,6 +124,12 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
                dtype_name(settings.precision));
   fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank\n", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  if (s.cpu_wait_fraction >= 0)
+    fmt::print(out, "  CPU wait        {:.1f}% of the compute threads' time waiting for a CPU another process held{}\n",
+               100 * s.cpu_wait_fraction,
+               s.cpu_wait_fraction > kContendedWait ? ": this run lost its cores to a neighbour and its figure is low; "
+                                                      "quote the median of several (--repeats)"
+                                                    : "");
   if (settings.ranks > 1 && s.buckets == 0)
     fmt::print(out, "  allreduce       none: ranks train independently (the upper bound for gradient exchange)\n");
   if (settings.ranks > 1 && s.buckets > 0)

@@ -37,7 +37,25 @@ struct RunSummary {
   double scaling_efficiency = 0;  // images/sec / (ranks x baseline per-rank images/sec)
   double loss_scale = 0;          // final loss scale (0: no loss scaling)
   int64_t skipped_steps = 0;      // steps skipped for inf/NaN gradients (warm-up included)
+  // time the compute threads waited for a CPU another process held, over threads x the timed
+  // steps' wall time (the worst rank; negative: not reported by this kernel)
+  double cpu_wait_fraction = -1;
 };
+
+// --repeats: the images/sec of each whole run, in run order, and the one whose figures the
+// results report (the median run; of an even count, the slower of the middle two).
+struct RepeatSpeeds {
+  std::vector<double> images_per_sec;
+  std::vector<double> cpu_wait_fraction;  // of each run (RunSummary::cpu_wait_fraction)
+  size_t median_index = 0;
+  double median() const { return images_per_sec.empty() ? 0 : images_per_sec[median_index]; }
+  double min() const;
+  double max() const;
+  double spread() const;  // (max - min) / median
+};
+RepeatSpeeds repeat_speeds(const std::vector<double>& images_per_sec, const std::vector<double>& cpu_wait_fraction = {});
+// "  repeats         5 runs: median ... img/s, range ...-... (spread ...% of the median)"
+void print_repeats(FILE* out, const RepeatSpeeds& repeats);
 
 // `steps`: every timed step with time_sec already the max over ranks.
 RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,

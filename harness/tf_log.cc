@@ -65,4 +65,10 @@ void TfLog::total(double images_per_sec) {
   std::fflush(out_);
 }
 
+void TfLog::repeat_started(int64_t index, int64_t count) {
+  if (!out_) return;
+  fmt::print(out_, "Repeat {} of {}: a new plan on fresh memory\n", index, count);
+  std::fflush(out_);
+}
+
 }  // namespace cnnbench

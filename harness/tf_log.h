@@ -22,6 +22,8 @@ class TfLog {
   // every display_every-th), with statistics over all timed steps so far.
   void step(int64_t index, const std::vector<StepRecord>& steps);
   void total(double images_per_sec);
+  // --repeats: the line that starts run `index` of `count` (from the second on).
+  void repeat_started(int64_t index, int64_t count);
 
  private:
   FILE* out_;

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "comm/gradient_reducer.h"
 #include "harness/benchmark.h"
+#include "harness/cpu_wait.h"
 #include "harness/fault_injection.h"
 #include "harness/peak.h"
 #include "harness/result_record.h"
@@ -41,34 +44,31 @@ class GlobalSteps {
   std::vector<StepRecord> global_;
 };
 
-}  // namespace
+// One whole run of the step loop on setup's plan: the figures the results are made of if it is
+// the one reported.
+struct RunOutcome {
+  std::vector<StepRecord> steps;  // time_sec: the max over ranks
+  RunSummary summary;
+  std::vector<LayerTime> layers;  // with --layer_timing
+};
 
-void run_training(const Config& config, Communicator& comm) {
-  const bool leader = comm.rank() == 0;
-  RunSetup setup = set_up_run(config, comm);
+RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, const Batch& batch,
+                    const PeakResult& peak, TfLog& log) {
   const RunSettings& settings = setup.settings;
-  const Graph& graph = setup.graph;
   Plan* plan = setup.plan.get();
-  const int threads = setup.threads;
   start_from_rank0_weights(*plan, comm, config.seed);
   std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
 
-  TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm, *plan), backend_text(config, comm, threads, reducer != nullptr, *plan));
-
-  const Shape& in = graph.input().out;
-  // each rank trains on its own images, as data parallelism does
-  const Batch batch = make_synthetic_batch(in.n, in.c, in.h, in.w, graph.num_classes(), config.seed + 1 + comm.rank());
-  const PeakResult peak = is_device_backend(config.backend)
-                              ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
-                                           "cuBLAS matmul", true}
-                              : measure_peak(settings.precision, threads);
-  comm.barrier();
-
   GlobalSteps global(comm);
   StepLoopEvents events;
+  double waited_before = 0;
+  std::chrono::steady_clock::time_point timed_start;
   events.warmup_started = [&] { log.warmup_started(); };
-  events.warmup_done = [&] { log.warmup_done(); };
+  events.warmup_done = [&] {
+    log.warmup_done();
+    waited_before = runqueue_wait_sec();
+    timed_start = std::chrono::steady_clock::now();
+  };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
     exit_here_if_asked(comm.rank(), i + 1);
     if (i == 0 || (i + 1) % config.display_every == 0) log.step(i, global.sync_through(steps));
@@ -76,10 +76,17 @@ void run_training(const Config& config, Communicator& comm) {
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
   const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), scaler.get(),
                                                       batch.images.data(), batch.labels.data(), events);
-  const bool exchange_gradients = reducer != nullptr;
-  const std::vector<StepRecord>& steps = global.sync_through(local);
-
-  RunSummary summary = summarize(settings, graph, steps, peak);
+  // CPU wait over the timed steps, as a share of the compute threads' time; the worst rank's
+  const double waited_after = runqueue_wait_sec();
+  const double timed_sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+  double wait_fraction = waited_before >= 0 && waited_after >= 0 && timed_sec > 0
+                             ? std::max(0.0, waited_after - waited_before) / (setup.threads * timed_sec)
+                             : -1;
+  comm.allreduce_max(&wait_fraction, 1);
+  RunOutcome out;
+  out.steps = global.sync_through(local);
+  RunSummary& summary = out.summary;
+  summary = summarize(settings, setup.graph, out.steps, peak);
   // per-rank figures: communication as the worst rank saw it, skew of compute time
   double worst[2] = {summary.comm_mean_sec, summary.exposed_mean_sec};
   comm.allreduce_max(worst, 2);
@@ -98,15 +105,62 @@ void run_training(const Config& config, Communicator& comm) {
     summary.skipped_steps = scaler->skipped_steps();
   }
   if (!config.baseline.empty()) apply_baseline(summary, config.baseline, comm.size());
+  summary.cpu_wait_fraction = wait_fraction;
+  if (config.layer_timing) out.layers = plan->layer_times();
+  return out;
+}
+
+}  // namespace
+
+void run_training(const Config& config, Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  RunSetup setup = set_up_run(config, comm);
+  const RunSettings& settings = setup.settings;
+  const Graph& graph = setup.graph;
+  const int threads = setup.threads;
+  const bool exchange_gradients = exchanges_gradients(comm, config, settings);  // each run attaches a reducer
+
+  TfLog log(leader ? stdout : nullptr, settings, config);
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan));
+
+  const Shape& in = graph.input().out;
+  // each rank trains on its own images, as data parallelism does
+  const Batch batch = make_synthetic_batch(in.n, in.c, in.h, in.w, graph.num_classes(), config.seed + 1 + comm.rank());
+  const PeakResult peak = is_device_backend(config.backend)
+                              ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
+                                           "cuBLAS matmul", true}
+                              : measure_peak(settings.precision, threads);
+  comm.barrier();
+
+  // --repeats: each run on a new plan, its memory allocated and first-touched anew (the previous
+  // plan freed first), from the same starting weights, with its own warm-up
+  const int64_t repeats = config.repeats;
+  std::vector<RunOutcome> outcomes;
+  std::vector<double> speeds, waits;
+  for (int64_t r = 0; r < repeats; ++r) {
+    if (r > 0) {
+      setup.plan.reset();
+      setup.plan = compile_run_plan(config, settings, graph);
+      log.repeat_started(r + 1, repeats);
+    }
+    outcomes.push_back(run_once(config, comm, setup, batch, peak, log));
+    speeds.push_back(outcomes.back().summary.images_per_sec);
+    waits.push_back(outcomes.back().summary.cpu_wait_fraction);
+    if (repeats > 1) log.total(speeds.back());
+  }
+  const RepeatSpeeds repeat = repeat_speeds(speeds, waits);
+  const RunOutcome& reported = outcomes[repeat.median_index];
   if (!leader) return;
 
-  log.total(summary.images_per_sec);
-  print_summary(stdout, summary, settings);
-  if (config.layer_timing) print_layer_table(stdout, graph, plan->layer_times(), summary.timed_steps);
+  if (repeats == 1) log.total(reported.summary.images_per_sec);
+  print_summary(stdout, reported.summary, settings);
+  if (repeats > 1) print_repeats(stdout, repeat);
+  if (config.layer_timing) print_layer_table(stdout, graph, reported.layers, reported.summary.timed_steps);
   const RunContext context = collect_run_context();
-  const ResultInputs inputs{config, settings, graph, context, steps, summary,
-                            config.layer_timing ? &plan->layer_times() : nullptr, config.backend, comm.hosts(),
-                            exchange_gradients ? comm.backend() : "none"};
+  ResultInputs inputs{config, settings, graph, context, reported.steps, reported.summary,
+                      config.layer_timing ? &reported.layers : nullptr, config.backend, comm.hosts(),
+                      exchange_gradients ? comm.backend() : "none"};
+  if (repeats > 1) inputs.repeats = &repeat;
   const std::string json_path = write_results(inputs);
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
 }

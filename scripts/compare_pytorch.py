@@ -80,12 +80,25 @@ def step():
     loss.backward()
     optimizer.step()
 
+def runqueue_wait_sec():  # as cnnbench's harness/cpu_wait.cc: time ready but without a CPU
+    import os
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            total += int(open(f"/proc/self/task/{tid}/schedstat").read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
 for _ in range(warmup):
     step()
 times = []
+waited = runqueue_wait_sec()
 for _ in range(steps):
     start = time.perf_counter(); step(); times.append(time.perf_counter() - start)
-print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "torch": torch.__version__}))
+wait_fraction = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
+print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "torch": torch.__version__,
+                  "cpu_wait_fraction": wait_fraction}))
 '''
 
 
@@ -114,7 +127,18 @@ def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
         with open(result) as f:
             doc = json.load(f)
     return {"images_per_sec": doc["summary"]["images_per_sec"], "fraction_of_peak": doc["summary"]["fraction_of_peak"],
-            "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"]}
+            "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"],
+            "cpu_wait_fraction": doc["summary"].get("cpu_wait_fraction", -1)}
+
+
+def runs_text(runs):
+    """Every run's images/sec in order, with the share of its time its threads waited for a CPU."""
+    return "; ".join(f"{r['images_per_sec']:.2f} ({100 * r.get('cpu_wait_fraction', -1):.1f}% wait)" for r in runs)
+
+
+def most_wait(runs):
+    waits = [r.get("cpu_wait_fraction", -1) for r in runs]
+    return f"{100 * max(waits):.1f}%" if waits and min(waits) >= 0 else "?"
 
 
 def median_run(runs):
@@ -152,6 +176,8 @@ def main():
                                           args.precision, env))
             runs_theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps,
                                            args.precision, env))
+            print(f"  {model} run {len(runs_ours)}: cnnbench {runs_text(runs_ours[-1:])}, "
+                  f"PyTorch {runs_text(runs_theirs[-1:])}", flush=True)
         ours, theirs = median_run(runs_ours), median_run(runs_theirs)
         ratio = ours["images_per_sec"] / theirs["images_per_sec"]
         rows.append({"model": model, "batch": batch, "threads": args.threads, "precision": args.precision,
@@ -160,7 +186,9 @@ def main():
                      "cnnbench_fraction_of_peak": round(ours["fraction_of_peak"], 3),
                      "torch_version": theirs["torch"], "cpu": ours["cpu"], "repeats": len(runs_ours),
                      "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_ours)),
-                     "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs))})
+                     "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs)),
+                     "cnnbench_runs": runs_text(runs_ours), "pytorch_runs": runs_text(runs_theirs),
+                     "most_cpu_wait": f"{most_wait(runs_ours)} / {most_wait(runs_theirs)}"})
         print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
               f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
               f"({100 * ours['fraction_of_peak']:.1f}% of the measured {args.precision} peak)", flush=True)
@@ -175,11 +203,16 @@ def main():
                 f"{rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n")
         f.write(f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; "
                 f"median of {rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
-        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak |\n|---|---|---|---|---|---|\n")
+        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak | most CPU wait (cnnbench / PyTorch) |\n"
+                "|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
                     f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
-                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% |\n")
+                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% | {r['most_cpu_wait']} |\n")
+        f.write("\nEvery run in order, images/sec (share of its threads' time spent waiting for a CPU another "
+                "process held):\n\n")
+        for r in rows:
+            f.write(f"- {r['model']}: cnnbench {r['cnnbench_runs']}; PyTorch {r['pytorch_runs']}\n")
     print(f"wrote {stem}.csv and {stem}.md")
 
 

@@ -2,6 +2,7 @@
 // CSV results, and a clear one-line error with a non-zero exit for bad input.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -249,6 +250,52 @@ TEST(Cli, ResultsWithANameThatIsNotUtf8AreWritten) {
 
 // CI's convergence check: 2 ranks train small_cnn on the real Fashion-MNIST (Debian's
 // dataset-fashion-mnist) for 3 epochs; only real learning gets past 88% test top-1.
+// --repeats: whole runs one after another on two ranks (a new plan and reducer each), one result
+// whose figures are the median run's, every run's speed beside it.
+TEST(CliMpi, RepeatsReportTheMedianRunAndEveryRunsSpeed) {
+  const std::string dir = fresh_dir("cli_repeats");
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--model=resnet20 --batch_size=8 --num_batches=3 --num_warmup_batches=1 "
+                                     "--num_intra_threads=1 --result_json=r.json --repeats=3",
+                                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"Repeat 2 of 3: a new plan on fresh memory\n", "Repeat 3 of 3: a new plan on fresh memory\n",
+                           "  repeats         3 runs: median "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_EQ(r.output.find("Repeat 1 of"), std::string::npos) << r.output;
+  std::vector<double> totals;
+  const std::regex total_line(R"(total images/sec: ([0-9.]+))");
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), total_line); it != std::sregex_iterator(); ++it)
+    totals.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(totals.size(), 3u) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n') < 100, true) << "only rank 0 prints";
+
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
+  const auto& repeats = doc["repeats"];
+  ASSERT_EQ(repeats["count"], 3);
+  ASSERT_EQ(repeats["images_per_sec"].size(), 3u);
+  std::vector<double> speeds = repeats["images_per_sec"].get<std::vector<double>>();
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(speeds[i], totals[i], 0.01) << i;
+  const int reported = repeats["reported_run"];
+  ASSERT_GE(reported, 1);
+  ASSERT_LE(reported, 3);
+  EXPECT_DOUBLE_EQ(doc["summary"]["images_per_sec"].get<double>(), speeds[reported - 1]);
+  std::vector<double> sorted = speeds;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_DOUBLE_EQ(repeats["images_per_sec_median"].get<double>(), sorted[1]);
+  EXPECT_DOUBLE_EQ(repeats["images_per_sec_min"].get<double>(), sorted[0]);
+  EXPECT_DOUBLE_EQ(repeats["images_per_sec_max"].get<double>(), sorted[2]);
+  EXPECT_NEAR(repeats["spread"].get<double>(), (sorted[2] - sorted[0]) / sorted[1], 1e-12);
+  EXPECT_EQ(doc["steps"]["time_sec"].size(), 3u) << "the reported run's steps";
+  EXPECT_EQ(doc["run"]["allreduce"], "mpi");
+  // one row for the one result
+  std::ifstream csv(dir + "/cnnbench_results/results.csv");
+  std::string header, row, extra;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  EXPECT_FALSE(std::getline(csv, extra));
+}
+
 TEST(CliMpi, FashionMnistTwoRanksLearns) {
   const std::string dir = fresh_dir("cli_fashion");
   const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",

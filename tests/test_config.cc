@@ -164,6 +164,16 @@ TEST(Config, EveryCharacterWhereTomlPlusPlusAsksForWhitespace) {
   EXPECT_GT(errors, tried / 2);  // TOML accepts none of them as a bare key or an escape
 }
 
+TEST(Config, RepeatsAreBoundedAndOnlyWhereARunRepeats) {
+  EXPECT_EQ(parse({"--repeats=5"}).repeats, 5);
+  EXPECT_EQ(error_of({"--repeats=0"}), "--repeats: must be at least 1, not 0");
+  EXPECT_NE(error_of({"--repeats=1001"}).find("at most 1000"), std::string::npos);
+  EXPECT_EQ(error_of({"--repeats=2", "--mode=allreduce"}), "--repeats: repeats the training benchmark, not --mode=allreduce");
+  EXPECT_EQ(error_of({"--repeats=3", "--data_dir=/data"}),
+            "--repeats: repeats the synthetic benchmark; a --data_dir run trains once");
+  EXPECT_EQ(error_of({"--repeats=1", "--data_dir=/data"}), "");
+}
+
 TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
   Config c = parse({"--device=gpu"});
   EXPECT_EQ(c.backend, "cuda");

@@ -1,4 +1,5 @@
 // Statistics as tf_cnn_benchmarks computes them, on samples whose answers are known.
+#include "harness/run_summary.h"
 #include "harness/stats.h"
 #include "test_util.h"
 
@@ -23,6 +24,23 @@ TEST(Stats, PercentilesInterpolateLinearly) {
   EXPECT_DOUBLE_EQ(percentile(v, 0), 1.0);
   EXPECT_DOUBLE_EQ(percentile(v, 100), 10.0);
   EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+}
+
+// --repeats reports the median run (of an even count, the slower middle one) in run order.
+TEST(Stats, RepeatSpeedsPickTheMedianRun) {
+  RepeatSpeeds r = repeat_speeds({13.5, 12.2, 13.1, 7.6, 12.9});
+  EXPECT_EQ(r.median_index, 4u);
+  EXPECT_DOUBLE_EQ(r.median(), 12.9);
+  EXPECT_DOUBLE_EQ(r.min(), 7.6);
+  EXPECT_DOUBLE_EQ(r.max(), 13.5);
+  EXPECT_DOUBLE_EQ(r.spread(), (13.5 - 7.6) / 12.9);
+  r = repeat_speeds({10, 40, 30, 20});
+  EXPECT_EQ(r.median_index, 3u);  // 20, the slower of 20 and 30
+  r = repeat_speeds({5});
+  EXPECT_EQ(r.median_index, 0u);
+  EXPECT_DOUBLE_EQ(r.spread(), 0.0);
+  r = repeat_speeds({2, 2, 2});
+  EXPECT_EQ(r.median_index, 1u);  // ties keep run order
 }
 
 }  // namespace
