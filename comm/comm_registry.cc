@@ -3,6 +3,7 @@
 
 #include "comm/communicator.h"
 #include "comm/gradient_exchange.h"
+#include "kernels/device_plan.h"
 #ifdef CNNBENCH_WITH_CUDA
 #include "comm/nccl_communicator.h"
 #include "comm/nccl_reducer.h"
@@ -40,7 +41,7 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, doub
   throw std::invalid_argument("unknown allreduce backend '" + backend + "' (known: " + known + ")");
 }
 
-std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, Plan& plan,
+std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, DevicePlan& plan,
                                                       const std::vector<TensorExtent>& tensors,
                                                       size_t fusion_threshold_bytes, WireType wire) {
 #ifdef CNNBENCH_WITH_CUDA

@@ -44,9 +44,10 @@ inline std::vector<TensorExtent> gradient_extents(const Plan& plan) {
   return out;
 }
 
-// The exchange for a device plan (Plan::device_gradients()): NCCL on the plan's stream; its
-// watchdog runs while the plan waits. Throws std::invalid_argument for a host backend.
-std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, Plan& plan,
+// The exchange for a device plan (gradients in DevicePlan::device_gradients()): NCCL on the
+// plan's stream; its watchdog runs while the plan waits. Throws std::invalid_argument for a
+// host backend.
+std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, DevicePlan& plan,
                                                       const std::vector<TensorExtent>& tensors,
                                                       size_t fusion_threshold_bytes, WireType wire);
 

@@ -11,11 +11,11 @@
 #include <limits>
 
 #include "comm/communicator.h"
-#include "harness/allreduce_bench.h"
-#include "harness/compare.h"
-#include "harness/config.h"
-#include "harness/convergence_run.h"
-#include "harness/training_run.h"
+#include "harness/run/allreduce_bench.h"
+#include "harness/compare/compare.h"
+#include "harness/cli/config.h"
+#include "harness/run/convergence_run.h"
+#include "harness/run/training_run.h"
 #include "models/model_zoo.h"
 
 namespace cnnbench {

@@ -1,5 +1,7 @@
 #include "kernels/plan.h"
 
+#include "kernels/device_plan.h"
+
 #include <cmath>
 
 namespace cnnbench {
@@ -18,6 +20,16 @@ bool Plan::gradients_finite() {
 #pragma omp parallel for reduction(&& : finite) schedule(static)
   for (size_t i = 0; i < g.size(); ++i) finite = finite && std::isfinite(g[i]);
   return finite;
+}
+
+int64_t Plan::exchange_offset(int param_index) const {
+  if (const DevicePlan* d = device()) return d->gradient_offset(param_index);
+  return layout_.params[param_index].offset;
+}
+
+int64_t Plan::exchange_elements() const {
+  if (const DevicePlan* d = device()) return d->gradient_elements();
+  return layout_.param_elements;
 }
 
 }  // namespace cnnbench

@@ -1,5 +1,6 @@
 // kernels/plan.h — Plan: a graph compiled once by a backend and replayed every step.
-//   Mode, PlanOptions, SgdConfig, LossResult, Plan (the interface every backend implements).
+//   Mode, PlanOptions, SgdConfig, LossResult, Plan (the interface every backend implements;
+//   a plan on an accelerator adds DevicePlan, kernels/device_plan.h).
 // A plan owns the parameter, gradient, momentum and buffer arenas (fp32, plain layout, in
 // ParamLayout's backward order) and everything a step needs; forward(), loss(), backward()
 // and sgd_step() allocate nothing.
@@ -17,6 +18,8 @@
 #include "models/graph.h"
 
 namespace cnnbench {
+
+class DevicePlan;
 
 enum class Mode { training, inference };
 
@@ -49,11 +52,7 @@ struct LossResult {
   double loss = 0;           // mean softmax cross-entropy over the batch
   int64_t top1_correct = 0;  // images whose label is the arg-max of the logits
   int64_t top5_correct = 0;
-  bool deferred = false;     // a device plan fills the values in synchronize()
-};
-
-struct StepPhases {
-  double forward_sec = 0, backward_sec = 0, update_sec = 0;
+  bool deferred = false;     // a device plan fills the values in DevicePlan::synchronize()
 };
 
 class Plan {
@@ -100,8 +99,8 @@ class Plan {
   }
   // The arena that sgd_step()'s offsets and the gradient exchange address: the host layout on
   // CPUs; a device plan may start each tensor on an aligned offset (the gaps stay zero).
-  virtual int64_t exchange_offset(int param_index) const { return layout_.params[param_index].offset; }
-  virtual int64_t exchange_elements() const { return layout_.param_elements; }
+  int64_t exchange_offset(int param_index) const;
+  int64_t exchange_elements() const;
   // loss() seeds backward with scale x d(mean loss)/d(logits): 1/ranks turns the allreduce sum
   // of gradients into their average at no cost.
   void set_loss_gradient_scale(float scale) { loss_gradient_scale_ = scale; }
@@ -109,40 +108,17 @@ class Plan {
   // SgdConfig::gradient_scale).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
 
-  // ---- device plans (the cuda backend) ----
-  // A device plan keeps parameters, gradients, momentum and buffers on its device: the host
-  // arenas above are copies, sent with upload_state() after the host wrote them and refreshed
-  // by download_state() before the host reads them. Its launches are asynchronous: loss()
-  // returns a deferred result and synchronize() waits for the step and fills it in.
-  virtual void upload_state() {}
-  virtual void download_state() {}
-  virtual void synchronize(LossResult* loss) { (void)loss; }
-  // set_input() copies to the device, where images stay until the next set_input()
-  virtual bool input_on_device() const { return false; }
-  virtual void* device_gradients() { return nullptr; }  // fp32, the plan's device layout
-  virtual void* device_stream() { return nullptr; }     // cudaStream_t of the plan's launches
+  // Which device the plan runs on, for the log header ("/cpu:0", "/gpu:0 (NVIDIA H100 ...)").
   virtual std::string device_name() const { return "/cpu:0"; }
   // Kernels the backend chose beyond its library's, for the log header ("" if none).
   virtual std::string kernel_notes() const { return {}; }
-  // Device time of the last step's phases (forward+loss, backward, update), known after
-  // synchronize(); false where the host clock measures them (CPU plans).
-  virtual bool device_phase_times(StepPhases* phases) const {
-    (void)phases;
-    return false;
-  }
-  // Called every ~100 ms with the seconds waited so far while the plan waits for its device (a
-  // watchdog for collectives may throw from it).
-  void set_wait_hook(std::function<void(double)> hook) { wait_hook_ = std::move(hook); }
   // No gradient is inf or NaN (after backward and any reduction).
   virtual bool gradients_finite();
-  // Loss scaling without a wait inside the step (device plans): sgd_step_if_finite() checks the
-  // gradients and skips the update on the device; after synchronize(), last_update_applied()
-  // says whether it was applied.
-  virtual bool checks_finite_on_device() const { return false; }
-  virtual void sgd_step_if_finite(const SgdConfig& config, float learning_rate) {
-    if (gradients_finite()) sgd_step(config, learning_rate);
-  }
-  virtual bool last_update_applied() const { return true; }
+
+  // A plan whose state lives on an accelerator answers with its device face (device_plan.h);
+  // a CPU plan has none, and everything a CPU backend writes is above.
+  virtual DevicePlan* device() { return nullptr; }
+  const DevicePlan* device() const { return const_cast<Plan*>(this)->device(); }
 
   // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
   virtual void read_output(int node, float* dst) = 0;
@@ -158,7 +134,6 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
-  std::function<void(double)> wait_hook_;
   float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;

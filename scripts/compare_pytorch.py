@@ -80,7 +80,7 @@ def step():
     loss.backward()
     optimizer.step()
 
-def runqueue_wait_sec():  # as cnnbench's harness/cpu_wait.cc: time ready but without a CPU
+def runqueue_wait_sec():  # as cnnbench's harness/report/cpu_wait.cc: time ready but without a CPU
     import os
     total = 0
     for tid in os.listdir("/proc/self/task"):

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "fuzz/fuzz_plan.h"
-#include "harness/checkpoint.h"
+#include "harness/run/checkpoint.h"
 #include "test_util.h"
 
 namespace cnnbench {

@@ -8,10 +8,10 @@
 #include <map>
 #include <random>
 
-#include "harness/compare.h"
-#include "harness/result_files.h"
-#include "harness/result_record.h"
-#include "harness/significance.h"
+#include "harness/compare/compare.h"
+#include "harness/report/result_files.h"
+#include "harness/report/result_record.h"
+#include "harness/compare/significance.h"
 #include "test_util.h"
 
 namespace cnnbench {
@@ -386,7 +386,9 @@ TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
                                           : std::vector<std::string>{latin1, latin1});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
-    if (json) EXPECT_EQ(nlohmann::json::parse(r.out)["matched"][0]["config"]["model"], "resnet20\xef\xbf\xbd");
+    if (json) {
+      EXPECT_EQ(nlohmann::json::parse(r.out)["matched"][0]["config"]["model"], "resnet20\xef\xbf\xbd");
+    }
   }
   const std::vector<std::pair<std::string, std::string>> refused = {
       {csv_with(dir + "/steps_1e300.csv", {{"timed_steps", "1e300"}}) + ":2",

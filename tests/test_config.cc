@@ -2,8 +2,8 @@
 #include <climits>
 #include <fstream>
 
-#include "harness/config.h"
-#include "harness/run_settings.h"
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 #include "test_util.h"
 
 namespace cnnbench {

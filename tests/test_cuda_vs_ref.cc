@@ -3,6 +3,7 @@
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
 #include "gpu_skip.h"
 #include "kernels/cuda/device.h"
+#include "kernels/device_plan.h"
 #include "layer_timing_check.h"
 #include "op_cases.h"
 
@@ -68,7 +69,7 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
   init_parameters(reference->layout(), reference->parameters().data(), reference->buffers().data(), 3);
   std::copy(reference->parameters().begin(), reference->parameters().end(), gpu->parameters().begin());
   std::copy(reference->buffers().begin(), reference->buffers().end(), gpu->buffers().begin());
-  gpu->upload_state();
+  gpu->device()->upload_state();
   const auto images = random_vector<float>(g.input().out.elements(), 8);
   std::vector<int32_t> labels(8);
   for (int i = 0; i < 8; ++i) labels[i] = (i * 7) % 10;
@@ -82,7 +83,7 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
       LossResult r = p->loss(labels.data());
       p->backward();
       p->sgd_step(sgd, 0.05f);
-      p->synchronize(&r);
+      if (DevicePlan* device = p->device()) device->synchronize(&r);
       (p == gpu.get() ? got : want) = r;
     }
     EXPECT_FALSE(got.deferred);
@@ -90,7 +91,7 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
     EXPECT_EQ(got.top1_correct, want.top1_correct) << "step " << step;
     EXPECT_EQ(got.top5_correct, want.top5_correct) << "step " << step;
   }
-  gpu->download_state();
+  gpu->device()->download_state();
   EXPECT_TRUE(testing::close("parameters after 3 steps",
                              {gpu->parameters().begin(), gpu->parameters().end()},
                              {reference->parameters().begin(), reference->parameters().end()}, 1e-4));
@@ -100,7 +101,7 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
                              {reference->buffers().begin(), reference->buffers().end()}, 1e-4));
   EXPECT_TRUE(gpu->gradients_finite());
   StepPhases phases;
-  EXPECT_TRUE(gpu->device_phase_times(&phases));
+  EXPECT_TRUE(gpu->device()->device_phase_times(&phases));
   EXPECT_GT(phases.forward_sec, 0);
   EXPECT_GT(phases.backward_sec, 0);
 }
@@ -116,13 +117,13 @@ TEST(CudaTraining, BadLabelIsAnErrorAtSynchronize) {
   SKIP_WITHOUT_GPU();
   GraphBuilder b("fc", {2, 4, 1, 1});
   auto plan = compile_plan("cuda", b.finish(b.linear(b.input(), 3, "fc")));
-  plan->upload_state();
+  plan->device()->upload_state();
   const auto images = random_vector<float>(8, 1);
   const int32_t labels[2] = {0, 3};
   plan->set_input(images.data());
   plan->forward(Mode::training);
   LossResult r = plan->loss(labels);
-  EXPECT_THROW(plan->synchronize(&r), std::out_of_range);
+  EXPECT_THROW(plan->device()->synchronize(&r), std::out_of_range);
 }
 
 }  // namespace
@@ -145,7 +146,7 @@ TEST(CudaGraphs, ReplayedStepsMatchLaunchedSteps) {
     options.allow_tf32 = false;
     auto plan = compile_plan("cuda", g, options);
     init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 3);
-    plan->upload_state();
+    plan->device()->upload_state();
     const auto images = random_vector<float>(g.input().out.elements(), 8);
     std::vector<int32_t> labels(8);
     for (int i = 0; i < 8; ++i) labels[i] = i % 10;
@@ -155,9 +156,9 @@ TEST(CudaGraphs, ReplayedStepsMatchLaunchedSteps) {
       LossResult r = plan->loss(labels.data());
       plan->backward();
       plan->sgd_step({}, 0.05f);
-      plan->synchronize(&r);
+      plan->device()->synchronize(&r);
     }
-    plan->download_state();
+    plan->device()->download_state();
     results.emplace_back(plan->parameters().begin(), plan->parameters().end());
   }
   EXPECT_TRUE(testing::close("parameters after 4 steps", results[1], results[0], 1e-5));
@@ -179,9 +180,9 @@ TEST(CudaLossScaling, OverflowSkipsTheUpdateOnTheDevice) {
   PlanOptions options;
   options.compute = DType::f16;
   auto plan = compile_plan("cuda", g, options);
-  ASSERT_TRUE(plan->checks_finite_on_device());
+  ASSERT_NE(plan->device(), nullptr);
   init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 5);
-  plan->upload_state();
+  plan->device()->upload_state();
   const std::vector<float> before(plan->parameters().begin(), plan->parameters().end());
   const auto images = random_vector<float>(g.input().out.elements(), 2);
   const std::vector<int32_t> labels = {0, 1, 2, 3};
@@ -193,15 +194,15 @@ TEST(CudaLossScaling, OverflowSkipsTheUpdateOnTheDevice) {
     plan->backward();
     SgdConfig sgd;
     sgd.gradient_scale = 1.0f / scale;
-    plan->sgd_step_if_finite(sgd, 0.1f);
-    plan->synchronize(&r);
-    plan->download_state();
+    plan->device()->sgd_step_if_finite(sgd, 0.1f);
+    plan->device()->synchronize(&r);
+    plan->device()->download_state();
     const std::vector<float> after(plan->parameters().begin(), plan->parameters().end());
     if (scale > 65504) {
-      EXPECT_FALSE(plan->last_update_applied());
+      EXPECT_FALSE(plan->device()->last_update_applied());
       EXPECT_EQ(after, before) << "a skipped step changed the parameters";
     } else {
-      EXPECT_TRUE(plan->last_update_applied());
+      EXPECT_TRUE(plan->device()->last_update_applied());
       EXPECT_NE(after, before);
     }
   }

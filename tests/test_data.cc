@@ -5,12 +5,12 @@
 #include <fstream>
 #include <set>
 
-#include "harness/config.h"
+#include "harness/cli/config.h"
 #include "harness/data/augmentation.h"
 #include "harness/data/image_dataset.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/data/jpeg_folder.h"
-#include "harness/lr_schedule.h"
+#include "harness/run/lr_schedule.h"
 #include "test_files.h"
 #include "test_util.h"
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/benchmark.h"
-#include "harness/loss_scaler.h"
+#include "harness/run/step_loop.h"
+#include "harness/run/loss_scaler.h"
 #include "kernels/backend.h"
 #include "models/graph_builder.h"
 #include "test_util.h"

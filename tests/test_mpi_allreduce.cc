@@ -8,7 +8,7 @@
 #include "comm/communicator.h"
 #include "comm/gradient_reducer.h"
 #include "comm/wire_cast.h"
-#include "harness/allreduce_bench.h"
+#include "harness/run/allreduce_bench.h"
 #include "test_util.h"
 
 namespace cnnbench {

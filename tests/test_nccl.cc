@@ -9,6 +9,7 @@
 #include "comm/gradient_exchange.h"
 #include "comm/nccl_communicator.h"
 #include "kernels/backend.h"
+#include "kernels/device_plan.h"
 #include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "models/graph_builder.h"
@@ -51,11 +52,11 @@ std::vector<float> run_steps(bool through_nccl, WireType wire) {
   options.allow_tf32 = false;
   auto plan = compile_plan("cuda", g, options);
   init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 9);
-  plan->upload_state();
+  plan->device()->upload_state();
   std::unique_ptr<GradientExchange> reducer;
   if (through_nccl) {
     const std::vector<TensorExtent> tensors = gradient_extents(*plan);
-    reducer = make_device_reducer(nccl(), *plan, tensors, 1024, wire);  // small buckets: several
+    reducer = make_device_reducer(nccl(), *plan->device(), tensors, 1024, wire);  // small buckets: several
     EXPECT_GT(reducer->buckets().size(), 1u);
     plan->set_loss_gradient_scale(1.0f / static_cast<float>(nccl().size()));
     plan->set_gradient_ready_hook([r = reducer.get()](int i) { r->tensor_ready(i); });
@@ -72,14 +73,14 @@ std::vector<float> run_steps(bool through_nccl, WireType wire) {
       reducer->wait_for_buckets([&](const Bucket& b) { plan->sgd_step(sgd, 0.1f, b.offset, b.count); });
     else
       plan->sgd_step(sgd, 0.1f);
-    plan->synchronize(&loss);
+    plan->device()->synchronize(&loss);
     if (reducer) {
       const ReducerStepStats stats = reducer->finish_step();
       EXPECT_GT(stats.comm_sec, 0);
     }
     EXPECT_TRUE(std::isfinite(loss.loss));
   }
-  plan->download_state();
+  plan->device()->download_state();
   return {plan->parameters().begin(), plan->parameters().end()};
 }
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/result_files.h"
+#include "harness/report/result_files.h"
 #include "test_util.h"
 
 namespace cnnbench {

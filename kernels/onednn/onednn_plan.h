@@ -1,4 +1,4 @@
-// kernels/onednn/onednn_plan.h — the oneDNN CPU backend (fp32): a graph compiled into lists
+// kernels/onednn/onednn_plan.h — the oneDNN CPU backend (fp32, bf16): a graph compiled into lists
 // of oneDNN primitives, built once and replayed every step.
 #pragma once
 

@@ -10,7 +10,7 @@
 
 #include "fuzz_files.h"
 #include "fuzz_plan.h"
-#include "harness/checkpoint.h"
+#include "harness/run/checkpoint.h"
 
 using namespace cnnbench;
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fuzz_files.h"
-#include "harness/config.h"
+#include "harness/cli/config.h"
 
 using namespace cnnbench;
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "fuzz_files.h"
-#include "harness/config.h"
-#include "harness/run_settings.h"
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 
 using namespace cnnbench;
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz_files.h"
-#include "harness/result_reader.h"
+#include "harness/compare/result_reader.h"
 
 using namespace cnnbench;
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_files.h"
-#include "harness/compare.h"
-#include "harness/result_reader.h"
+#include "harness/compare/compare.h"
+#include "harness/compare/result_reader.h"
 
 using namespace cnnbench;
 

@@ -11,7 +11,7 @@
 
 #include "../test_files.h"
 #include "fuzz_plan.h"
-#include "harness/checkpoint.h"
+#include "harness/run/checkpoint.h"
 
 using namespace cnnbench;
 namespace fs = std::filesystem;

@@ -1,0 +1,370 @@
+#include "harness/cli/config.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "harness/cli/toml_shield.h"
+
+namespace cnnbench {
+
+std::string printable(const std::string& text, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < most; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > most) out += "...";
+  return out;
+}
+
+namespace {
+
+enum class Kind { integer, real, boolean, text };
+
+struct FlagSpec {
+  const char* name;
+  Kind kind;
+  const char* help;
+  std::function<void(Config&, const std::string&)> set;  // value already type-checked
+  std::function<std::string(const Config&)> get;
+};
+
+int64_t to_int(const std::string& v) {
+  int64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + printable(v) + "' is not an integer");
+  return out;
+}
+
+
+bool to_bool(const std::string& v) {
+  if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "False" || v == "0" || v == "no") return false;
+  throw ConfigError("'" + printable(v) + "' is not true or false");
+}
+
+std::string real_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void one_of(const std::string& v, std::initializer_list<const char*> allowed, const char* hint = nullptr) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw ConfigError("'" + printable(v) + "' is not one of " + list + (hint ? std::string(" (") + hint + ")" : ""));
+}
+
+#define INT_FLAG(field, check, help)                                                              \
+  FlagSpec{#field, Kind::integer, help,                                                           \
+           [](Config& c, const std::string& v) { c.field = to_int(v); check; },                   \
+           [](const Config& c) { return std::to_string(c.field); }}
+#define REAL_FLAG(field, check, help)                                                             \
+  FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = parse_real(v); check; }, \
+           [](const Config& c) { return real_text(c.field); }}
+#define BOOL_FLAG(field, help)                                                                    \
+  FlagSpec{#field, Kind::boolean, help, [](Config& c, const std::string& v) { c.field = to_bool(v); }, \
+           [](const Config& c) { return std::string(c.field ? "true" : "false"); }}
+#define TEXT_FLAG(field, check, help)                                                             \
+  FlagSpec{#field, Kind::text, help, [](Config& c, const std::string& v) { c.field = v; check; }, \
+           [](const Config& c) { return c.field; }}
+
+void positive(int64_t v) {
+  if (v < 1) throw ConfigError("must be at least 1, not " + std::to_string(v));
+}
+void non_negative(double v) {
+  if (v < 0) throw ConfigError("must not be negative");
+}
+// The upper ends keep every product and conversion further on (steps x global batch, MiB to
+// bytes, double to int64 or float) well inside its type; each flag's help names its range.
+void at_most(int64_t v, int64_t most) {
+  if (v > most) throw ConfigError("must be at most " + std::to_string(most) + ", not " + std::to_string(v));
+}
+void real_at_most(double v, double most) {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.15g", most);  // 16777216, not 1.67772e+07
+  if (v > most) throw ConfigError("must be at most " + std::string(limit) + ", not " + real_text(v));
+}
+
+const std::vector<FlagSpec>& flag_specs() {
+  static const std::vector<FlagSpec> specs = {
+      TEXT_FLAG(model, , "model to run (see --list_models)"),
+      INT_FLAG(batch_size, non_negative(c.batch_size); at_most(c.batch_size, max_batch_size),
+               "images per rank per step, at most 65536; 0 = the model's default"),
+      INT_FLAG(num_batches, positive(c.num_batches); at_most(c.num_batches, max_steps), "timed steps, at most 10000000"),
+      INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0");
+               at_most(c.num_warmup_batches, max_steps),
+               "untimed steps first, at most 10000000; -1 = min(10, max(1, num_batches / 4))"),
+      REAL_FLAG(num_epochs, non_negative(c.num_epochs); real_at_most(c.num_epochs, max_epochs),
+                "epochs of the data set to run, at most 10000; overrides num_batches"),
+      INT_FLAG(display_every, positive(c.display_every); at_most(c.display_every, max_steps),
+               "print a step line every N steps"),
+      INT_FLAG(repeats, positive(c.repeats); at_most(c.repeats, max_repeats),
+               "run the synthetic benchmark N times, each on a new plan with fresh memory and its own warm-up; "
+               "results are the median run's, with every run's images/sec and the spread, at most 1000"),
+      TEXT_FLAG(data_name, if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
+                "data set: imagenet, cifar10, fashion_mnist (default: the model's)"),
+      TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data"),
+      BOOL_FLAG(forward_only, "time inference (forward) only"),
+      BOOL_FLAG(print_training_accuracy, "add top-1/top-5 training accuracy to step lines"),
+      TEXT_FLAG(optimizer, one_of(c.optimizer, {"sgd", "momentum"}, "cnnbench trains with SGD, with or without momentum"),
+                "sgd or momentum"),
+      REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive");
+                real_at_most(c.init_learning_rate, max_learning_rate),
+                "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet) or 0.1"),
+      REAL_FLAG(momentum, non_negative(c.momentum); real_at_most(c.momentum, 1), "momentum in [0, 1] (optimizer=momentum)"),
+      REAL_FLAG(weight_decay, non_negative(c.weight_decay); real_at_most(c.weight_decay, 1), "L2 weight decay in [0, 1]"),
+      BOOL_FLAG(nesterov, "Nesterov momentum"),
+      TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref", "cuda"}),
+                "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)"),
+      TEXT_FLAG(device, one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank"),
+      BOOL_FLAG(cuda_graphs, "GPU: replay forward and backward as CUDA graphs (when gradients are not exchanged)"),
+      INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
+                   "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
+               "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)"),
+      INT_FLAG(num_intra_threads, non_negative(c.num_intra_threads); at_most(c.num_intra_threads, max_threads),
+               "compute threads per rank, at most 1024; 0 = the CPUs the rank is bound to, or the host's shared "
+               "among its ranks"),
+      TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC"),
+      BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest (bf16 on CPUs)"),
+      REAL_FLAG(fp16_loss_scale, non_negative(c.fp16_loss_scale); real_at_most(c.fp16_loss_scale, max_loss_scale),
+                "loss scale, at most 16777216 (2^24) (static; the initial scale with auto scaling, default 65536 then)"),
+      BOOL_FLAG(fp16_enable_auto_loss_scale, "dynamic loss scaling: halve on inf/NaN and skip the step"),
+      INT_FLAG(fp16_inc_loss_scale_every_n, positive(c.fp16_inc_loss_scale_every_n),
+               "double the dynamic loss scale after this many good steps"),
+      TEXT_FLAG(precision, one_of(c.precision, {"fp32", "bf16", "fp16"}),
+                "compute type: fp32, bf16 or fp16 (master weights, optimizer and loss stay fp32)"),
+      TEXT_FLAG(variable_update,
+                one_of(c.variable_update, {"horovod", "replicated", "independent"},
+                       "parameter_server and distributed_* need parameter servers, which cnnbench does not model"),
+                "horovod (averaged gradients by allreduce), replicated, independent"),
+      TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}),
+                "allreduce backend: mpi or gloo (host memory), nccl (GPU memory, --device=gpu)"),
+      REAL_FLAG(collective_timeout_sec, if (!(c.collective_timeout_sec > 0)) throw ConfigError("must be positive");
+                real_at_most(c.collective_timeout_sec, max_timeout_sec),
+                "end the job, naming the rank that did not arrive, when a collective has waited this many seconds (at most 86400)"),
+      REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
+                real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
+                "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
+      TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
+                "gradient type on the wire: none (fp32), fp16, bf16"),
+      TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it"),
+      TEXT_FLAG(mode, one_of(c.mode, {"train", "allreduce"}),
+                "train, or allreduce: the allreduce microbenchmark (4 KB to --allreduce_max_mb)"),
+      REAL_FLAG(allreduce_max_mb,
+                if (!(c.allreduce_max_mb >= 0.004 && c.allreduce_max_mb <= 1024)) throw ConfigError("must be in [0.004, 1024]"),
+                "largest message of the allreduce microbenchmark in MiB (default 256; less on slow links)"),
+      INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"), "seed for weights and synthetic data"),
+      TEXT_FLAG(piecewise_learning_rate_schedule, , "rate;epoch;rate;...: e.g. 0.1;82;0.01;123;0.001"),
+      REAL_FLAG(num_learning_rate_warmup_epochs, non_negative(c.num_learning_rate_warmup_epochs);
+                real_at_most(c.num_learning_rate_warmup_epochs, max_epochs),
+                "linear warm-up of the learning rate over these epochs (at most 10000)"),
+      BOOL_FLAG(cosine_learning_rate, "cosine decay of the learning rate to zero over the run"),
+      INT_FLAG(learning_rate_base_batch, non_negative(c.learning_rate_base_batch);
+               at_most(c.learning_rate_base_batch, max_global_batch),
+               "scale the learning rate by global batch / this, at most 16777216 (0: no scaling)"),
+      REAL_FLAG(eval_during_training_every_n_epochs, non_negative(c.eval_during_training_every_n_epochs);
+                real_at_most(c.eval_during_training_every_n_epochs, max_epochs),
+                "evaluate on the test set every N epochs, at most 10000 (0: at the end only)"),
+      REAL_FLAG(stop_at_top_1_accuracy,
+                if (c.stop_at_top_1_accuracy < 0 || c.stop_at_top_1_accuracy > 1) throw ConfigError("must be in [0, 1]"),
+                "stop training once test top-1 accuracy reaches this"),
+      INT_FLAG(num_data_workers, positive(c.num_data_workers); at_most(c.num_data_workers, max_data_workers),
+               "input pipeline threads per rank, at most 64 (each keeps batches in flight)"),
+      BOOL_FLAG(resume, "continue from the newest valid checkpoint in train_dir"),
+      TEXT_FLAG(train_dir, , "folder for checkpoints (one per epoch, real data)"),
+      TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
+                "folder for results.csv and the JSON results"),
+      TEXT_FLAG(result_json, , "path of the JSON result (default: in benchmark_log_dir)"),
+      BOOL_FLAG(layer_timing, "print forward/backward time per layer"),
+      BOOL_FLAG(peak, "measure this machine's FMA peak GFLOP/s and exit"),
+      BOOL_FLAG(list_models, "list the models and exit"),
+      BOOL_FLAG(help, "print this help and exit"),
+  };
+  return specs;
+}
+
+const FlagSpec* find_flag(const std::string& name) {
+  for (const FlagSpec& f : flag_specs())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+double parse_real(const std::string& v) {
+  size_t used = 0;
+  double out = 0;
+  try {
+    out = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !std::isfinite(out)) throw ConfigError("'" + printable(v) + "' is not a number");
+  return out;
+}
+
+void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
+  const FlagSpec* spec = find_flag(name);
+  if (!spec) throw ConfigError(printable(source) + ": unknown flag '" + printable(name) + "' (see --help)");
+  try {
+    spec->set(config, value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(source + ": " + e.what());
+  }
+}
+
+void apply_config_file(const std::string& path, Config& config) {
+  const std::string where = printable(path, 4096);  // in errors
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(where + ": is a folder, not a TOML file");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(where + ": cannot read" + (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+  // at most 1 MiB: a config is a page of keys, and /dev/zero or a pipe that never ends is not one
+  constexpr size_t most = 1 << 20;
+  std::string text(most + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > most) throw ConfigError(where + ": larger than 1 MiB, not a cnnbench config");
+  apply_config_text(text, path, config);
+}
+
+void apply_config_text(const std::string& text, const std::string& path_as_given, Config& config) {
+  const std::string path = printable(path_as_given, 4096);  // in errors
+  toml::table table;
+  try {
+    table = toml::parse(shield_from_toml(text, path), path_as_given);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw ConfigError(path + ":" + std::to_string(where.line) + ": " +
+                      printable(unshield_from_toml(std::string(e.description())), 300));
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConfigError(path + ": " + printable(e.what(), 300));
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name = unshield_from_toml(std::string(key.str()));
+    const std::string source = path + ": key '" + printable(name) + "'";
+    const FlagSpec* spec = find_flag(name);
+    if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + printable(name) + "'");
+    std::string value;
+    if (auto v = node.value_exact<int64_t>(); v && (spec->kind == Kind::integer || spec->kind == Kind::real))
+      value = std::to_string(*v);
+    else if (auto d = node.value_exact<double>(); d && spec->kind == Kind::real)
+      value = real_text(*d);
+    else if (auto b = node.value_exact<bool>(); b && spec->kind == Kind::boolean)
+      value = *b ? "true" : "false";
+    else if (auto s = node.value_exact<std::string>(); s && spec->kind == Kind::text)
+      value = unshield_from_toml(*s);
+    else
+      throw ConfigError(source + ": wrong type for this setting");
+    apply_flag(config, name, value, source);
+  }
+}
+
+Config parse_command_line(int argc, const char* const* argv) {
+  struct Item {
+    std::string name, value;
+  };
+  std::vector<Item> items;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+      throw ConfigError("unexpected argument '" + printable(arg) + "' (flags look like --name=value)");
+    arg = arg.substr(2);
+    const size_t eq = arg.find('=');
+    Item item;
+    if (eq != std::string::npos) {
+      item = {arg.substr(0, eq), arg.substr(eq + 1)};
+    } else {
+      item.name = arg;
+      const FlagSpec* spec = find_flag(item.name);
+      const bool is_bool = spec && spec->kind == Kind::boolean;
+      const bool next_is_value = i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0;
+      if (item.name == "config" || (!is_bool && spec)) {
+        if (!next_is_value) throw ConfigError("flag --" + printable(item.name) + " needs a value");
+        item.value = argv[++i];
+      } else if (is_bool && next_is_value &&
+                 (std::string(argv[i + 1]) == "true" || std::string(argv[i + 1]) == "false" ||
+                  std::string(argv[i + 1]) == "True" || std::string(argv[i + 1]) == "False")) {
+        item.value = argv[++i];
+      } else {
+        item.value = "true";
+      }
+    }
+    items.push_back(item);
+  }
+  Config config;
+  for (const Item& item : items)
+    if (item.name == "config") {
+      config.config_file = item.value;
+      apply_config_file(item.value, config);
+    }
+  for (const Item& item : items)
+    if (item.name != "config") apply_flag(config, item.name, item.value, "--" + item.name);
+  resolve_device(config);
+  return config;
+}
+
+void resolve_device(Config& config) {
+  if (config.device == "gpu" && config.backend == "onednn") config.backend = "cuda";
+  if (config.backend == "cuda") config.device = "gpu";
+  if (config.device == "gpu" && config.backend != "cuda")
+    throw ConfigError("--device=gpu runs the cuda backend, not --backend=" + config.backend);
+  if (config.allreduce == "nccl" && config.device != "gpu")
+    throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
+  if (config.repeats > 1 && config.mode == "allreduce")
+    throw ConfigError("--repeats: repeats the training benchmark, not --mode=allreduce");
+  if (config.repeats > 1 && !config.data_dir.empty())
+    throw ConfigError("--repeats: repeats the synthetic benchmark; a --data_dir run trains once");
+}
+
+std::string usage() {
+  std::ostringstream s;
+  s << "usage: cnnbench [--config FILE.toml] [--flag=value | --flag value]...\n"
+       "       mpiexec -np N cnnbench ...   (one rank per process)\n"
+       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]   (cnnbench compare --help)\n\nflags:\n";
+  const Config defaults;
+  for (const FlagSpec& f : flag_specs()) {
+    std::string name = std::string("  --") + f.name;
+    name.resize(std::max<size_t>(name.size() + 1, 28), ' ');
+    const std::string d = f.get(defaults);
+    s << name << f.help << (d.empty() ? "" : " [" + d + "]") << "\n";
+  }
+  s << "  --config FILE               TOML file setting the same keys; flags override it\n";
+  return s.str();
+}
+
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const FlagSpec& f : flag_specs())
+    if (std::string(f.name) != "help" && std::string(f.name) != "list_models") out.emplace_back(f.name, f.get(config));
+  out.emplace_back("config", config.config_file);
+  return out;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,119 @@
+// harness/cli/config.h — Config: every setting of a run, with tf_cnn_benchmarks' flag names and
+// meanings. Set from a TOML file (--config) and then from the command line, which wins.
+// parse_command_line() throws ConfigError with one line naming the flag or key and the reason.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cnnbench {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The ranges of the numeric settings (each flag's --help names its own). Out of range is a
+// ConfigError: the upper ends keep every product and conversion further on inside its type
+// (steps x global batch in int64, MiB to bytes, seconds to int) and refuse what cannot run
+// (100000 OpenMP threads crash libgomp; 1000 input workers would each hold batches).
+inline constexpr int64_t max_batch_size = 65536;          // images per rank per step
+inline constexpr int64_t max_global_batch = 1 << 24;      // images per step over all ranks
+inline constexpr int64_t max_steps = 10'000'000;          // timed steps, warm-up steps, display_every
+inline constexpr double max_epochs = 10'000;              // num_epochs and the epoch counts of schedules
+inline constexpr int64_t max_threads = 1024;              // num_intra_threads
+inline constexpr int64_t max_data_workers = 64;           // num_data_workers
+inline constexpr int64_t max_repeats = 1000;              // repeats
+inline constexpr double max_learning_rate = 1000;         // init_learning_rate and schedule rates
+inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
+inline constexpr double max_fusion_threshold_mb = 4096;   // fusion_threshold_mb
+inline constexpr double max_timeout_sec = 86400;          // collective_timeout_sec
+
+struct Config {
+  // what to run
+  std::string model = "trivial";
+  int64_t batch_size = 0;          // per rank; 0 = the model's default
+  int64_t num_batches = 100;
+  int64_t num_warmup_batches = -1; // -1 = min(10, max(1, num_batches / 4))
+  double num_epochs = 0;           // > 0 overrides num_batches
+  int64_t display_every = 10;
+  int64_t repeats = 1;             // whole runs of the synthetic benchmark; results: the median one
+  std::string data_name;           // imagenet, cifar10, fashion_mnist; empty = the model's
+  std::string data_dir;            // empty = synthetic data
+  bool forward_only = false;
+  bool print_training_accuracy = false;
+  // optimizer
+  std::string optimizer = "sgd";   // sgd | momentum
+  double init_learning_rate = -1;  // < 0 = 0.1 x global batch / 256 (ImageNet), 0.1 otherwise
+  double momentum = 0.9;
+  double weight_decay = 4e-5;
+  bool nesterov = false;
+  // compute
+  std::string backend = "onednn";   // onednn | ref | cuda (set by --device=gpu)
+  std::string device = "cpu";       // cpu | gpu
+  int64_t num_gpus = 1;             // GPUs per rank: one (ranks take GPUs by local rank)
+  bool cuda_graphs = false;         // replay forward and backward as CUDA graphs (1 rank)
+  int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on
+  std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
+  bool use_fp16 = false;            // the device's fast half type: bf16 on this CPU
+  std::string precision = "fp32";   // fp32 | bf16 | fp16 (compute type of activations)
+  double fp16_loss_scale = 0;        // > 0: static loss scale (initial scale when auto)
+  bool fp16_enable_auto_loss_scale = false;
+  int64_t fp16_inc_loss_scale_every_n = 1000;
+  std::string variable_update = "horovod";
+  // distributed
+  std::string allreduce = "mpi";        // mpi | gloo
+  double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
+  double allreduce_max_mb = 256;        // largest size of --mode=allreduce
+  std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
+  double collective_timeout_sec = 300;  // a collective stuck this long ends the job, naming the rank
+  std::string baseline;                 // JSON result of a reference run, for scaling efficiency
+  std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
+  uint64_t seed = 1;
+  // convergence (real data)
+  std::string piecewise_learning_rate_schedule;  // "rate;epoch;rate;...": tf_cnn_benchmarks' form
+  double num_learning_rate_warmup_epochs = 0;
+  bool cosine_learning_rate = false;
+  int64_t learning_rate_base_batch = 0;  // > 0: rate x global batch / this (linear scaling)
+  double eval_during_training_every_n_epochs = 0;  // 0 = evaluate once, at the end
+  double stop_at_top_1_accuracy = 0;     // stop once test top-1 reaches this (0..1)
+  int64_t num_data_workers = 2;          // input threads per rank
+  bool resume = false;                   // continue from the newest valid checkpoint in train_dir
+  // output
+  std::string train_dir;
+  std::string benchmark_log_dir = "cnnbench_results";
+  std::string result_json;         // empty = <benchmark_log_dir>/<model>_<time>_<pid>.json
+  bool layer_timing = false;
+  // modes
+  bool peak = false;               // measure the FMA peak and exit
+  bool list_models = false;
+  bool help = false;
+  std::string config_file;
+};
+
+// Applies the TOML file named by --config (if any), then every flag. argv[0] is skipped.
+Config parse_command_line(int argc, const char* const* argv);
+// --device=gpu means the cuda backend and --backend=cuda means the GPU; throws ConfigError for
+// combinations that contradict each other (nccl on the CPU, gpu with a CPU backend, --repeats
+// with what it does not repeat).
+void resolve_device(Config& config);
+// Applies one TOML file's keys (the flag names) to `config`.
+void apply_config_file(const std::string& path, Config& config);
+// The same for a TOML document already read; `path` names it in errors.
+void apply_config_text(const std::string& text, const std::string& path, Config& config);
+// Applies one flag value, validated, as if given as --name=value.
+void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
+
+// `text` as an error line may show it: control characters as \n, \t or \xNN (a value must not
+// break the one-line message or the terminal), at most `most` characters (then "...").
+std::string printable(const std::string& text, size_t most = 100);
+
+// A whole string as a finite number; throws ConfigError("'v' is not a number") otherwise.
+double parse_real(const std::string& value);
+
+std::string usage();
+// name=value for every setting, for the JSON result.
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config);
+
+}  // namespace cnnbench

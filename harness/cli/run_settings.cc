@@ -1,0 +1,71 @@
+#include "harness/cli/run_settings.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cnnbench {
+
+int64_t dataset_train_size(const std::string& dataset) {
+  if (dataset == "imagenet") return 1281167;
+  if (dataset == "cifar10") return 50000;
+  if (dataset == "fashion_mnist") return 60000;
+  return 0;
+}
+
+RunSettings resolve_settings(const Config& config, int ranks, int threads) {
+  RunSettings s;
+  const auto model = find_model(config.model);
+  if (!model) {
+    std::string known;
+    for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
+    throw ConfigError("--model: unknown model '" + printable(config.model) + "' (known: " + known + ")");
+  }
+  s.model = *model;
+  s.dataset = config.data_name.empty() ? model->dataset : config.data_name;
+  if (s.dataset != model->dataset)
+    throw ConfigError("--data_name: model " + model->name + " takes " + model->dataset + " images (" +
+                      std::to_string(model->image_size) + "x" + std::to_string(model->image_size) + "), not " +
+                      s.dataset);
+  s.synthetic = config.data_dir.empty();
+  if (s.synthetic && !config.train_dir.empty())
+    throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
+  if (s.synthetic && config.resume) throw ConfigError("--resume: needs --data_dir and --train_dir");
+  s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
+  s.ranks = ranks;
+  // checked before multiplying: the product must neither overflow nor ask for absurd memory
+  if (ranks < 1 || s.batch_size > max_global_batch / ranks)
+    throw ConfigError("--batch_size: " + std::to_string(s.batch_size) + " per rank x " + std::to_string(ranks) +
+                      " ranks is more than the " + std::to_string(max_global_batch) + " images a step may have");
+  s.global_batch = s.batch_size * ranks;
+  if (config.num_epochs > 0) {
+    const double images = config.num_epochs * static_cast<double>(dataset_train_size(s.dataset));
+    const double steps = std::ceil(images / static_cast<double>(s.global_batch));  // <= 1e4 x 1.3e6: exact
+    if (steps > static_cast<double>(max_steps))
+      throw ConfigError("--num_epochs: " + std::to_string(static_cast<int64_t>(steps)) + " steps of " +
+                        std::to_string(s.global_batch) + " images, more than the " + std::to_string(max_steps) +
+                        " a run may have");
+    s.timed_steps = std::max<int64_t>(1, static_cast<int64_t>(steps));
+  } else {
+    s.timed_steps = config.num_batches;
+  }
+  s.warmup_steps = config.num_warmup_batches >= 0 ? config.num_warmup_batches
+                                                  : std::min<int64_t>(10, std::max<int64_t>(1, s.timed_steps / 4));
+  s.epochs = static_cast<double>(s.timed_steps * s.global_batch) / static_cast<double>(dataset_train_size(s.dataset));
+  s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
+                    : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0
+                                                  : 0.1;
+  // --use_fp16 asks for the half type the device runs fastest: fp16 on GPUs (tensor cores); on
+  // CPUs bf16 (AVX-512 BF16), as fp16 would need AVX-512 FP16.
+  const bool gpu = config.device == "gpu";
+  s.precision = config.use_fp16 ? (gpu ? DType::f16 : DType::bf16) : *parse_dtype(config.precision);
+  if (config.use_fp16 && !gpu && config.precision == "fp16")
+    throw ConfigError("--precision=fp16 with --use_fp16: the CPU backend computes halves in bf16");
+  if (gpu && ranks > 1 && !config.forward_only && config.variable_update != "independent" &&
+      config.allreduce != "nccl")
+    throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);
+  s.threads = threads;
+  s.training = !config.forward_only;
+  return s;
+}
+
+}  // namespace cnnbench

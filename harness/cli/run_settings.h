@@ -1,0 +1,35 @@
+// harness/cli/run_settings.h — RunSettings: a Config resolved against the model zoo and the launch
+// (defaults filled in, combinations checked), everything the step loop and the reports need.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "harness/cli/config.h"
+#include "kernels/dtype.h"
+#include "models/model_zoo.h"
+
+namespace cnnbench {
+
+struct RunSettings {
+  ModelInfo model;
+  std::string dataset;      // imagenet, cifar10, fashion_mnist
+  bool synthetic = true;
+  int64_t batch_size = 0;   // per rank
+  int ranks = 1;
+  int64_t global_batch = 0;
+  int64_t warmup_steps = 0, timed_steps = 0;
+  double epochs = 0;        // timed_steps x global batch / data set size
+  double learning_rate = 0;
+  DType precision = DType::f32;
+  int threads = 1;          // compute threads per rank
+  bool training = true;
+};
+
+// Images in one epoch of each data set's training split.
+int64_t dataset_train_size(const std::string& dataset);
+
+// Throws ConfigError for a combination that cannot run (e.g. a model on the wrong data set).
+RunSettings resolve_settings(const Config& config, int ranks, int threads);
+
+}  // namespace cnnbench

@@ -1,0 +1,312 @@
+#include "harness/compare/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness/compare/stats.h"
+#include "models/model_zoo.h"
+
+namespace cnnbench {
+namespace {
+
+using Group = std::pair<RunConfiguration, std::vector<RunSpeeds>>;
+
+// Runs grouped by configuration, in the order their configurations first appear.
+std::vector<Group> group_by_configuration(const std::vector<RunSpeeds>& runs) {
+  std::vector<Group> groups;
+  for (const RunSpeeds& run : runs) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.first == run.config; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {run.config, {}});
+    it->second.push_back(run);
+  }
+  return groups;
+}
+
+// Several runs' summaries as one sample: the mean over all their steps and the sample standard
+// deviation, from each run's mean and population standard error.
+struct PooledSummary {
+  double mean = 0, sd = 0, n = 0;
+};
+PooledSummary pool_summaries(const std::vector<RunSpeeds>& runs) {
+  PooledSummary p;
+  for (const RunSpeeds& r : runs) {
+    p.n += static_cast<double>(r.steps);
+    p.mean += static_cast<double>(r.steps) * r.mean;
+  }
+  if (p.n <= 0) return p;
+  p.mean /= p.n;
+  double squares = 0;
+  for (const RunSpeeds& r : runs) {
+    const double n = static_cast<double>(r.steps);
+    const double variance = r.stderr_ * r.stderr_ * n;  // population variance of the run's steps
+    squares += n * (variance + (r.mean - p.mean) * (r.mean - p.mean));
+  }
+  p.sd = p.n > 1 ? std::sqrt(squares / (p.n - 1)) : 0;
+  return p;
+}
+
+std::vector<double> pooled_steps(const std::vector<RunSpeeds>& runs) {
+  std::vector<double> all;
+  for (const RunSpeeds& r : runs) all.insert(all.end(), r.per_step.begin(), r.per_step.end());
+  return all;
+}
+
+bool all_have_steps(const std::vector<RunSpeeds>& runs) {
+  return std::all_of(runs.begin(), runs.end(), [](const RunSpeeds& r) { return !r.per_step.empty(); });
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : separator) + s;
+  return out;
+}
+
+std::string percent(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
+
+std::string p_text(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }
+
+std::string test_text(const ComparedConfiguration& c) {
+  return fmt::format("{} {}+{}", c.from_samples ? "Mann-Whitney" : "Welch t, summary", c.base_steps, c.new_steps);
+}
+
+std::string plural(int n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::faster: return "faster";
+    case Verdict::slower: return "slower";
+    case Verdict::regression: return "regression";
+    case Verdict::no_change: break;
+  }
+  return "no significant change";
+}
+
+std::string configuration_label(const RunConfiguration& c) {
+  const int ranks = std::atoi(c["ranks"].c_str()), threads = std::atoi(c["threads_per_rank"].c_str());
+  std::string label = fmt::format("{} b{} {}, {} rank{} x {} thread{}", c["model"], c["batch_size_per_rank"],
+                                  c["precision"], ranks, ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+  // then only what differs from the usual, so every configuration still reads differently
+  const auto model = find_model(c["model"]);
+  if (!model || model->dataset != c["dataset"]) label += ", " + c["dataset"];
+  if (c["synthetic"] != "true") label += ", real data";
+  if (c["mode"] != "training") label += ", " + c["mode"];
+  if (c["backend"] != "onednn") label += ", " + c["backend"] + " backend";
+  if (c["hosts"] != "1") label += ", " + c["hosts"] + " hosts";
+  if (c["allreduce"] != "none") label += ", " + c["allreduce"];
+  if (c["variable_update"] != "horovod") label += ", " + c["variable_update"];
+  if (c["fusion_threshold_mb"] != "16") label += ", " + c["fusion_threshold_mb"] + " MB buckets";
+  if (c["compression"] != "none") label += ", " + c["compression"] + " on the wire";
+  return label;
+}
+
+ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const std::vector<RunSpeeds>& next,
+                                     double tolerance) {
+  ComparedConfiguration c;
+  c.config = base.front().config;
+  c.label = configuration_label(c.config);
+  c.base_runs = static_cast<int>(base.size());
+  c.new_runs = static_cast<int>(next.size());
+  c.from_samples = all_have_steps(base) && all_have_steps(next);
+  if (c.from_samples) {
+    // per-step speeds are skewed by the odd slow step: compare medians, test ranks
+    const std::vector<double> a = pooled_steps(base), b = pooled_steps(next);
+    c.base_steps = static_cast<int64_t>(a.size());
+    c.new_steps = static_cast<int64_t>(b.size());
+    c.base_speed = median(a);
+    c.new_speed = median(b);
+    c.p_value = mann_whitney(b, a).p_value;
+    c.ratio_ci = bootstrap_median_ratio(a, b);
+  } else {
+    const PooledSummary a = pool_summaries(base), b = pool_summaries(next);
+    c.base_steps = static_cast<int64_t>(a.n);
+    c.new_steps = static_cast<int64_t>(b.n);
+    c.base_speed = a.mean;
+    c.new_speed = b.mean;
+    c.p_value = welch_p_value(a.mean, a.sd, a.n, b.mean, b.sd, b.n);
+  }
+  c.change = c.base_speed > 0 ? c.new_speed / c.base_speed - 1 : 0;
+  const bool significant = c.p_value < significance_level;
+  const bool interval_below = c.from_samples && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
+  if (c.change < -tolerance && (significant || interval_below))
+    c.verdict = Verdict::regression;
+  else if (significant)
+    c.verdict = c.change >= 0 ? Verdict::faster : Verdict::slower;
+  return c;
+}
+
+CompareReport compare_results(const std::string& base, const std::string& next, const CompareOptions& options) {
+  CompareReport report;
+  report.base_path = base;
+  report.new_path = next;
+  report.options = options;
+  const ResultSet base_set = read_results(base), new_set = read_results(next);
+  report.base_runs = static_cast<int>(base_set.runs.size());
+  report.new_runs = static_cast<int>(new_set.runs.size());
+  report.skipped = base_set.skipped;
+  report.skipped.insert(report.skipped.end(), new_set.skipped.begin(), new_set.skipped.end());
+  const std::vector<Group> base_groups = group_by_configuration(base_set.runs);
+  const std::vector<Group> new_groups = group_by_configuration(new_set.runs);
+  auto find = [](const std::vector<Group>& groups, const RunConfiguration& config) {
+    return std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.first == config; });
+  };
+  for (const auto& [config, runs] : base_groups) {
+    const auto match = find(new_groups, config);
+    if (match == new_groups.end()) {
+      report.only_in_base.push_back(configuration_label(config));
+      continue;
+    }
+    report.matched.push_back(compare_speeds(runs, match->second, options.tolerance));
+    if (report.matched.back().verdict == Verdict::regression) ++report.regressions;
+  }
+  for (const auto& [config, runs] : new_groups)
+    if (find(base_groups, config) == base_groups.end()) report.only_in_new.push_back(configuration_label(config));
+  if (report.matched.empty())
+    throw ResultReadError(fmt::format("nothing to compare: no configuration of {} ({}) is in {} ({})", base,
+                                      join(report.only_in_base, "; "), next, join(report.only_in_new, "; ")));
+  return report;
+}
+
+std::string format_report(const CompareReport& r) {
+  std::string out = fmt::format("cnnbench compare: base {} ({}), new {} ({})\n", r.base_path,
+                                plural(r.base_runs, "run"), r.new_path, plural(r.new_runs, "run"));
+  out += fmt::format("regression: slower by more than {} and significant (p < {:g}, or the 95% interval of "
+                     "new/base below {:g})\n\n",
+                     percent(r.options.tolerance), significance_level, 1 - r.options.tolerance);
+  size_t width = std::string("configuration").size(), test_width = 4;
+  for (const ComparedConfiguration& c : r.matched) {
+    width = std::max(width, c.label.size());
+    test_width = std::max(test_width, test_text(c).size());
+  }
+  out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", "configuration", width,
+                     "base img/s", "new img/s", "change", "p-value", "new/base 95%", "test", test_width, "verdict");
+  bool summaries = false;
+  for (const ComparedConfiguration& c : r.matched) {
+    const std::string interval =
+        c.from_samples ? fmt::format("{:.3f}-{:.3f}", c.ratio_ci.low, c.ratio_ci.high) : std::string("-");
+    out += fmt::format("{:<{}}  {:>10.2f}  {:>10.2f}  {:>+6.1f}%  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
+                       c.base_speed, c.new_speed, 100 * c.change, p_text(c.p_value), interval, test_text(c),
+                       test_width, verdict_name(c.verdict));
+    summaries = summaries || !c.from_samples;
+  }
+  out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
+  if (summaries) out += "summary: a CSV row whose JSON is not at hand: mean img/s and Welch's t-test on its summary\n";
+  for (const std::string& label : r.only_in_base) out += "only in base (not compared): " + label + "\n";
+  for (const std::string& label : r.only_in_new) out += "only in new (not compared): " + label + "\n";
+  for (const std::string& file : r.skipped) out += "skipped, not a training result: " + file + "\n";
+  if (r.regressions == 0)
+    out += fmt::format("no regression ({} compared)\n", plural(static_cast<int>(r.matched.size()), "configuration"));
+  else if (r.options.check_only)
+    out += fmt::format("{} reported, not gated (--check_only)\n", plural(r.regressions, "regression"));
+  else
+    out += fmt::format("REGRESSION: {} slower than the base by more than {}\n",
+                       plural(r.regressions, "configuration"), percent(r.options.tolerance));
+  return out;
+}
+
+nlohmann::json report_json(const CompareReport& r) {
+  nlohmann::json matched = nlohmann::json::array();
+  for (const ComparedConfiguration& c : r.matched) {
+    nlohmann::json config = nlohmann::json::object();
+    for (const auto& [name, value] : c.config.values) config[name] = value;
+    nlohmann::json row = {{"label", c.label},
+                          {"config", config},
+                          {"base_runs", c.base_runs},
+                          {"new_runs", c.new_runs},
+                          {"base_steps", c.base_steps},
+                          {"new_steps", c.new_steps},
+                          {"test", c.from_samples ? "mann-whitney" : "welch-summary"},
+                          {"base_images_per_sec", c.base_speed},
+                          {"new_images_per_sec", c.new_speed},
+                          {"change", c.change},
+                          {"p_value", c.p_value},
+                          {"verdict", verdict_name(c.verdict)}};
+    if (c.from_samples) row["ratio_ci95"] = {c.ratio_ci.low, c.ratio_ci.high};
+    matched.push_back(row);
+  }
+  return {{"schema", "cnnbench.compare/1"},
+          {"base", r.base_path},
+          {"new", r.new_path},
+          {"tolerance", r.options.tolerance},
+          {"check_only", r.options.check_only},
+          {"matched", matched},
+          {"only_in_base", r.only_in_base},
+          {"only_in_new", r.only_in_new},
+          {"skipped", r.skipped},
+          {"regressions", r.regressions},
+          {"exit_code", r.exit_code()}};
+}
+
+std::string compare_usage() {
+  return "usage: cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]\n"
+         "  BASE, NEW      a result JSON, a results.csv, or a folder of them\n"
+         "  --tolerance    a regression is slower than BASE by more than PCT percent, and significant [5]\n"
+         "  --check_only   check the files and the matching; report speed changes without failing on them\n"
+         "  --json         print the report as JSON\n"
+         "exit code: 0 no regression, 1 a regression, 2 bad input or nothing matched\n";
+}
+
+int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err) {
+  auto refuse = [&](const std::string& message) {
+    fmt::print(err, "cnnbench compare: {}\n", message);
+    std::fflush(err);
+    return 2;
+  };
+  CompareOptions options;
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(compare_usage().c_str(), out);
+      return 0;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      paths.push_back(arg);
+      continue;
+    }
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "tolerance") {
+      if (eq == std::string::npos) {
+        if (i + 1 == args.size()) return refuse("--tolerance needs a value (a percentage)");
+        value = args[++i];
+      }
+      std::string number = value;
+      if (!number.empty() && number.back() == '%') number.pop_back();
+      char* end = nullptr;
+      const double pct = std::strtod(number.c_str(), &end);
+      if (number.empty() || *end != '\0' || !(pct >= 0 && pct < 100))
+        return refuse("--tolerance: '" + value + "' is not a percentage from 0 to 100");
+      options.tolerance = pct / 100;
+    } else if (name == "check_only" || name == "json") {
+      if (value != "" && value != "true" && value != "false")
+        return refuse("--" + name + ": '" + value + "' is not true or false");
+      (name == "json" ? options.json : options.check_only) = value != "false";
+    } else {
+      return refuse("unknown flag " + arg + " (compare takes --tolerance, --check_only, --json)");
+    }
+  }
+  if (paths.size() != 2)
+    return refuse(fmt::format("expected BASE and NEW, got {} path{}; usage: cnnbench compare BASE NEW "
+                              "[--tolerance=PCT] [--check_only] [--json]",
+                              paths.size(), paths.size() == 1 ? "" : "s"));
+  CompareReport report;
+  try {
+    report = compare_results(paths[0], paths[1], options);
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+  if (options.json)
+    // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+    fmt::print(out, "{}\n", report_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+  else
+    std::fputs(format_report(report).c_str(), out);
+  std::fflush(out);
+  return report.exit_code();
+}
+
+}  // namespace cnnbench

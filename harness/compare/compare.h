@@ -1,0 +1,70 @@
+// harness/compare/compare.h — `cnnbench compare BASE NEW`: reads two sets of results, pairs the runs by
+// the configuration that decides speed, and says for each configuration whether images/sec
+// changed beyond the noise of its per-step samples. A regression is a slowdown larger than the
+// tolerance that the statistics also call significant; it fails the command unless only
+// checking (CI on noisy machines: the files and the matching are checked every time, speed
+// only when asked).
+#pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/compare/result_reader.h"
+#include "harness/compare/significance.h"
+
+namespace cnnbench {
+
+struct CompareOptions {
+  double tolerance = 0.05;  // a regression is slower than the base by more than this fraction
+  bool check_only = false;  // report speed changes, fail only on bad input or nothing matched
+  bool json = false;        // print the report as JSON instead of a table
+};
+
+enum class Verdict { faster, slower, no_change, regression };
+const char* verdict_name(Verdict v);  // "faster", "slower", "no significant change", "regression"
+
+struct ComparedConfiguration {
+  RunConfiguration config;
+  std::string label;
+  int base_runs = 0, new_runs = 0;  // runs with this configuration on each side, pooled
+  int64_t base_steps = 0, new_steps = 0;
+  bool from_samples = true;          // per-step samples on both sides; false: CSV summaries only
+  double base_speed = 0, new_speed = 0;  // images/sec: median of the steps, or the mean from summaries
+  double change = 0;                 // new / base - 1
+  double p_value = 1;                // Mann-Whitney U, or Welch's t on summaries
+  Interval ratio_ci;                 // bootstrap 95% interval of new / base medians (samples only)
+  Verdict verdict = Verdict::no_change;
+};
+
+struct CompareReport {
+  std::string base_path, new_path;
+  CompareOptions options;
+  int base_runs = 0, new_runs = 0;
+  std::vector<ComparedConfiguration> matched;
+  std::vector<std::string> only_in_base, only_in_new;  // labels of unmatched configurations
+  std::vector<std::string> skipped;                    // other cnnbench results found in folders
+  int regressions = 0;
+  int exit_code() const { return regressions > 0 && !options.check_only ? 1 : 0; }
+};
+
+inline constexpr double significance_level = 0.05;
+
+// Throws ResultReadError naming the file for bad input, and when no configuration matches.
+CompareReport compare_results(const std::string& base, const std::string& next, const CompareOptions& options);
+// One side's runs of one configuration, judged against the base's.
+ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const std::vector<RunSpeeds>& next,
+                                     double tolerance);
+// Short, readable: "resnet20 b32 1x2 fp32", plus whatever differs from the defaults.
+std::string configuration_label(const RunConfiguration& config);
+
+std::string format_report(const CompareReport& report);
+nlohmann::json report_json(const CompareReport& report);
+
+// The command: `args` are those after "compare". Prints the report to `out`, one line to `err`
+// on bad input; returns 0 (no regression), 1 (a regression) or 2 (bad input or usage).
+int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err);
+std::string compare_usage();
+
+}  // namespace cnnbench

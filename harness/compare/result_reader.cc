@@ -1,0 +1,287 @@
+#include "harness/compare/result_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "harness/cli/config.h"  // printable(), max_steps
+#include "harness/compare/stats.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* result_schema = "cnnbench.result/1";
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) { throw ResultReadError(where + ": " + what); }
+
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail(path, "no such file or folder");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot read") + (errno ? std::string(": ") + std::strerror(errno) : ""));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the rest says what is wrong.
+std::string json_message(const json::exception& e) {
+  const std::string m = e.what();
+  const auto end = m.find("] ");
+  return m.rfind("[json.exception", 0) == 0 && end != std::string::npos ? m.substr(end + 2) : m;
+}
+
+json parse_json(const std::string& path) {
+  const std::string text = read_text(path);
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail(path, "not JSON (" + json_message(e) + ")");
+  }
+}
+
+std::string schema_of(const json& doc) {
+  if (!doc.is_object()) return "";
+  const auto it = doc.find("schema");
+  return it != doc.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& member(const json& doc, const std::string& path, const std::string& object, const std::string& name) {
+  const auto o = doc.find(object);
+  if (o == doc.end() || !o->is_object()) fail(path, "no \"" + object + "\" object (not a whole cnnbench result)");
+  const auto v = o->find(name);
+  if (v == o->end()) fail(path, "no " + object + "." + name);
+  return *v;
+}
+
+// A setting as the CSV writes it, so that runs read from JSON and from CSV match.
+std::string setting_text(const json& v, const std::string& path, const std::string& name) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
+  fail(path, name + " is " + v.type_name() + ", not a setting");
+}
+
+RunSpeeds parse_result(const json& doc, const std::string& path) {
+  const std::string schema = schema_of(doc);
+  if (schema.empty()) fail(path, "not a cnnbench result (no \"schema\" field)");
+  if (schema != result_schema)
+    fail(path, "schema is '" + printable(schema) + "', not " + result_schema + " (compare reads training results)");
+  RunSpeeds run;
+  run.source = path;
+  for (const std::string& field : configuration_fields()) {
+    const bool is_model = field == "model";
+    const json& v = is_model ? member(doc, path, "model", "name") : member(doc, path, "run", field);
+    run.config.values[field] = setting_text(v, path, is_model ? "model.name" : "run." + field);
+  }
+  const json& batch = member(doc, path, "run", "global_batch");
+  // whole and bounded, as the run checked it: speeds (batch / time) and their squares stay finite
+  if (!batch.is_number() || !(batch.get<double>() >= 1 && batch.get<double>() <= static_cast<double>(max_global_batch)) ||
+      batch.get<double>() != std::floor(batch.get<double>()))
+    fail(path, fmt::format("run.global_batch is not a whole number from 1 to {}", max_global_batch));
+  const json& times = member(doc, path, "steps", "time_sec");
+  if (!times.is_array()) fail(path, "steps.time_sec is not an array");
+  if (times.empty()) fail(path, "steps.time_sec is empty: no timed steps to compare");
+  for (size_t i = 0; i < times.size(); ++i) {
+    const double t = times[i].is_number() ? times[i].get<double>() : -1;
+    if (!(t > 0) || !std::isfinite(t)) fail(path, fmt::format("steps.time_sec[{}] is not a positive number", i));
+    if (t < 1e-9) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, less than a nanosecond", i, t));
+    run.per_step.push_back(batch.get<double>() / t);
+  }
+  const SpeedStats s = speed_stats(run.per_step);
+  run.mean = s.mean;
+  run.stderr_ = s.stderr_;
+  run.steps = static_cast<int64_t>(run.per_step.size());
+  return run;
+}
+
+// A CSV row names its JSON as the run saw it (relative to the run's folder, usually the
+// folder above the CSV's, or the CSV's own): look there, then next to the CSV.
+std::optional<std::string> find_json(const std::string& json_file, const std::string& csv_path) {
+  if (json_file.empty()) return std::nullopt;
+  const fs::path named(json_file), csv_dir = fs::path(csv_path).parent_path();
+  std::vector<fs::path> candidates = {named};
+  if (named.is_relative()) {
+    candidates.push_back(csv_dir / named);
+    candidates.push_back(csv_dir / named.filename());
+  }
+  for (const fs::path& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) return c.string();
+  }
+  return std::nullopt;
+}
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+double csv_number(const std::string& text, const std::string& where, const std::string& column) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || !std::isfinite(v))
+    fail(where, column + " '" + printable(text) + "' is not a number");
+  return v;
+}
+
+// `read`: canonical paths of JSON files already read, so that one run is never counted twice.
+std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& read) {
+  const std::vector<CsvRow> rows = parse_csv(read_text(path), path);
+  if (rows.empty()) fail(path, "empty: no header");
+  const std::vector<std::string>& header = rows[0].fields;
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  std::vector<std::string> needed = configuration_fields();
+  for (const char* name : {"images_per_sec_mean", "images_per_sec_stderr", "timed_steps", "json_file"})
+    needed.push_back(name);
+  for (const std::string& name : needed)
+    if (!column.count(name)) fail(path, "not a cnnbench results.csv: its header has no column '" + name + "'");
+
+  std::vector<RunSpeeds> runs;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const CsvRow& row = rows[r];
+    const std::string where = fmt::format("{}:{}", path, row.line);
+    if (row.fields.size() != header.size())
+      fail(where, fmt::format("{} fields, the header has {}", row.fields.size(), header.size()));
+    auto at = [&](const std::string& name) { return row.fields[column.at(name)]; };
+    if (const auto json_path = find_json(at("json_file"), path)) {
+      if (read.insert(canonical(*json_path)).second) runs.push_back(read_result_json(*json_path));
+      continue;
+    }
+    RunSpeeds run;  // the JSON is gone: the row's summary is all there is
+    run.source = where;
+    for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+    run.mean = csv_number(at("images_per_sec_mean"), where, "images_per_sec_mean");
+    run.stderr_ = csv_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr");
+    const double steps = csv_number(at("timed_steps"), where, "timed_steps");
+    if (steps < 1 || run.mean <= 0) fail(where, "no timed steps to compare");
+    if (steps > static_cast<double>(max_steps) || steps != std::floor(steps))  // then it converts exactly
+      fail(where, fmt::format("timed_steps '{}' is not a whole number of steps up to {}", printable(at("timed_steps")),
+                              max_steps));
+    run.steps = static_cast<int64_t>(steps);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+ResultSet read_folder(const std::string& dir) {
+  ResultSet set;
+  std::set<std::string> read;
+  const std::string csv = (fs::path(dir) / "results.csv").string();
+  std::error_code ec;
+  if (fs::is_regular_file(csv, ec)) set.runs = read_csv(csv, read);
+  std::vector<std::string> jsons;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") jsons.push_back(entry.path().string());
+  if (ec) fail(dir, "cannot list: " + ec.message());
+  std::sort(jsons.begin(), jsons.end());
+  for (const std::string& path : jsons) {
+    if (!read.insert(canonical(path)).second) continue;
+    const json doc = parse_json(path);
+    const std::string schema = schema_of(doc);
+    if (schema != result_schema && schema.rfind("cnnbench.", 0) == 0) {
+      set.skipped.push_back(path + " (" + schema + ")");  // an allreduce or convergence result, not an error
+      continue;
+    }
+    set.runs.push_back(parse_result(doc, path));
+  }
+  return set;
+}
+
+}  // namespace
+
+const std::vector<std::string>& configuration_fields() {
+  static const std::vector<std::string> fields = {
+      "model",           "dataset",   "synthetic",          "mode",           "backend",
+      "precision",       "ranks",     "hosts",              "threads_per_rank", "batch_size_per_rank",
+      "allreduce",       "variable_update", "fusion_threshold_mb", "compression"};
+  return fields;
+}
+
+std::string RunConfiguration::operator[](const std::string& field) const {
+  const auto it = values.find(field);
+  return it == values.end() ? "" : it->second;
+}
+
+std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path) {
+  std::vector<CsvRow> rows;
+  CsvRow row{1, {}};
+  std::string field;
+  bool quoted = false;
+  int line = 1;
+  auto end_row = [&] {
+    row.fields.push_back(field);
+    field.clear();
+    if (!(row.fields.size() == 1 && row.fields[0].empty())) rows.push_back(row);  // a blank line is no row
+    row = {line, {}};
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+    } else if (c == '"' && field.empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      row.fields.push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      ++line;
+      end_row();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (quoted) fail(fmt::format("{}:{}", path, row.line), "a quoted field never ends");
+  if (!field.empty() || !row.fields.empty()) end_row();
+  return rows;
+}
+
+RunSpeeds read_result_json(const std::string& path) { return parse_result(parse_json(path), path); }
+
+ResultSet read_results(const std::string& path) {
+  std::error_code ec;
+  ResultSet set;
+  if (fs::is_directory(path, ec)) {
+    set = read_folder(path);
+  } else if (!fs::exists(path, ec)) {
+    fail(path, "no such file or folder");
+  } else if (fs::path(path).extension() == ".csv") {
+    std::set<std::string> read;
+    set.runs = read_csv(path, read);
+  } else {
+    set.runs.push_back(read_result_json(path));
+  }
+  if (set.runs.empty()) fail(path, "holds no training results (no result *.json, no rows in results.csv)");
+  return set;
+}
+
+}  // namespace cnnbench

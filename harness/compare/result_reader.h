@@ -1,0 +1,57 @@
+// harness/compare/result_reader.h — results read back, for `cnnbench compare`: a JSON result
+// ("cnnbench.result/1"), a results.csv, or a folder of them. Each run gives the configuration
+// that decides its speed and its images/sec: every timed step's when its JSON is at hand, else
+// the CSV row's summary (mean, standard error, steps). Any problem is one ResultReadError
+// naming the file (and the CSV line) and what is wrong with it.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cnnbench {
+
+struct ResultReadError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What decides how fast a run goes: two runs are comparable when all of these are equal. Not
+// the time, host or git revision: those are what a comparison is across.
+const std::vector<std::string>& configuration_fields();  // model, dataset, ..., compression
+
+struct RunConfiguration {
+  std::map<std::string, std::string> values;  // by the names of configuration_fields(), as the CSV writes them
+  std::string operator[](const std::string& field) const;
+  auto operator<=>(const RunConfiguration&) const = default;
+};
+
+struct RunSpeeds {
+  RunConfiguration config;
+  std::string source;            // the file (and line, for a CSV row without its JSON)
+  std::vector<double> per_step;  // images/sec of each timed step; empty when only the summary is known
+  double mean = 0, stderr_ = 0;  // over the steps, as the summary reports them (population std / sqrt(n))
+  int64_t steps = 0;
+};
+
+struct ResultSet {
+  std::vector<RunSpeeds> runs;
+  std::vector<std::string> skipped;  // files in a folder that are other cnnbench results (allreduce, convergence)
+};
+
+// `path`: a JSON result, a .csv file, or a folder (its *.json and results.csv; a JSON named by
+// a CSV row is read once). Throws ResultReadError.
+ResultSet read_results(const std::string& path);
+RunSpeeds read_result_json(const std::string& path);
+
+// RFC 4180 fields (quotes, doubled quotes, CRLF); each row with the line it starts on.
+struct CsvRow {
+  int line = 0;
+  std::vector<std::string> fields;
+};
+// Throws ResultReadError("path: ...") for an unterminated quote.
+std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path);
+
+}  // namespace cnnbench

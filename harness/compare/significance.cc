@@ -1,0 +1,123 @@
+#include "harness/compare/significance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "harness/compare/stats.h"
+
+namespace cnnbench {
+namespace {
+
+// Continued fraction of the incomplete beta function (modified Lentz; Numerical Recipes 6.4).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double tiny = 1e-300, epsilon = 1e-15;
+  const double qab = a + b, qap = a + 1, qam = a - 1;
+  double c = 1, d = 1 - qab * x / qap;
+  if (std::fabs(d) < tiny) d = tiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const int m2 = 2 * m;
+    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double step = d * c;
+    h *= step;
+    if (std::fabs(step - 1) < epsilon) break;
+  }
+  return h;
+}
+
+// The regularized incomplete beta function I_x(a, b).
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                                b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+std::vector<double> resample(const std::vector<double>& values, std::mt19937_64& rng) {
+  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+  std::vector<double> out(values.size());
+  for (double& v : out) v = values[pick(rng)];
+  return out;
+}
+
+}  // namespace
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+double student_t_cdf(double t, double df) {
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t > 0 ? 1 - tail : tail;
+}
+
+MannWhitney mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
+  MannWhitney r;
+  if (a.empty() || b.empty()) return r;
+  // rank the pooled samples, ties sharing their average rank
+  std::vector<std::pair<double, bool>> pooled;  // value, from a
+  for (double v : a) pooled.emplace_back(v, true);
+  for (double v : b) pooled.emplace_back(v, false);
+  std::sort(pooled.begin(), pooled.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size()), n = n1 + n2;
+  double rank_sum_a = 0, tie_term = 0;
+  for (size_t i = 0; i < pooled.size();) {
+    size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double ties = static_cast<double>(j - i), average_rank = (static_cast<double>(i + j) + 1) / 2;
+    for (size_t k = i; k < j; ++k)
+      if (pooled[k].second) rank_sum_a += average_rank;
+    tie_term += ties * ties * ties - ties;
+    i = j;
+  }
+  r.u = rank_sum_a - n1 * (n1 + 1) / 2;
+  const double mu = n1 * n2 / 2;
+  const double sigma = std::sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))));
+  if (sigma <= 0) return r;  // every value equal: no evidence of any difference
+  const double distance = std::max(0.0, std::fabs(r.u - mu) - 0.5);
+  r.z = std::copysign(distance / sigma, r.u - mu);
+  r.p_value = std::min(1.0, std::erfc(distance / sigma / std::sqrt(2.0)));
+  return r;
+}
+
+Interval bootstrap_median_ratio(const std::vector<double>& base, const std::vector<double>& next, double confidence,
+                                int resamples, uint64_t seed) {
+  if (base.empty() || next.empty() || resamples < 1) return {};
+  std::mt19937_64 rng(seed);
+  std::vector<double> ratios;
+  ratios.reserve(static_cast<size_t>(resamples));
+  for (int i = 0; i < resamples; ++i) {
+    const double b = median(resample(base, rng));
+    const double n = median(resample(next, rng));
+    if (b > 0) ratios.push_back(n / b);
+  }
+  if (ratios.empty()) return {};
+  const double tail = 50 * (1 - confidence);
+  return {percentile(ratios, tail), percentile(ratios, 100 - tail)};
+}
+
+double welch_p_value(double mean_a, double sd_a, double n_a, double mean_b, double sd_b, double n_b) {
+  if (n_a < 2 || n_b < 2) return 1;
+  const double va = sd_a * sd_a / n_a, vb = sd_b * sd_b / n_b;
+  if (va + vb <= 0) return mean_a == mean_b ? 1 : 0;
+  const double t = (mean_a - mean_b) / std::sqrt(va + vb);
+  // Welch-Satterthwaite degrees of freedom
+  const double df = (va + vb) * (va + vb) / (va * va / (n_a - 1) + vb * vb / (n_b - 1));
+  return std::min(1.0, 2 * student_t_cdf(-std::fabs(t), df));
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,21 @@
+// harness/report/peak.h — this machine's arithmetic peak, measured: every compute thread runs
+// independent chains of fused multiply-adds (AVX-512, else AVX2) long enough to hide latency.
+// fp32 counts 2 FLOP per FMA lane; bf16 uses the AVX-512 BF16 dot product (4 FLOP per lane).
+#pragma once
+
+#include <string>
+
+#include "kernels/dtype.h"
+
+namespace cnnbench {
+
+struct PeakResult {
+  double gflops = 0;       // all threads together
+  int threads = 0;
+  std::string isa;         // "avx512", "avx2", "avx512_bf16", "scalar"
+  bool supported = true;   // false: this CPU has no fast path for the type
+};
+
+PeakResult measure_peak(DType type, int threads);
+
+}  // namespace cnnbench

@@ -1,0 +1,119 @@
+#include "harness/report/result_files.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace cnnbench {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what + (errno ? std::string(": ") + std::strerror(errno) : ""));
+}
+
+std::string join_row(const std::vector<std::string>& fields) {
+  std::string line;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) line += ',';
+    line += csv_escape(fields[i]);
+  }
+  line += '\n';
+  return line;
+}
+
+}  // namespace
+
+std::string csv_escape(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+void make_folders(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) return;
+  std::filesystem::create_directories(path, ec);
+  if (ec) throw std::runtime_error(path + ": cannot create folder: " + ec.message());
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  errno = 0;
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // Errors name the file the user asked for; what was there before is left as it was.
+  if (fd < 0) fail(path, "cannot create a temporary file beside it");
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      const int why = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      errno = why;
+      fail(path, "cannot write (left as it was)");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int why = errno;
+    ::unlink(temp.c_str());
+    errno = why;
+    fail(path, "cannot write (left as it was)");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    fail(path, "cannot rename into place");
+  }
+}
+
+void append_csv_row(const std::string& path, const std::vector<std::string>& header,
+                    const std::vector<std::string>& row) {
+  if (header.size() != row.size()) throw std::logic_error("CSV row and header differ in length");
+  errno = 0;
+  const auto slash = path.rfind('/');
+  const std::string lock_path = slash == std::string::npos ? "." + path + ".lock"
+                                                           : path.substr(0, slash + 1) + "." + path.substr(slash + 1) + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (lock < 0) fail(lock_path, "cannot open lock file");
+  if (::flock(lock, LOCK_EX) != 0) {
+    ::close(lock);
+    fail(lock_path, "cannot lock");
+  }
+  try {
+    std::string existing;
+    if (std::ifstream in{path, std::ios::binary}) {
+      std::ostringstream s;
+      s << in.rdbuf();
+      existing = s.str();
+    }
+    const std::string header_line = join_row(header);
+    if (existing.empty()) {
+      existing = header_line;
+    } else {
+      const std::string first = existing.substr(0, existing.find('\n') + 1);
+      if (first != header_line)
+        throw std::runtime_error(path + ": its header differs from this version's columns; "
+                                 "write to another file (--benchmark_log_dir)");
+      if (existing.back() != '\n') existing += '\n';  // a file edited by hand
+    }
+    write_file_atomically(path, existing + join_row(row));
+  } catch (...) {
+    ::close(lock);
+    throw;
+  }
+  ::close(lock);
+}
+
+}  // namespace cnnbench

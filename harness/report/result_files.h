@@ -1,0 +1,21 @@
+// harness/report/result_files.h — writing results without ever leaving a damaged file:
+// whole files go to a temporary name in the same folder and are renamed into place; a CSV
+// row is appended under an exclusive lock by rewriting the file the same way, so a crash
+// leaves the old file or the new one, never a torn row. A CSV whose header differs from the
+// row's columns is refused rather than mixed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cnnbench {
+
+// Throws std::runtime_error naming the path on any failure.
+void write_file_atomically(const std::string& path, const std::string& contents);
+void append_csv_row(const std::string& path, const std::vector<std::string>& header,
+                    const std::vector<std::string>& row);
+std::string csv_escape(const std::string& field);
+// Creates a folder and its parents (like mkdir -p).
+void make_folders(const std::string& path);
+
+}  // namespace cnnbench

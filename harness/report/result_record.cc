@@ -1,0 +1,192 @@
+#include "harness/report/result_record.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <fmt/format.h>
+
+#include "harness/report/result_files.h"
+
+namespace cnnbench {
+
+nlohmann::json result_json(const ResultInputs& in) {
+  const RunSettings& s = in.settings;
+  const RunSummary& m = in.summary;
+  nlohmann::json config = nlohmann::json::object();
+  for (const auto& [key, value] : config_values(in.config)) config[key] = value;
+  nlohmann::json steps = {{"time_sec", nlohmann::json::array()},     {"forward_sec", nlohmann::json::array()},
+                          {"backward_sec", nlohmann::json::array()}, {"update_sec", nlohmann::json::array()},
+                          {"comm_sec", nlohmann::json::array()},     {"exposed_comm_sec", nlohmann::json::array()},
+                          {"loss", nlohmann::json::array()},         {"top1_correct", nlohmann::json::array()}};
+  for (const StepRecord& r : in.steps) {
+    steps["time_sec"].push_back(r.time_sec);
+    steps["forward_sec"].push_back(r.forward_sec);
+    steps["backward_sec"].push_back(r.backward_sec);
+    steps["update_sec"].push_back(r.update_sec);
+    steps["comm_sec"].push_back(r.comm_sec);
+    steps["exposed_comm_sec"].push_back(r.exposed_sec);
+    steps["loss"].push_back(r.loss);
+    steps["top1_correct"].push_back(r.top1_correct);
+  }
+  nlohmann::json doc = {
+      {"schema", "cnnbench.result/1"},
+      {"context", to_json(in.context)},
+      {"config", config},
+      {"model",
+       {{"name", s.model.name},
+        {"parameters", in.graph.param_count()},
+        {"forward_gmacs_per_image", static_cast<double>(in.graph.forward_macs_per_image()) / 1e9},
+        {"gflop_per_image", m.gflop_per_image}}},
+      {"run",
+       {{"mode", s.training ? "training" : "forward-only"},
+        {"dataset", s.dataset},
+        {"synthetic", s.synthetic},
+        {"backend", in.backend},
+        {"precision", dtype_name(s.precision)},
+        {"ranks", s.ranks},
+        {"hosts", in.hosts},
+        {"threads_per_rank", s.threads},
+        {"batch_size_per_rank", s.batch_size},
+        {"global_batch", s.global_batch},
+        {"warmup_steps", s.warmup_steps},
+        {"timed_steps", s.timed_steps},
+        {"learning_rate", s.learning_rate},
+        {"variable_update", in.config.variable_update},
+        {"allreduce", in.allreduce},
+        {"fusion_threshold_mb", in.config.fusion_threshold_mb},
+        {"compression", in.config.compression},
+        {"buckets", m.buckets}}},
+      {"steps", steps},
+      {"summary",
+       {{"images_per_sec", m.images_per_sec},
+        {"images_per_sec_mean", m.speed.mean},
+        {"images_per_sec_stderr", m.speed.stderr_},
+        {"images_per_sec_jitter", m.speed.jitter},
+        {"elapsed_sec", m.elapsed_sec},
+        {"step_time_mean_sec", m.step_mean_sec},
+        {"step_time_p50_sec", m.step_p50_sec},
+        {"step_time_p90_sec", m.step_p90_sec},
+        {"step_time_p99_sec", m.step_p99_sec},
+        {"forward_mean_sec", m.forward_mean_sec},
+        {"backward_mean_sec", m.backward_mean_sec},
+        {"update_mean_sec", m.update_mean_sec},
+        {"achieved_gflops", m.achieved_gflops},
+        {"peak_gflops_per_rank", m.peak.gflops},
+        {"peak_isa", m.peak.isa},
+        {"fraction_of_peak", m.fraction_of_peak},
+        {"peak_rss_bytes", m.peak_rss_bytes},
+        {"final_loss", m.final_loss},
+        {"comm_mean_sec", m.comm_mean_sec},
+        {"exposed_comm_mean_sec", m.exposed_mean_sec},
+        {"rank_skew", m.rank_skew},
+        {"baseline_images_per_sec", m.baseline_images_per_sec},
+        {"baseline_ranks", m.baseline_ranks},
+        {"scaling_efficiency", m.scaling_efficiency},
+        {"loss_scale", m.loss_scale},
+        {"skipped_steps", m.skipped_steps},
+        {"cpu_wait_fraction", m.cpu_wait_fraction}}},
+  };
+  if (in.repeats) {
+    doc["repeats"] = {{"count", in.repeats->images_per_sec.size()},
+                      {"images_per_sec", in.repeats->images_per_sec},
+                      {"cpu_wait_fraction", in.repeats->cpu_wait_fraction},
+                      {"reported_run", in.repeats->median_index + 1},
+                      {"images_per_sec_median", in.repeats->median()},
+                      {"images_per_sec_min", in.repeats->min()},
+                      {"images_per_sec_max", in.repeats->max()},
+                      {"spread", in.repeats->spread()}};
+  }
+  if (in.layers) {
+    nlohmann::json layers = nlohmann::json::array();
+    const double n = static_cast<double>(std::max<int64_t>(1, m.timed_steps));
+    for (const Node& node : in.graph.nodes) {
+      const LayerTime& t = (*in.layers)[node.id];
+      if (t.forward_sec + t.backward_sec <= 0 && node.params.empty()) continue;
+      // gradient sizes per layer let scripts/predict_scaling.py replay the bucket pipeline
+      nlohmann::json gradients = nlohmann::json::array();
+      for (const ParamSpec& p : node.params) gradients.push_back(p.elements());
+      layers.push_back({{"name", node.name},
+                        {"op", op_name(node.kind)},
+                        {"forward_sec_per_step", t.forward_sec / n},
+                        {"backward_sec_per_step", t.backward_sec / n},
+                        {"weight_grad_sec_per_step", t.weight_grad_sec / n},
+                        {"forward_macs", node.forward_macs},
+                        {"gradient_elements", gradients}});
+    }
+    doc["layers"] = layers;
+  }
+  return doc;
+}
+
+std::vector<std::string> csv_header() {
+  return {"time_utc",          "model",           "dataset",         "synthetic",          "mode",
+          "backend",           "precision",       "ranks",           "hosts",              "threads_per_rank",
+          "batch_size_per_rank", "global_batch",  "timed_steps",     "variable_update",    "allreduce",
+          "fusion_threshold_mb", "compression",   "images_per_sec",
+          "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter", "step_time_p50_sec",
+          "step_time_p90_sec", "step_time_p99_sec", "achieved_gflops", "fraction_of_peak", "comm_mean_sec",
+          "exposed_comm_mean_sec", "rank_skew", "scaling_efficiency", "peak_rss_bytes",
+          "final_loss",        "host",            "git_revision",    "json_file"};
+}
+
+std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path) {
+  const RunSettings& s = in.settings;
+  const RunSummary& m = in.summary;
+  auto num = [](double v) { return fmt::format("{:.6g}", v); };
+  return {in.context.time_utc,
+          s.model.name,
+          s.dataset,
+          s.synthetic ? "true" : "false",
+          s.training ? "training" : "forward-only",
+          in.backend,
+          dtype_name(s.precision),
+          std::to_string(s.ranks),
+          std::to_string(in.hosts),
+          std::to_string(s.threads),
+          std::to_string(s.batch_size),
+          std::to_string(s.global_batch),
+          std::to_string(s.timed_steps),
+          in.config.variable_update,
+          in.allreduce,
+          num(in.config.fusion_threshold_mb),
+          in.config.compression,
+          num(m.images_per_sec),
+          num(m.speed.mean),
+          num(m.speed.stderr_),
+          num(m.speed.jitter),
+          num(m.step_p50_sec),
+          num(m.step_p90_sec),
+          num(m.step_p99_sec),
+          num(m.achieved_gflops),
+          num(m.fraction_of_peak),
+          num(m.comm_mean_sec),
+          num(m.exposed_mean_sec),
+          num(m.rank_skew),
+          num(m.scaling_efficiency),
+          std::to_string(m.peak_rss_bytes),
+          num(m.final_loss),
+          in.context.host,
+          in.context.git_revision,
+          json_path};
+}
+
+std::string write_results(const ResultInputs& in) {
+  std::string json_path = in.config.result_json;
+  if (json_path.empty()) {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
+    json_path = fmt::format("{}/{}_{}_{}r_{}_{}.json", in.config.benchmark_log_dir, in.settings.model.name,
+                            dtype_name(in.settings.precision), in.settings.ranks, stamp, getpid());
+  }
+  make_folders(in.config.benchmark_log_dir);
+  const auto slash = json_path.rfind('/');
+  if (slash != std::string::npos) make_folders(json_path.substr(0, slash));
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(json_path,
+                        result_json(in).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  append_csv_row(in.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(in, json_path));
+  return json_path;
+}
+
+}  // namespace cnnbench

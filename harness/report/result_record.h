@@ -1,0 +1,37 @@
+// harness/report/result_record.h — the two result files of a run: one JSON document (schema
+// "cnnbench.result/1": context, config, model, run, every step, summary, optional layers) and
+// one row appended to <benchmark_log_dir>/results.csv. Both schemas are in the README.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/run/step_loop.h"
+#include "harness/report/run_context.h"
+#include "harness/report/run_summary.h"
+
+namespace cnnbench {
+
+struct ResultInputs {
+  const Config& config;
+  const RunSettings& settings;
+  const Graph& graph;
+  const RunContext& context;
+  const std::vector<StepRecord>& steps;
+  const RunSummary& summary;
+  const std::vector<LayerTime>* layers;  // null without --layer_timing
+  std::string backend;
+  int hosts = 1;
+  std::string allreduce = "none";  // the allreduce backend, or none (1 rank, independent)
+  const RepeatSpeeds* repeats = nullptr;  // --repeats N > 1: every run's speed (the rest is the median run's)
+};
+
+nlohmann::json result_json(const ResultInputs& in);
+std::vector<std::string> csv_header();
+std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path);
+
+// Writes the JSON (atomically) and appends the CSV row; returns the JSON path.
+std::string write_results(const ResultInputs& in);
+
+}  // namespace cnnbench

@@ -1,0 +1,69 @@
+// harness/report/run_summary.h — what a user acts on after a run: throughput, step-time percentiles,
+// the forward/backward/update split, achieved GFLOP/s against the measured peak, peak memory;
+// and the per-layer table of --layer_timing.
+#pragma once
+
+#include <cstdio>
+#include <vector>
+
+#include "harness/run/step_loop.h"
+#include "harness/report/peak.h"
+#include "harness/cli/run_settings.h"
+#include "harness/compare/stats.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct RunSummary {
+  int64_t timed_steps = 0;
+  double elapsed_sec = 0;
+  double images_per_sec = 0;  // all timed images / elapsed (tf's "total images/sec")
+  SpeedStats speed;           // over per-step speeds
+  double step_mean_sec = 0, step_p50_sec = 0, step_p90_sec = 0, step_p99_sec = 0;
+  double forward_mean_sec = 0, backward_mean_sec = 0, update_mean_sec = 0;
+  double gflop_per_image = 0;  // conv + linear: 2 x MACs forward, x 3 when training
+  double achieved_gflops = 0;
+  PeakResult peak;
+  double fraction_of_peak = 0;
+  int64_t peak_rss_bytes = 0;
+  double final_loss = 0;
+  // across ranks
+  double comm_mean_sec = 0;       // allreduce time per step (communication thread, max over ranks)
+  double exposed_mean_sec = 0;    // of it, not hidden behind backward (max over ranks)
+  double rank_skew = 0;           // slowest rank's compute time / fastest's - 1
+  int buckets = 0;                // allreduce buckets per step
+  double baseline_images_per_sec = 0;  // from --baseline (0: none)
+  int baseline_ranks = 0;
+  double scaling_efficiency = 0;  // images/sec / (ranks x baseline per-rank images/sec)
+  double loss_scale = 0;          // final loss scale (0: no loss scaling)
+  int64_t skipped_steps = 0;      // steps skipped for inf/NaN gradients (warm-up included)
+  // time the compute threads waited for a CPU another process held, over threads x the timed
+  // steps' wall time (the worst rank; negative: not reported by this kernel)
+  double cpu_wait_fraction = -1;
+};
+
+// --repeats: the images/sec of each whole run, in run order, and the one whose figures the
+// results report (the median run; of an even count, the slower of the middle two).
+struct RepeatSpeeds {
+  std::vector<double> images_per_sec;
+  std::vector<double> cpu_wait_fraction;  // of each run (RunSummary::cpu_wait_fraction)
+  size_t median_index = 0;
+  double median() const { return images_per_sec.empty() ? 0 : images_per_sec[median_index]; }
+  double min() const;
+  double max() const;
+  double spread() const;  // (max - min) / median
+};
+RepeatSpeeds repeat_speeds(const std::vector<double>& images_per_sec, const std::vector<double>& cpu_wait_fraction = {});
+// "  repeats         5 runs: median ... img/s, range ...-... (spread ...% of the median)"
+void print_repeats(FILE* out, const RepeatSpeeds& repeats);
+
+// `steps`: every timed step with time_sec already the max over ranks.
+RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
+                     const PeakResult& peak);
+// Reads images_per_sec and ranks from a cnnbench JSON result; throws naming the file.
+void apply_baseline(RunSummary& summary, const std::string& baseline_json, int ranks);
+void print_summary(FILE* out, const RunSummary& summary, const RunSettings& settings);
+void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps);
+int64_t peak_rss_bytes();
+
+}  // namespace cnnbench

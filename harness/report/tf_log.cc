@@ -1,0 +1,74 @@
+#include "harness/report/tf_log.h"
+
+#include <fmt/format.h>
+
+#include "harness/compare/stats.h"
+
+namespace cnnbench {
+
+void TfLog::header(const std::string& devices, const std::string& backend_note) {
+  if (!out_) return;
+  const RunSettings& s = settings_;
+  fmt::print(out_, "Model:       {}\n", s.model.name);
+  fmt::print(out_, "Dataset:     {}{}\n", s.dataset, s.synthetic ? " (synthetic)" : "");
+  fmt::print(out_, "Mode:        {}\n", s.training ? "training" : "forward-only");
+  fmt::print(out_, "Batch size:  {} global\n", s.global_batch);
+  fmt::print(out_, "             {} per device\n", s.batch_size);
+  fmt::print(out_, "Num batches: {}\n", s.timed_steps);
+  fmt::print(out_, "Num epochs:  {:.2f}\n", s.epochs);
+  fmt::print(out_, "Devices:     {}\n", devices);
+  fmt::print(out_, "Data format: {}\n", config_.data_format);
+  fmt::print(out_, "Optimizer:   {}\n", config_.optimizer);
+  fmt::print(out_, "Variables:   {}\n", config_.variable_update);
+  fmt::print(out_, "Precision:   {}{}\n", dtype_name(s.precision),
+             !config_.use_fp16          ? ""
+             : config_.device == "gpu" ? " (--use_fp16: tensor cores; fp32 master weights)"
+                                       : " (--use_fp16: bf16 is this CPU's fast half type; fp32 master weights)");
+  fmt::print(out_, "Backend:     {}\n", backend_note);
+  fmt::print(out_, "==========\n");
+  fmt::print(out_, "Generating {} model\n", s.training ? "training" : "forward-only");
+  std::fflush(out_);
+}
+
+void TfLog::warmup_started() {
+  if (!out_) return;
+  fmt::print(out_, "Running warm up\n");
+  std::fflush(out_);
+}
+
+void TfLog::warmup_done() {
+  if (!out_) return;
+  fmt::print(out_, "Done warm up\n");
+  fmt::print(out_, "Step\tImg/sec\ttotal_loss{}\n", config_.print_training_accuracy ? "\ttop_1_accuracy\ttop_5_accuracy" : "");
+  std::fflush(out_);
+}
+
+void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
+  if (!out_) return;
+  if (index != 0 && (index + 1) % config_.display_every != 0) return;
+  const SpeedStats stats = speed_stats(step_speeds(steps, settings_.global_batch));
+  const StepRecord& last = steps.back();
+  fmt::print(out_, "{}\timages/sec: {:.1f} +/- {:.1f} (jitter = {:.1f})\t{:.3f}", index + 1, stats.mean, stats.stderr_,
+             stats.jitter, last.loss);
+  if (config_.print_training_accuracy)
+    fmt::print(out_, "\t{:.3f}\t{:.3f}", static_cast<double>(last.top1_correct) / static_cast<double>(settings_.global_batch),
+               static_cast<double>(last.top5_correct) / static_cast<double>(settings_.global_batch));
+  fmt::print(out_, "\n");
+  std::fflush(out_);
+}
+
+void TfLog::total(double images_per_sec) {
+  if (!out_) return;
+  fmt::print(out_, "----------------------------------------------------------------\n");
+  fmt::print(out_, "total images/sec: {:.2f}\n", images_per_sec);
+  fmt::print(out_, "----------------------------------------------------------------\n");
+  std::fflush(out_);
+}
+
+void TfLog::repeat_started(int64_t index, int64_t count) {
+  if (!out_) return;
+  fmt::print(out_, "Repeat {} of {}: a new plan on fresh memory\n", index, count);
+  std::fflush(out_);
+}
+
+}  // namespace cnnbench

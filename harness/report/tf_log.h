@@ -1,0 +1,34 @@
+// harness/report/tf_log.h — console lines in tf_cnn_benchmarks' format, so existing log parsers keep
+// working (out may be null: ranks other than 0 print nothing): the header block, "Running warm up"/"Done warm up", the Step/Img/sec/total_loss
+// table every display_every steps, and the "total images/sec:" block. Rank 0 prints.
+#pragma once
+
+#include <cstdio>
+#include <vector>
+
+#include "harness/run/step_loop.h"
+#include "harness/cli/run_settings.h"
+
+namespace cnnbench {
+
+class TfLog {
+ public:
+  TfLog(FILE* out, const RunSettings& settings, const Config& config) : out_(out), settings_(settings), config_(config) {}
+
+  void header(const std::string& devices, const std::string& backend_note);
+  void warmup_started();
+  void warmup_done();
+  // Prints the line for timed step `index` when tf_cnn_benchmarks would (the first step and
+  // every display_every-th), with statistics over all timed steps so far.
+  void step(int64_t index, const std::vector<StepRecord>& steps);
+  void total(double images_per_sec);
+  // --repeats: the line that starts run `index` of `count` (from the second on).
+  void repeat_started(int64_t index, int64_t count);
+
+ private:
+  FILE* out_;
+  const RunSettings& settings_;
+  const Config& config_;
+};
+
+}  // namespace cnnbench

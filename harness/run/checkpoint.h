@@ -1,0 +1,31 @@
+// harness/run/checkpoint.h — training state on disk: weights, momentum, batch-norm statistics,
+// the number of finished epochs and steps, the seed (every random stream is derived from it,
+// the epoch and the batch, so this is all the RNG state there is) and a checksum. Written to a
+// temporary name and renamed; read back only if the checksum, the model and the sizes match.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct CheckpointInfo {
+  std::string model;
+  int64_t epochs_done = 0, steps_done = 0;
+  uint64_t seed = 0;
+  std::string path;
+};
+
+// Writes <dir>/checkpoint-epoch-NNNN.ckpt.
+std::string write_checkpoint(const std::string& dir, Plan& plan, const CheckpointInfo& info);
+// Loads `path` into plan; throws std::runtime_error naming the file and the problem.
+CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);
+// The newest checkpoint in dir that reads back whole; nullopt if none. Damaged ones are skipped
+// and listed in `skipped`.
+std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Plan& plan, const std::string& model,
+                                                     std::string* skipped);
+
+}  // namespace cnnbench

@@ -1,0 +1,299 @@
+#include "harness/run/convergence_run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "harness/run/step_loop.h"
+#include "harness/run/checkpoint.h"
+#include "harness/run/fault_injection.h"
+#include "harness/data/input_pipeline.h"
+#include "harness/data/jpeg_folder.h"
+#include "harness/run/lr_schedule.h"
+#include "harness/report/result_files.h"
+#include "harness/report/run_context.h"
+#include "harness/run/run_setup.h"
+#include "harness/report/tf_log.h"
+#include "kernels/cpu_ops.h"
+#include "kernels/device_plan.h"
+#include "kernels/top_k.h"
+
+namespace cnnbench {
+namespace {
+
+struct EpochMetrics {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0, train_top1 = 0, learning_rate = 0;
+  double seconds = 0, images_per_sec = 0, compute_images_per_sec = 0, input_stall_sec = 0;
+  bool evaluated = false;
+  double test_loss = 0, test_top1 = 0, test_top5 = 0;
+};
+
+// Training and test examples of a data set, and what they are made from.
+struct DataSplits {
+  std::unique_ptr<ImageDataset> train_images, test_images;  // in-memory data sets
+  std::unique_ptr<ExampleSource> train, test;
+  int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
+};
+
+DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size) {
+  DataSplits d;
+  if (dataset == "imagenet") {
+    JpegFolder train = scan_jpeg_folder(dir + "/train");
+    JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
+    d.classes = static_cast<int64_t>(train.classes.size());
+    d.train_count = static_cast<int64_t>(train.files.size());
+    d.test_count = static_cast<int64_t>(val.files.size());
+    d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
+    d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
+    d.channels = 3;
+    d.height = d.width = image_size;
+    return d;
+  }
+  const bool cifar = dataset == "cifar10";
+  d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
+  d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
+  d.train = std::make_unique<InMemorySource>(*d.train_images, augmentation_for(dataset, true));
+  d.test = std::make_unique<InMemorySource>(*d.test_images, augmentation_for(dataset, false));
+  d.train_count = d.train_images->count;
+  d.test_count = d.test_images->count;
+  d.channels = d.train_images->channels;
+  d.height = d.train_images->height;
+  d.width = d.train_images->width;
+  d.classes = d.train_images->classes;
+  return d;
+}
+
+struct EvalResult {
+  double loss = 0, top1 = 0, top5 = 0;
+};
+
+// The whole test set, each rank its shard, counts summed over ranks.
+EvalResult evaluate(Plan& plan, InputPipeline& pipeline, const Communicator& comm) {
+  const Graph& g = plan.graph();
+  const int64_t n = g.batch_size(), classes = g.num_classes();
+  std::vector<float> logits(n * classes), scratch(n * classes);
+  double sums[4] = {0, 0, 0, 0};  // loss x images, top-1, top-5, images
+  pipeline.start_epoch(0);
+  for (int64_t s = 0; s < pipeline.steps_per_epoch(); ++s) {
+    plan.set_input(pipeline.next_images());
+    plan.forward(Mode::inference);
+    plan.read_output(g.output, logits.data());
+    const int64_t valid = pipeline.current_valid();
+    const int32_t* labels = pipeline.current_labels();
+    sums[0] += cpu::softmax_cross_entropy(logits.data(), labels, scratch.data(), valid, classes) * valid;
+    sums[1] += count_top_k(logits.data(), labels, valid, classes, 1);
+    sums[2] += count_top_k(logits.data(), labels, valid, classes, std::min<int64_t>(5, classes));
+    sums[3] += valid;
+  }
+  comm.allreduce_sum(sums, 4);
+  return {sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3]};
+}
+
+nlohmann::json to_json(const EpochMetrics& m) {
+  nlohmann::json j = {{"epoch", m.epoch},
+                      {"train_loss", m.train_loss},
+                      {"train_top1", m.train_top1},
+                      {"learning_rate", m.learning_rate},
+                      {"seconds", m.seconds},
+                      {"images_per_sec", m.images_per_sec},
+                      {"compute_images_per_sec", m.compute_images_per_sec},
+                      {"input_stall_sec", m.input_stall_sec}};
+  if (m.evaluated) {
+    j["test_loss"] = m.test_loss;
+    j["test_top1"] = m.test_top1;
+    j["test_top5"] = m.test_top5;
+  }
+  return j;
+}
+
+std::string epochs_csv(const std::vector<EpochMetrics>& epochs) {
+  std::string out =
+      "epoch,train_loss,train_top1,test_loss,test_top1,test_top5,learning_rate,seconds,images_per_sec,"
+      "compute_images_per_sec,input_stall_sec\n";
+  for (const EpochMetrics& m : epochs)
+    out += fmt::format("{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", m.epoch, m.train_loss,
+                       m.train_top1, m.evaluated ? fmt::format("{:.6g}", m.test_loss) : "",
+                       m.evaluated ? fmt::format("{:.6g}", m.test_top1) : "",
+                       m.evaluated ? fmt::format("{:.6g}", m.test_top5) : "", m.learning_rate, m.seconds,
+                       m.images_per_sec, m.compute_images_per_sec, m.input_stall_sec);
+  return out;
+}
+
+}  // namespace
+
+void run_convergence(const Config& config, Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  RunSetup setup = set_up_run(config, comm);
+  const RunSettings& settings = setup.settings;
+  Plan& plan = *setup.plan;
+
+  DataSplits data;
+  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
+  LrSchedule schedule;
+  std::string error;
+  try {
+    // a bad --piecewise_learning_rate_schedule is refused here, with the other set-up errors
+    schedule = make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
+                                config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
+                                settings.global_batch, config.learning_rate_base_batch);
+    const Shape& in = setup.graph.input().out;
+    data = load_data(settings.dataset, config.data_dir, in.h);
+    if (data.channels != in.c || data.height != in.h || data.width != in.w)
+      throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
+                                           data.channels, data.height, data.width, settings.model.name, in.c, in.h,
+                                           in.w));
+    if (data.classes > setup.graph.num_classes())
+      throw std::runtime_error(fmt::format("{}: {} classes, model {} has {} outputs", config.data_dir, data.classes,
+                                           settings.model.name, setup.graph.num_classes()));
+    if (data.train_count / comm.size() < settings.batch_size)
+      throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+
+  start_from_rank0_weights(plan, comm, config.seed);
+  int64_t first_epoch = 0, steps_done = 0;
+  if (config.resume) {
+    std::string skipped;
+    const auto found = load_newest_checkpoint(config.train_dir, plan, settings.model.name, &skipped);
+    if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
+    if (found) {
+      first_epoch = found->epochs_done;
+      steps_done = found->steps_done;
+      if (leader) fmt::print("Resuming from {} ({} epochs done)\n", found->path, first_epoch);
+    } else if (leader) {
+      fmt::print("No checkpoint in {}: starting from scratch\n", config.train_dir);
+    }
+  }
+  std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
+
+  const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
+  InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
+                            static_cast<int>(config.num_data_workers));
+  InputPipeline test_input(*data.test, settings.batch_size, comm.rank(), comm.size(), config.seed, false,
+                           static_cast<int>(config.num_data_workers));
+
+  TfLog log(leader ? stdout : nullptr, settings, config);
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan));
+  if (leader)
+    fmt::print("Training on {} ({} images; {} steps per epoch), testing on {} images, {} epochs\n", config.data_dir,
+               data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);
+  const bool terminal = leader && isatty(STDOUT_FILENO);
+  const SgdConfig sgd = sgd_config(config);
+  const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
+
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
+  const std::string run_name = fmt::format("{}_{}_{}r_{}", settings.model.name, settings.dataset, comm.size(), stamp);
+  const std::string json_path =
+      config.result_json.empty() ? config.benchmark_log_dir + "/" + run_name + ".json" : config.result_json;
+  const std::string csv_path = json_path.substr(0, json_path.size() - (json_path.size() > 5 &&
+                                                                               json_path.ends_with(".json") ? 5 : 0)) +
+                               "_epochs.csv";
+  std::vector<EpochMetrics> history;
+  const int64_t steps = train_input.steps_per_epoch();
+  for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
+    const int64_t epoch_steps = std::min<int64_t>(steps, static_cast<int64_t>(std::ceil((total_epochs - epoch) * steps)));
+    train_input.start_epoch(epoch);
+    const double stall_before = train_input.stall_sec();
+    const auto start = std::chrono::steady_clock::now();
+    double loss_sum = 0, correct = 0, lr = 0;
+    for (int64_t s = 0; s < epoch_steps; ++s) {
+      lr = schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps));
+      plan.set_input(train_input.next_images());
+      const StepRecord r =
+          train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(), true, scaler.get());
+      loss_sum += r.loss;
+      correct += static_cast<double>(r.top1_correct);
+      ++steps_done;
+      exit_here_if_asked(comm.rank(), steps_done);
+      if (terminal && (s % config.display_every == 0 || s + 1 == epoch_steps)) {
+        const int width = 30, done = static_cast<int>(width * (s + 1) / epoch_steps);
+        fmt::print("\rEpoch {}/{} [{}{}] {}/{} loss {:.3f}", epoch + 1, epochs, std::string(done, '='),
+                   std::string(width - done, ' '), s + 1, epoch_steps, r.loss);
+        std::fflush(stdout);
+      }
+    }
+    if (terminal) fmt::print("\n");
+    // batch-norm statistics averaged over ranks: one model to evaluate and to checkpoint
+    if (comm.size() > 1) {
+      DevicePlan* device = plan.device();
+      if (device) device->download_state();
+      std::vector<double> stats(plan.buffers().begin(), plan.buffers().end());
+      comm.allreduce_sum(stats.data(), stats.size());
+      for (size_t i = 0; i < stats.size(); ++i) plan.buffers()[i] = static_cast<float>(stats[i] / comm.size());
+      if (device) device->upload_state();
+    }
+    EpochMetrics m;
+    m.epoch = epoch + 1;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double sums[3] = {loss_sum / std::max<int64_t>(1, epoch_steps), correct, train_input.stall_sec() - stall_before};
+    comm.allreduce_sum(sums, 3);
+    comm.allreduce_max(&seconds, 1);
+    m.train_loss = sums[0] / comm.size();
+    m.train_top1 = sums[1] / static_cast<double>(epoch_steps * settings.global_batch);
+    m.input_stall_sec = sums[2] / comm.size();
+    m.seconds = seconds;
+    m.learning_rate = lr;
+    m.images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / seconds;
+    m.compute_images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / (seconds - m.input_stall_sec);
+    const bool last = epoch + 1 == epochs;
+    const double every = config.eval_during_training_every_n_epochs;
+    if (last || (every > 0 && std::fmod(static_cast<double>(epoch + 1), every) < 1e-9)) {
+      const EvalResult e = evaluate(plan, test_input, comm);
+      m.evaluated = true;
+      m.test_loss = e.loss;
+      m.test_top1 = e.top1;
+      m.test_top5 = e.top5;
+    }
+    history.push_back(m);
+    if (leader) {
+      fmt::print("Epoch {}/{}: loss {:.4f}, train top-1 {:.2f}%{} | {:.1f} img/s ({:.1f} without input stalls, {:.2f} s "
+                 "stalled) | lr {:.5f} | {:.1f} s\n",
+                 m.epoch, epochs, m.train_loss, 100 * m.train_top1,
+                 m.evaluated ? fmt::format(" | test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", 100 * m.test_top1,
+                                           100 * m.test_top5, m.test_loss)
+                             : "",
+                 m.images_per_sec, m.compute_images_per_sec, m.input_stall_sec, m.learning_rate, m.seconds);
+      std::fflush(stdout);
+      make_folders(config.benchmark_log_dir);
+      write_file_atomically(csv_path, epochs_csv(history));
+      if (!config.train_dir.empty())
+        write_checkpoint(config.train_dir, plan, {settings.model.name, epoch + 1, steps_done, config.seed, ""});
+    }
+    comm.barrier();  // the checkpoint is complete before any rank goes on (or stops)
+    if (config.stop_at_top_1_accuracy > 0 && m.evaluated && m.test_top1 >= config.stop_at_top_1_accuracy) {
+      if (leader) fmt::print("Reached test top-1 {:.2f}% >= {:.2f}%: stopping\n", 100 * m.test_top1,
+                             100 * config.stop_at_top_1_accuracy);
+      break;
+    }
+  }
+  if (!leader) return;
+  nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
+                        {"context", to_json(collect_run_context())},
+                        {"config", nlohmann::json::object()},
+                        {"run",
+                         {{"model", settings.model.name},
+                          {"dataset", settings.dataset},
+                          {"ranks", comm.size()},
+                          {"global_batch", settings.global_batch},
+                          {"steps_per_epoch", steps},
+                          {"first_epoch", first_epoch}}},
+                        {"epochs", nlohmann::json::array()}};
+  for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
+  for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
+  if (!history.empty() && history.back().evaluated)
+    fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);
+}
+
+}  // namespace cnnbench

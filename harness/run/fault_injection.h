@@ -1,0 +1,18 @@
+// harness/run/fault_injection.h — for the tests: CNNBENCH_TEST_EXIT_AT=R:S makes rank R die right
+// after its step S (counted from 1), as a crashed or killed rank would: no MPI_Finalize, no
+// message to the other ranks, exit code 3. CNNBENCH_TEST_HANG_AT=R:S makes rank R hang after
+// its step S, alive but never reaching the next collective (as a rank stuck in a loop or in I/O
+// would be). CNNBENCH_TEST_SLOW_STEP_MS=N makes every timed step
+// of every rank N ms longer, as a deliberately slowed build would be (what compare must catch).
+#pragma once
+
+#include <cstdint>
+
+namespace cnnbench {
+
+// Both CNNBENCH_TEST_EXIT_AT and CNNBENCH_TEST_HANG_AT.
+void exit_here_if_asked(int rank, int64_t step);
+// Sleeps CNNBENCH_TEST_SLOW_STEP_MS milliseconds, if set; called inside each timed step.
+void slow_step_if_asked();
+
+}  // namespace cnnbench

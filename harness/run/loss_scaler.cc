@@ -1,0 +1,44 @@
+#include "harness/run/loss_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cnnbench {
+
+LossScaler::LossScaler(double initial_scale, bool dynamic, int64_t increase_every)
+    : scale_(initial_scale), dynamic_(dynamic), increase_every_(increase_every) {}
+
+bool LossScaler::accept(std::span<const float> gradients) {
+  bool finite = true;
+#pragma omp parallel for reduction(&& : finite) schedule(static)
+  for (size_t i = 0; i < gradients.size(); ++i) finite = finite && std::isfinite(gradients[i]);
+  return record(finite);
+}
+
+bool LossScaler::record(bool finite) {
+  if (!finite) {
+    ++skipped_;
+    good_in_a_row_ = 0;
+    if (dynamic_) scale_ = std::max(1.0, scale_ / 2);
+    return false;
+  }
+  if (dynamic_ && ++good_in_a_row_ >= increase_every_) {
+    scale_ *= 2;
+    good_in_a_row_ = 0;
+  }
+  return true;
+}
+
+}  // namespace cnnbench
+
+namespace cnnbench {
+
+std::unique_ptr<LossScaler> make_loss_scaler(const Config& config) {
+  if (config.fp16_enable_auto_loss_scale)
+    return std::make_unique<LossScaler>(config.fp16_loss_scale > 0 ? config.fp16_loss_scale : 65536.0, true,
+                                        config.fp16_inc_loss_scale_every_n);
+  if (config.fp16_loss_scale > 0) return std::make_unique<LossScaler>(config.fp16_loss_scale, false, 1);
+  return nullptr;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,62 @@
+#include "harness/run/lr_schedule.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "harness/cli/config.h"
+
+namespace cnnbench {
+
+double LrSchedule::at(double epoch) const {
+  double rate = base;
+  if (!rates.empty()) {
+    size_t i = 0;
+    while (i < boundaries.size() && epoch >= boundaries[i]) ++i;
+    rate = rates[i] * (base / rates[0]);  // scaling applies to the whole schedule
+  } else if (cosine) {
+    rate = base * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, epoch / total_epochs)));
+  }
+  if (warmup_epochs > 0 && epoch < warmup_epochs) rate *= epoch / warmup_epochs;
+  return rate;
+}
+
+LrSchedule make_lr_schedule(double base_rate, const std::string& piecewise, double warmup_epochs, bool cosine,
+                            double total_epochs, int64_t global_batch, int64_t base_batch) {
+  LrSchedule s;
+  s.warmup_epochs = warmup_epochs;
+  s.cosine = cosine;
+  s.total_epochs = total_epochs;
+  s.base = base_rate;
+  if (!piecewise.empty()) {
+    if (cosine) throw ConfigError("--piecewise_learning_rate_schedule and --cosine_learning_rate exclude each other");
+    std::stringstream in(piecewise);
+    std::string item;
+    std::vector<double> values;
+    while (std::getline(in, item, ';')) {
+      try {
+        values.push_back(parse_real(item));
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string("--piecewise_learning_rate_schedule: ") + e.what());
+      }
+    }
+    if (values.size() % 2 == 0)
+      throw ConfigError("--piecewise_learning_rate_schedule: expected rate;epoch;rate;...;rate (an odd count of numbers)");
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i % 2 == 0) {
+        if (values[i] <= 0) throw ConfigError("--piecewise_learning_rate_schedule: rates must be positive");
+        if (values[i] > max_learning_rate)
+          throw ConfigError("--piecewise_learning_rate_schedule: rates must be at most 1000");
+        s.rates.push_back(values[i]);
+      } else {
+        if (!s.boundaries.empty() && values[i] <= s.boundaries.back())
+          throw ConfigError("--piecewise_learning_rate_schedule: epochs must increase");
+        s.boundaries.push_back(values[i]);
+      }
+    }
+    s.base = s.rates[0];
+  }
+  if (base_batch > 0) s.base *= static_cast<double>(global_batch) / static_cast<double>(base_batch);
+  return s;
+}
+
+}  // namespace cnnbench

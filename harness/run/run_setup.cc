@@ -1,0 +1,133 @@
+#include "harness/run/run_setup.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "kernels/backend.h"
+#include "kernels/device_plan.h"
+#include "comm/gradient_exchange.h"
+#include "kernels/error_context.h"
+#include "kernels/threads.h"
+
+namespace cnnbench {
+namespace {
+
+std::string serialize(const Config& config) {
+  std::string out;
+  for (const auto& [key, value] : config_values(config)) out += key + "=" + value + "\n";
+  return out;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t at = 0, next; at < s.size(); at = next + 1) {
+    next = s.find('\n', at);
+    out.push_back(s.substr(at, next - at));
+  }
+  return out;
+}
+
+WireType wire_type(const std::string& compression) {
+  if (compression == "fp16") return WireType::f16;
+  if (compression == "bf16") return WireType::bf16;
+  return WireType::f32;
+}
+
+// --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
+// (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
+int default_threads(const Config& config, const Communicator& comm) {
+  if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
+  const int mine = available_cpus();
+  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
+  return mine;
+}
+
+}  // namespace
+
+void check_ranks_agree(const Config& config, const Communicator& comm) {
+  if (comm.size() == 1) return;
+  const std::vector<std::string> all = comm.gather_strings(serialize(config));
+  for (int r = 1; r < comm.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    const auto mine = lines_of(all[0]), theirs = lines_of(all[r]);
+    for (size_t i = 0; i < std::min(mine.size(), theirs.size()); ++i)
+      if (mine[i] != theirs[i])
+        throw ConfigError(fmt::format("ranks disagree on the configuration: rank 0 has {}, rank {} has {}", mine[i], r,
+                                      theirs[i]));
+    throw ConfigError(fmt::format("ranks disagree on the configuration (rank 0 and rank {})", r));
+  }
+}
+
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph) {
+  PlanOptions options;
+  options.compute = settings.precision;
+  options.input_nhwc = config.data_format == "NHWC";
+  options.cuda_graphs = config.cuda_graphs;
+  return compile_plan(config.backend, graph, options);
+}
+
+RunSetup set_up_run(const Config& config, Communicator& comm) {
+  set_error_context(fmt::format("rank {} on host {}", comm.rank(), comm.host()));
+  RunSetup setup;
+  std::string error;
+  try {
+    check_ranks_agree(config, comm);
+    setup.threads = configure_threads(default_threads(config, comm));
+    setup.settings = resolve_settings(config, comm.size(), setup.threads);
+    setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size);
+    use_device_for_rank(config.backend, comm.local_rank());
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  return setup;
+}
+
+void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed) {
+  init_parameters(plan.layout(), plan.parameters().data(), plan.buffers().data(), seed);
+  comm.broadcast(plan.parameters().data(), plan.parameters().size_bytes(), 0);
+  comm.broadcast(plan.buffers().data(), plan.buffers().size_bytes(), 0);
+  if (DevicePlan* device = plan.device()) device->upload_state();
+}
+
+bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings) {
+  return comm.size() > 1 && config.variable_update != "independent" && settings.training;
+}
+
+std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
+                                                const RunSettings& settings) {
+  if (!exchanges_gradients(comm, config, settings)) return nullptr;
+  const std::vector<TensorExtent> tensors = gradient_extents(plan);
+  const size_t threshold = static_cast<size_t>(config.fusion_threshold_mb * (1 << 20));
+  std::unique_ptr<GradientExchange> reducer;
+  if (DevicePlan* device = plan.device())
+    reducer = make_device_reducer(comm, *device, tensors, threshold, wire_type(config.compression));
+  else
+    reducer = std::make_unique<GradientReducer>(comm, plan.gradients().data(), tensors, threshold,
+                                                wire_type(config.compression));
+  plan.set_loss_gradient_scale(1.0f / static_cast<float>(comm.size()));
+  plan.set_gradient_ready_hook([r = reducer.get()](int index) { r->tensor_ready(index); });
+  return reducer;
+}
+
+std::string devices_text(const Communicator& comm, const Plan& plan) {
+  const std::string device = "['" + plan.device_name() + "']";
+  if (comm.size() == 1) return device;
+  return fmt::format("{} ranks x {} on {} host{}", comm.size(), device, comm.hosts(), comm.hosts() == 1 ? "" : "s");
+}
+
+std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
+                         const Plan& plan) {
+  std::string note = is_device_backend(config.backend)
+                         ? config.backend + ", one GPU per rank"
+                         : fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
+  if (exchanging)
+    note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
+                        config.compression);
+  if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
+  return note;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,45 @@
+// harness/run/run_setup.h — what every kind of run does first on every rank: agree on the
+// configuration, pick threads, resolve settings, build the model and compile the plan (errors
+// gathered and printed once by rank 0), start from rank 0's weights, and attach the gradient
+// reducer that averages gradients across ranks.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/gradient_reducer.h"
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct RunSetup {
+  RunSettings settings;
+  Graph graph;
+  std::unique_ptr<Plan> plan;
+  int threads = 1;
+};
+
+// Throws ErrorsReported (already printed) if any rank cannot set up.
+RunSetup set_up_run(const Config& config, Communicator& comm);
+// The plan of the settings' precision and layout on this rank's device: its memory allocated and
+// first-touched anew (set_up_run's, and each --repeats run's).
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph);
+// Seeded initial weights, then rank 0's broadcast to all.
+void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
+// Whether ranks average gradients: more than one rank, training, not --variable_update=independent.
+bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings);
+// A reducer hooked to the plan's backward, or null when gradients are not exchanged.
+std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
+                                                const RunSettings& settings);
+// "Devices" and "Backend" lines of the header.
+std::string devices_text(const Communicator& comm, const Plan& plan);
+std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
+                         const Plan& plan);
+
+// Throws ConfigError naming the first setting on which some rank differs from rank 0.
+void check_ranks_agree(const Config& config, const Communicator& comm);
+
+}  // namespace cnnbench

@@ -1,0 +1,129 @@
+#include "harness/run/step_loop.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "harness/run/fault_injection.h"
+#include "kernels/device_plan.h"
+
+namespace cnnbench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientExchange* reducer,
+                    LossScaler* scaler, const float* images, const int32_t* labels, bool timed) {
+  const auto start = std::chrono::steady_clock::now();
+  if (images) plan.set_input(images);  // null: the images are on the device already
+  StepRecord r =
+      train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training, scaler);
+  if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
+  r.time_sec = seconds_since(start);
+  return r;
+}
+
+}  // namespace
+
+SgdConfig sgd_config(const Config& config) {
+  SgdConfig sgd;
+  sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
+  sgd.weight_decay = static_cast<float>(config.weight_decay);
+  sgd.nesterov = config.nesterov;
+  return sgd;
+}
+
+StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
+                      bool training, LossScaler* scaler) {
+  StepRecord r;
+  DevicePlan* device = plan.device();
+  const auto start = std::chrono::steady_clock::now();
+  auto phase = start;
+  const double loss_scale = scaler ? scaler->scale() : 1.0;
+  if (scaler) plan.set_loss_scale(static_cast<float>(loss_scale));
+  plan.forward(training ? Mode::training : Mode::inference);
+  LossResult loss = plan.loss(labels);  // deferred on a device until synchronize()
+  r.forward_sec = seconds_since(phase);
+  if (training) {
+    phase = std::chrono::steady_clock::now();
+    plan.backward();
+    r.backward_sec = seconds_since(phase);
+    phase = std::chrono::steady_clock::now();
+    if (scaler) {
+      // every bucket must be known finite before any is applied
+      if (reducer) {
+        const ReducerStepStats stats = reducer->wait_for_buckets(nullptr);
+        r.comm_sec = stats.comm_sec;
+        r.exposed_sec = stats.exposed_sec;
+      }
+      SgdConfig unscaled = sgd;
+      unscaled.gradient_scale = static_cast<float>(1.0 / loss_scale);
+      if (device) {
+        device->sgd_step_if_finite(unscaled, lr);  // the outcome is known after synchronize()
+      } else {
+        r.skipped = !scaler->record(plan.gradients_finite());
+        if (!r.skipped) plan.sgd_step(unscaled, lr);
+      }
+    } else if (reducer) {
+      const ReducerStepStats stats =
+          reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
+      r.comm_sec = stats.comm_sec;
+      r.exposed_sec = stats.exposed_sec;
+    } else {
+      plan.sgd_step(sgd, lr);
+    }
+    r.update_sec = seconds_since(phase) - r.exposed_sec;
+  }
+  if (device) {  // a device plan's step ends here; nothing to wait for on a CPU
+    device->synchronize(&loss);
+    if (training && scaler) r.skipped = !scaler->record(device->last_update_applied());
+  }
+  if (reducer) {
+    const ReducerStepStats device = reducer->finish_step();
+    r.comm_sec += device.comm_sec;
+    r.exposed_sec += device.exposed_sec;
+  }
+  if (StepPhases p; device && device->device_phase_times(&p)) {  // host times above were only the queuing
+    r.forward_sec = p.forward_sec;
+    r.backward_sec = p.backward_sec;
+    r.update_sec = std::max(0.0, p.update_sec - r.exposed_sec);
+  }
+  r.time_sec = seconds_since(start);
+  r.loss = loss.loss;
+  r.top1_correct = loss.top1_correct;
+  r.top5_correct = loss.top5_correct;
+  return r;
+}
+
+std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
+                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
+                                      const int32_t* labels, const StepLoopEvents& events) {
+  const SgdConfig sgd = sgd_config(config);
+  if (plan.device()) {  // synthetic images stay on the GPU, as tf_cnn_benchmarks' did
+    plan.set_input(images);
+    images = nullptr;
+  }
+  if (events.warmup_started) events.warmup_started();
+  for (int64_t i = 0; i < settings.warmup_steps; ++i)
+    one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false);
+  if (events.warmup_done) events.warmup_done();
+
+  if (config.layer_timing) plan.set_layer_timing(true);
+  std::vector<StepRecord> steps;
+  steps.reserve(settings.timed_steps);
+  for (int64_t i = 0; i < settings.timed_steps; ++i) {
+    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/true));
+    if (events.step_done) events.step_done(i, steps);
+  }
+  return steps;
+}
+
+std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch) {
+  std::vector<double> speeds;
+  speeds.reserve(steps.size());
+  for (const StepRecord& s : steps) speeds.push_back(static_cast<double>(global_batch) / s.time_sec);
+  return speeds;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,49 @@
+// harness/run/step_loop.h — the timed step loop: warm-up steps, then timed steps that each feed a
+// batch, run forward, loss, backward and the update, keeping every step's time and its split.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "harness/cli/run_settings.h"
+#include "comm/gradient_reducer.h"
+#include "harness/run/loss_scaler.h"
+#include "harness/compare/stats.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+struct StepRecord {
+  double time_sec = 0, forward_sec = 0, backward_sec = 0, update_sec = 0;
+  double comm_sec = 0;     // gradient allreduce, on the communication thread (overlapped)
+  double exposed_sec = 0;  // of which the compute thread waited for, after backward
+  double loss = 0;
+  int64_t top1_correct = 0, top5_correct = 0;
+  bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
+};
+
+struct StepLoopEvents {
+  std::function<void()> warmup_started, warmup_done;
+  // called after timed step `index` (0-based) with every timed step so far
+  std::function<void(int64_t index, const std::vector<StepRecord>&)> step_done;
+};
+
+SgdConfig sgd_config(const Config& config);
+
+// One step on the batch already given to plan.set_input(): forward (inference when not
+// training), loss, and when training backward and the update, averaged across ranks by the
+// reducer if there is one.
+StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float learning_rate,
+                      const int32_t* labels, bool training, LossScaler* scaler = nullptr);
+
+// Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
+// With a reducer, gradients are averaged across ranks during backward and each bucket is
+// updated as soon as it is reduced.
+std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
+                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
+                                      const int32_t* labels, const StepLoopEvents& events);
+
+// Images per second of each step (global batch / step time).
+std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);
+
+}  // namespace cnnbench

@@ -1,0 +1,168 @@
+#include "harness/run/training_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "comm/gradient_reducer.h"
+#include "harness/run/step_loop.h"
+#include "harness/report/cpu_wait.h"
+#include "harness/run/fault_injection.h"
+#include "harness/report/peak.h"
+#include "harness/report/result_record.h"
+#include "harness/run/run_setup.h"
+#include "harness/report/run_context.h"
+#include "harness/cli/run_settings.h"
+#include "harness/report/run_summary.h"
+#include "harness/run/synthetic_data.h"
+#include "harness/report/tf_log.h"
+#include "kernels/backend.h"
+
+namespace cnnbench {
+namespace {
+
+// Keeps the timed steps with time_sec replaced by the max over ranks, synchronising at the
+// steps where every rank calls sync_through (the display points and the end).
+class GlobalSteps {
+ public:
+  explicit GlobalSteps(const Communicator& comm) : comm_(comm) {}
+  const std::vector<StepRecord>& sync_through(const std::vector<StepRecord>& local) {
+    std::vector<double> times;
+    for (size_t i = global_.size(); i < local.size(); ++i) times.push_back(local[i].time_sec);
+    if (comm_.size() > 1 && !times.empty()) comm_.allreduce_max(times.data(), times.size());
+    for (size_t i = global_.size(), j = 0; i < local.size(); ++i, ++j) {
+      global_.push_back(local[i]);
+      global_.back().time_sec = times[j];
+    }
+    return global_;
+  }
+
+ private:
+  const Communicator& comm_;
+  std::vector<StepRecord> global_;
+};
+
+// One whole run of the step loop on setup's plan: the figures the results are made of if it is
+// the one reported.
+struct RunOutcome {
+  std::vector<StepRecord> steps;  // time_sec: the max over ranks
+  RunSummary summary;
+  std::vector<LayerTime> layers;  // with --layer_timing
+};
+
+RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, const Batch& batch,
+                    const PeakResult& peak, TfLog& log) {
+  const RunSettings& settings = setup.settings;
+  Plan* plan = setup.plan.get();
+  start_from_rank0_weights(*plan, comm, config.seed);
+  std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
+
+  GlobalSteps global(comm);
+  StepLoopEvents events;
+  double waited_before = 0;
+  std::chrono::steady_clock::time_point timed_start;
+  events.warmup_started = [&] { log.warmup_started(); };
+  events.warmup_done = [&] {
+    log.warmup_done();
+    waited_before = runqueue_wait_sec();
+    timed_start = std::chrono::steady_clock::now();
+  };
+  events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
+    exit_here_if_asked(comm.rank(), i + 1);
+    if (i == 0 || (i + 1) % config.display_every == 0) log.step(i, global.sync_through(steps));
+  };
+  const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
+  const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), scaler.get(),
+                                                      batch.images.data(), batch.labels.data(), events);
+  // CPU wait over the timed steps, as a share of the compute threads' time; the worst rank's
+  const double waited_after = runqueue_wait_sec();
+  const double timed_sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+  double wait_fraction = waited_before >= 0 && waited_after >= 0 && timed_sec > 0
+                             ? std::max(0.0, waited_after - waited_before) / (setup.threads * timed_sec)
+                             : -1;
+  comm.allreduce_max(&wait_fraction, 1);
+  RunOutcome out;
+  out.steps = global.sync_through(local);
+  RunSummary& summary = out.summary;
+  summary = summarize(settings, setup.graph, out.steps, peak);
+  // per-rank figures: communication as the worst rank saw it, skew of compute time
+  double worst[2] = {summary.comm_mean_sec, summary.exposed_mean_sec};
+  comm.allreduce_max(worst, 2);
+  summary.comm_mean_sec = worst[0];
+  summary.exposed_mean_sec = worst[1];
+  double compute = 0;
+  for (const StepRecord& r : local) compute += r.time_sec - r.exposed_sec;
+  compute /= static_cast<double>(std::max<size_t>(1, local.size()));
+  double slowest = compute, fastest = compute;
+  comm.allreduce_max(&slowest, 1);
+  comm.allreduce_min(&fastest, 1);
+  summary.rank_skew = fastest > 0 ? slowest / fastest - 1 : 0;
+  summary.buckets = reducer ? static_cast<int>(reducer->buckets().size()) : 0;
+  if (scaler) {
+    summary.loss_scale = scaler->scale();
+    summary.skipped_steps = scaler->skipped_steps();
+  }
+  if (!config.baseline.empty()) apply_baseline(summary, config.baseline, comm.size());
+  summary.cpu_wait_fraction = wait_fraction;
+  if (config.layer_timing) out.layers = plan->layer_times();
+  return out;
+}
+
+}  // namespace
+
+void run_training(const Config& config, Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  RunSetup setup = set_up_run(config, comm);
+  const RunSettings& settings = setup.settings;
+  const Graph& graph = setup.graph;
+  const int threads = setup.threads;
+  const bool exchange_gradients = exchanges_gradients(comm, config, settings);  // each run attaches a reducer
+
+  TfLog log(leader ? stdout : nullptr, settings, config);
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan));
+
+  const Shape& in = graph.input().out;
+  // each rank trains on its own images, as data parallelism does
+  const Batch batch = make_synthetic_batch(in.n, in.c, in.h, in.w, graph.num_classes(), config.seed + 1 + comm.rank());
+  const PeakResult peak = is_device_backend(config.backend)
+                              ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
+                                           "cuBLAS matmul", true}
+                              : measure_peak(settings.precision, threads);
+  comm.barrier();
+
+  // --repeats: each run on a new plan, its memory allocated and first-touched anew (the previous
+  // plan freed first), from the same starting weights, with its own warm-up
+  const int64_t repeats = config.repeats;
+  std::vector<RunOutcome> outcomes;
+  std::vector<double> speeds, waits;
+  for (int64_t r = 0; r < repeats; ++r) {
+    if (r > 0) {
+      setup.plan.reset();
+      setup.plan = compile_run_plan(config, settings, graph);
+      log.repeat_started(r + 1, repeats);
+    }
+    outcomes.push_back(run_once(config, comm, setup, batch, peak, log));
+    speeds.push_back(outcomes.back().summary.images_per_sec);
+    waits.push_back(outcomes.back().summary.cpu_wait_fraction);
+    if (repeats > 1) log.total(speeds.back());
+  }
+  const RepeatSpeeds repeat = repeat_speeds(speeds, waits);
+  const RunOutcome& reported = outcomes[repeat.median_index];
+  if (!leader) return;
+
+  if (repeats == 1) log.total(reported.summary.images_per_sec);
+  print_summary(stdout, reported.summary, settings);
+  if (repeats > 1) print_repeats(stdout, repeat);
+  if (config.layer_timing) print_layer_table(stdout, graph, reported.layers, reported.summary.timed_steps);
+  const RunContext context = collect_run_context();
+  ResultInputs inputs{config, settings, graph, context, reported.steps, reported.summary,
+                      config.layer_timing ? &reported.layers : nullptr, config.backend, comm.hosts(),
+                      exchange_gradients ? comm.backend() : "none"};
+  if (repeats > 1) inputs.repeats = &repeat;
+  const std::string json_path = write_results(inputs);
+  fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
+}
+
+}  // namespace cnnbench

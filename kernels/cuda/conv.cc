@@ -1,0 +1,162 @@
+// kernels/cuda/conv.cc — CudaPlan's convolutions: cuDNN descriptors, the choice of algorithms
+// (timed search or heuristics, cached by shape) and the forward, weight- and data-gradient launches.
+#include "kernels/cuda/plan_internal.h"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/tensor_kernels.h"
+
+namespace cnnbench::cuda {
+
+std::string CudaPlan::fmt_key(const Shape& s, const Node& node) const {
+  return std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w) +
+         ":" + std::to_string(node.conv.out_channels) + "k" + std::to_string(node.conv.kernel) + "s" +
+         std::to_string(node.conv.stride) + "p" + std::to_string(node.conv.pad);
+}
+
+template <typename Perf>
+auto CudaPlan::pick(const Perf* results, int count, const char* what) -> decltype(results[0].algo) {
+  for (int i = 0; i < count; ++i)
+    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_) return results[i].algo;
+  throw std::runtime_error(std::string("cuDNN offers no ") + what + " convolution algorithm for this shape");
+}
+
+template <typename Perf, typename Algo>
+size_t CudaPlan::chosen_memory(const Perf* results, int count, Algo algo) {
+  for (int i = 0; i < count; ++i)
+    if (results[i].algo == algo && results[i].status == CUDNN_STATUS_SUCCESS) return results[i].memory;
+  return 0;
+}
+
+// The timed search needs a workspace; it is freed after compile.
+DeviceBuffer& CudaPlan::search_workspace() {
+  if (!search_workspace_.data()) {
+    size_t free = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    search_limit_ = std::min<size_t>(size_t{4} << 30, free / 4);
+    search_workspace_ = DeviceBuffer(search_limit_);
+  }
+  return search_workspace_;
+}
+
+void* CudaPlan::allocate_scratch(size_t bytes) {
+  if (scratch_.bytes() < bytes) scratch_ = DeviceBuffer(bytes);
+  return scratch_.data();
+}
+
+ConvAlgos CudaPlan::choose_algorithms(const Node& node, const TensorDesc& x, const TensorDesc& y, bool need_data) {
+  const Shape& s = graph_.nodes[node.inputs[0]].out;
+  const std::string key = fmt_key(s, node);
+  if (auto it = algo_cache_.find(key); it != algo_cache_.end()) return it->second;
+  NodeState& st = nodes_[node.id];
+  ConvAlgos a;
+  DeviceBuffer& ws = search_workspace();
+  void* xp = out_[node.inputs[0]];
+  void* yp = out_[node.id];
+  void* wp = weights(node.id, 0);
+  void* dyp = diff_[node.id];
+  void* dxp = need_data ? diff_[node.inputs[0]] : allocate_scratch(s.elements() * esize());
+  void* dwp = type_ == DType::f32 ? static_cast<void*>(grad(node.id, 0)) : grad_half(node.id, 0);
+  constexpr int want = 8;
+  int got = 0;
+  if (timed_search_) {
+    cudnnConvolutionFwdAlgoPerf_t f[want];
+    CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x.d, xp, st.filter->d, wp, st.conv->d, y.d, yp, want,
+                                                      &got, f, ws.data(), search_limit_));
+    a.forward = pick(f, got, "forward");
+    a.workspace = std::max(a.workspace, chosen_memory(f, got, a.forward));
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
+    CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, x.d, xp, y.d, dyp, st.conv->d, st.filter->d,
+                                                             dwp, want, &got, bf, ws.data(), search_limit_));
+    a.backward_filter = pick(bf, got, "backward filter");
+    a.workspace = std::max(a.workspace, chosen_memory(bf, got, a.backward_filter));
+    cudnnConvolutionBwdDataAlgoPerf_t bd[want];
+    CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, st.filter->d, wp, y.d, dyp, st.conv->d, x.d, dxp,
+                                                           want, &got, bd, ws.data(), search_limit_));
+    a.backward_data = pick(bd, got, "backward data");
+    a.workspace = std::max(a.workspace, chosen_memory(bd, got, a.backward_data));
+  } else {
+    search_workspace();  // sets the limit
+    cudnnConvolutionFwdAlgoPerf_t f[want];
+    CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x.d, st.filter->d, st.conv->d, y.d, want, &got, f));
+    a.forward = pick(f, got, "forward");
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
+    CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x.d, y.d, st.conv->d, st.filter->d, want, &got,
+                                                             bf));
+    a.backward_filter = pick(bf, got, "backward filter");
+    cudnnConvolutionBwdDataAlgoPerf_t bd[want];
+    CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, st.filter->d, y.d, st.conv->d, x.d, want, &got,
+                                                           bd));
+    a.backward_data = pick(bd, got, "backward data");
+    size_t b = 0;
+    CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, x.d, st.filter->d, st.conv->d, y.d, a.forward, &b));
+    a.workspace = std::max(a.workspace, b);
+    CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, x.d, y.d, st.conv->d, st.filter->d,
+                                                              a.backward_filter, &b));
+    a.workspace = std::max(a.workspace, b);
+    CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, st.filter->d, y.d, st.conv->d, x.d,
+                                                            a.backward_data, &b));
+    a.workspace = std::max(a.workspace, b);
+  }
+  algo_cache_[key] = a;
+  return a;
+}
+
+void CudaPlan::compile_conv(const Node& node) {
+  NodeState& s = nodes_[node.id];
+  const Node& src = graph_.nodes[node.inputs[0]];
+  const auto x = nhwc_desc(src.out, type_);
+  s.filter = std::make_unique<FilterDesc>();
+  CUDA_CHECK(cudnnSetFilter4dDescriptor(s.filter->d, cudnn_type(type_), CUDNN_TENSOR_NHWC,
+                                        static_cast<int>(node.conv.out_channels), static_cast<int>(src.out.c),
+                                        static_cast<int>(node.conv.kernel), static_cast<int>(node.conv.kernel)));
+  s.conv = std::make_unique<ConvDesc>();
+  const int pad = static_cast<int>(node.conv.pad), stride = static_cast<int>(node.conv.stride);
+  CUDA_CHECK(cudnnSetConvolution2dDescriptor(s.conv->d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
+  CUDA_CHECK(cudnnSetConvolutionMathType(
+      s.conv->d, type_ != DType::f32 ? CUDNN_TENSOR_OP_MATH : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int n, c, h, w;
+  CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.conv->d, x->d, s.filter->d, &n, &c, &h, &w));
+  if (h != node.out.h || w != node.out.w || c != node.out.c)
+    throw std::logic_error("cuDNN's output shape differs from the graph's");
+  const bool data_grad = wants_grad(src.id);
+  s.algos = choose_algorithms(node, *x, *s.out, data_grad);
+  workspace_bytes_ = std::max(workspace_bytes_, s.algos.workspace);
+  const int relu = fused_relu_of_[node.id];
+  const bool bias = node.conv.bias;
+  const int64_t rows = node.out.n * node.out.h * node.out.w, channels = node.out.c;
+  auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(src.out, type_));
+  push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels] {
+    const float one = 1.0f, zero = 0.0f;
+    CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, xd->d, out_[node.inputs[0]], s.filter->d, weights(node.id, 0),
+                                       s.conv->d, s.algos.forward, workspace_.data(), s.algos.workspace, &zero,
+                                       s.out->d, out_[node.id]));
+    if (bias) cuda::add_bias(out_[node.id], master(node.id, 1), rows, channels, relu >= 0, type_, stream_);
+  });
+  const bool acc = accumulates(node, 0);
+  push_backward(node.id, [this, &node, &s, xd, bias, rows, channels] {
+    const float one = 1.0f, zero = 0.0f;
+    const bool half = type_ != DType::f32;
+    void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
+    CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
+                                              s.conv->d, s.algos.backward_filter, workspace_.data(),
+                                              s.algos.workspace, &zero, s.filter->d, dw));
+    if (half)
+      cuda::convert(dw, type_, grad(node.id, 0), DType::f32, layout_.param(node.id, 0).elements, 1.0f, stream_);
+    if (bias) cuda::bias_gradient(diff_[node.id], grad(node.id, 1), rows, channels, type_, stream_);
+    ready(node);
+  }, true);
+  if (data_grad)
+    push_backward(node.id, [this, &node, &s, xd, acc] {
+      const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
+      CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, weights(node.id, 0), s.out->d,
+                                              diff_[node.id], s.conv->d, s.algos.backward_data, workspace_.data(),
+                                              s.algos.workspace, &beta, xd->d, diff_[node.inputs[0]]));
+    });
+}
+
+}  // namespace cnnbench::cuda

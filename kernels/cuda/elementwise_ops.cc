@@ -1,0 +1,66 @@
+// kernels/cuda/elementwise_ops.cc — CudaPlan's elementwise ops: ReLU (alone or fused into its
+// producer), add and the ResNet shortcut, launched as the kernels of tensor_kernels.h.
+#include "kernels/cuda/plan_internal.h"
+
+#include "kernels/cuda/tensor_kernels.h"
+
+namespace cnnbench::cuda {
+
+// A ReLU alone (its input feeds others too) or in place (fused: nothing to launch forward
+// when batch norm, the add or the conv bias applied it).
+void CudaPlan::compile_relu(const Node& node) {
+  const int p = node.inputs[0];
+  const int64_t count = node.out.elements();
+  const bool in_place = alias_of_[node.id] != node.id;
+  const Node& producer = graph_.nodes[p];
+  const bool applied_by_producer =
+      in_place && (producer.kind == OpKind::batch_norm || producer.kind == OpKind::add ||
+                   producer.kind == OpKind::linear || (producer.kind == OpKind::conv && producer.conv.bias));
+  if (!applied_by_producer)
+    push_forward(node.id, [this, p, &node, count] {
+      cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_);
+    });
+  // batch norm (fused or not) and add take the mask themselves; others are masked here
+  const bool masked_by_producer =
+      in_place && (producer.kind == OpKind::add ||
+                   (producer.kind == OpKind::batch_norm && nodes_[p].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION));
+  if (masked_by_producer || !wants_grad(p)) return;
+  const bool acc = !in_place && accumulates(node, 0);
+  push_backward(node.id, [this, p, &node, count, acc] {
+    cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_);
+  });
+}
+
+void CudaPlan::compile_add(const Node& node) {
+  const int a = node.inputs[0], b = node.inputs[1];
+  const int64_t count = node.out.elements();
+  const bool relu = fused_relu_of_[node.id] >= 0;
+  push_forward(node.id, [this, &node, a, b, count, relu] {
+    cuda::add_forward(out_[a], out_[b], out_[node.id], count, relu, type_, stream_);
+  });
+  const bool acc_a = accumulates(node, 0), acc_b = accumulates(node, 1);
+  void* scratch = nullptr;
+  if (!wants_grad(a) || !wants_grad(b)) scratch = allocate(count * esize());
+  push_backward(node.id, [this, &node, a, b, count, relu, acc_a, acc_b, scratch] {
+    cuda::add_backward(out_[node.id], diff_[node.id], wants_grad(a) ? diff_[a] : scratch,
+                       wants_grad(b) ? diff_[b] : scratch, count, relu, acc_a, acc_b, type_, stream_);
+  });
+}
+
+void CudaPlan::compile_shortcut(const Node& node) {
+  const Node& src = graph_.nodes[node.inputs[0]];
+  const Shape i = src.out, o = node.out;
+  const int64_t stride = node.shortcut.stride, pad = node.shortcut.pad_front;
+  push_forward(node.id, [this, &node, i, o, stride, pad] {
+    cuda::shortcut_forward(out_[node.inputs[0]], out_[node.id], i.n, i.c, i.h, i.w, o.c, o.h, o.w, stride, pad,
+                           type_, stream_);
+  });
+  if (!wants_grad(src.id)) return;
+  const bool acc = accumulates(node, 0);
+  push_backward(node.id, [this, &node, i, o, stride, pad, acc] {
+    cuda::shortcut_backward(diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w, o.c, o.h, o.w, stride, pad,
+                            acc, type_, stream_);
+  });
+}
+
+}  // namespace cnnbench::cuda

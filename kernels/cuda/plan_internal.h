@@ -1,0 +1,219 @@
+// kernels/cuda/plan_internal.h — CudaPlan, the cuda backend's plan, for the files that define it
+// (internal to kernels/cuda/; everything else sees make_cuda_plan() in cuda_plan.h):
+//   cuda_plan.cc      the compile/replay skeleton (compile(), run(), synchronize(), shared helpers)
+//   plan_state.cc     host <-> device state and layouts (upload/download, read_output, ...)
+//   conv.cc, batch_norm.cc, pool.cc, elementwise_ops.cc (relu, add, shortcut), linear_loss.cc
+//                     each op family's compile_*() (and the loss), sgd.cc the update.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device.h"
+#include "kernels/device_plan.h"
+#include "kernels/plan.h"
+
+namespace cnnbench::cuda {
+
+void check_cublas(cublasStatus_t s, const char* what, const char* where);
+#define CUBLAS_CHECK(call) ::cnnbench::cuda::check_cublas((call), #call, __FILE__ ":" CNNBENCH_STR(__LINE__))
+
+cudnnDataType_t cudnn_type(DType t);
+cudaDataType_t blas_type(DType t);
+
+// Owners of cuDNN descriptors (destroyed with the plan).
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { CUDA_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { CUDA_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { CUDA_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+};
+struct PoolDesc {
+  cudnnPoolingDescriptor_t d = nullptr;
+  PoolDesc() { CUDA_CHECK(cudnnCreatePoolingDescriptor(&d)); }
+  ~PoolDesc() { cudnnDestroyPoolingDescriptor(d); }
+};
+struct ActivationDesc {
+  cudnnActivationDescriptor_t d = nullptr;
+  ActivationDesc() {
+    CUDA_CHECK(cudnnCreateActivationDescriptor(&d));
+    CUDA_CHECK(cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  }
+  ~ActivationDesc() { cudnnDestroyActivationDescriptor(d); }
+};
+
+struct ConvAlgos {
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t workspace = 0;
+};
+
+// Everything one node's launches need besides the tensors in out_ and diff_.
+struct NodeState {
+  std::unique_ptr<TensorDesc> out;  // NHWC, compute type
+  std::unique_ptr<FilterDesc> filter;
+  std::unique_ptr<ConvDesc> conv;
+  std::unique_ptr<PoolDesc> pool;
+  std::unique_ptr<TensorDesc> stats;  // batch norm: per-channel fp32
+  ConvAlgos algos;
+  DeviceBuffer saved_mean, saved_inv_var, reserve;
+  size_t reserve_bytes = 0;
+  cudnnBatchNormOps_t bn_ops = CUDNN_BATCHNORM_OPS_BN;
+};
+
+std::string where(const Node& node);
+
+class CudaPlan final : public Plan, public DevicePlan {
+  using Launch = std::function<void()>;
+  struct Step {
+    Launch run;
+    int node;
+    bool weight_grad = false;  // computes weight/bias gradients (layer timing's split of backward)
+  };
+
+ public:
+  CudaPlan(const Graph& graph, const PlanOptions& options);
+  ~CudaPlan() override;
+
+  // ---- the Plan interface ----
+  DevicePlan* device() override { return this; }
+  std::string device_name() const override { return device_name_; }
+  void set_input(const float* images) override;
+  void forward(Mode mode) override;
+  LossResult loss(const int32_t* labels) override;            // linear_loss.cc
+  void set_output_grad(const float* grad) override;           // plan_state.cc
+  void backward() override;
+  void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override;  // sgd.cc
+  bool gradients_finite() override;                           // sgd.cc
+  void read_output(int node, float* dst) override;            // plan_state.cc
+  void read_input_grad(float* dst) override;                  // plan_state.cc
+
+  // ---- the DevicePlan interface ----
+  void upload_state() override;                               // plan_state.cc
+  void download_state() override;                             // plan_state.cc
+  void synchronize(LossResult* loss) override;
+  void* device_gradients() override { return d_grads_.data(); }
+  void* device_stream() override { return stream_; }
+  int64_t gradient_offset(int param_index) const override;    // plan_state.cc
+  int64_t gradient_elements() const override;                 // plan_state.cc
+  bool device_phase_times(StepPhases* phases) const override;
+  void set_wait_hook(std::function<void(double)> hook) override { wait_hook_ = std::move(hook); }
+  void sgd_step_if_finite(const SgdConfig& config, float learning_rate) override;  // sgd.cc
+  bool last_update_applied() const override;                  // sgd.cc
+
+ private:
+  // ---- running (cuda_plan.cc) ----
+  void run(const std::vector<Step>& steps, double LayerTime::*phase, int which);
+  void mark(int i);
+  void wait();
+
+  // ---- layouts (plan_state.cc) ----
+  template <bool to_device>
+  void permute(const float* from, float* to) const;
+  void to_device_layout(const float* plain, float* device) const;
+  void to_plain_layout(const float* device, float* plain) const;
+  static std::vector<float> to_nhwc(const Node& node, const float* nchw);
+  static void from_nhwc(const Node& node, const float* nhwc, float* nchw);
+  DeviceBuffer& staging_for(size_t floats);
+  void download_as_f32(const void* src, DType type, std::vector<float>& dst);
+
+  DType out_type(int node) const { return logits_are_f32_ && node == graph_.output ? DType::f32 : type_; }
+  const float* logits_f32();  // linear_loss.cc
+
+  // ---- compile (cuda_plan.cc) ----
+  size_t esize() const { return dtype_size(type_); }
+  void* weights(int node, int index);  // in the compute type
+  int64_t param_at(int node, int index) const { return param_offset_[layout_.params_of_node[node][index]]; }
+  float* master(int node, int index) { return d_params_.as<float>() + param_at(node, index); }
+  float* grad(int node, int index) { return d_grads_.as<float>() + param_at(node, index); }
+  void* grad_half(int node, int index) { return d_grads_half_.as<uint16_t>() + param_at(node, index); }
+  float* buffer(int node, int index) {
+    return d_buffers_.as<float>() + buffer_offset_[layout_.buffers_of_node[node][index]];
+  }
+  void ready(const Node& node);
+  std::unique_ptr<TensorDesc> nhwc_desc(const Shape& s, DType type) const;
+
+  void compile();
+  void* allocate(size_t bytes);
+  bool accumulates(const Node& node, size_t k) const;
+  bool wants_grad(int t) const { return t != 0 || input_grad_; }
+  void push_forward(int node, Launch training, Launch inference = {});
+  void push_backward(int node, Launch launch, bool weight_grad = false);
+
+  // ---- convolution (conv.cc) ----
+  DeviceBuffer& search_workspace();
+  ConvAlgos choose_algorithms(const Node& node, const TensorDesc& x, const TensorDesc& y, bool need_data);
+  std::string fmt_key(const Shape& s, const Node& node) const;
+  template <typename Perf>
+  auto pick(const Perf* results, int count, const char* what) -> decltype(results[0].algo);
+  template <typename Perf, typename Algo>
+  static size_t chosen_memory(const Perf* results, int count, Algo algo);
+  void* allocate_scratch(size_t bytes);
+  void compile_conv(const Node& node);
+
+  // ---- the other op families ----
+  void compile_batch_norm(const Node& node);  // batch_norm.cc
+  void compile_relu(const Node& node);        // elementwise_ops.cc
+  void compile_pool(const Node& node);        // pool.cc
+  void compile_linear(const Node& node);      // linear_loss.cc
+  void compile_add(const Node& node);         // elementwise_ops.cc
+  void compile_shortcut(const Node& node);    // elementwise_ops.cc
+
+  DType type_;
+  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, graphs_;
+  cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
+  bool logits_are_f32_ = false;
+  int device_ = 0;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  ActivationDesc activation_;
+
+  std::vector<std::vector<int>> consumers_;
+  std::vector<int> alias_of_, fused_relu_of_;
+  std::vector<NodeState> nodes_;
+  std::vector<void*> out_, diff_;
+  std::vector<DeviceBuffer> storage_;
+  DeviceBuffer d_params_, d_grads_, d_momentum_, d_buffers_, d_params_half_, d_grads_half_;
+  DeviceBuffer d_images_, d_labels_, d_totals_, d_flag_, d_logits_, staging_, scratch_;
+  DeviceBuffer workspace_, search_workspace_;
+  size_t workspace_bytes_ = 0, search_limit_ = 0;
+  std::map<std::string, ConvAlgos> algo_cache_;
+  // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
+  std::vector<int64_t> param_offset_, buffer_offset_;
+  int64_t device_params_ = 0, device_buffers_ = 0;
+  void* pinned_ = nullptr;
+  float* pinned_totals_ = nullptr;
+  int* pinned_flag_ = nullptr;
+  int32_t* pinned_labels_ = nullptr;
+  bool loss_pending_ = false;
+  bool guarded_pending_ = false, last_update_applied_ = true;
+  cudaEvent_t marks_[4] = {};
+  int marked_ = 0;
+  bool phases_valid_ = false;
+  StepPhases phases_;
+  std::vector<Step> forward_training_, forward_inference_, backward_;
+  std::function<void(double)> wait_hook_;  // set_wait_hook(): called while wait() polls
+};
+
+}  // namespace cnnbench::cuda

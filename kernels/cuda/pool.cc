@@ -1,0 +1,60 @@
+// kernels/cuda/pool.cc — CudaPlan's max, average and global average pooling (cuDNN, and a kernel
+// of our own for the backward of max pooling whose windows tile the input).
+#include "kernels/cuda/plan_internal.h"
+
+#include <memory>
+#include <stdexcept>
+
+#include "kernels/cuda/tensor_kernels.h"
+
+namespace cnnbench::cuda {
+
+void CudaPlan::compile_pool(const Node& node) {
+  NodeState& s = nodes_[node.id];
+  const Node& src = graph_.nodes[node.inputs[0]];
+  s.pool = std::make_unique<PoolDesc>();
+  // window kh x kw moved by sh x sw; global average pooling is one window over the whole map
+  int kh = static_cast<int>(node.pool.kernel), kw = kh, sh = static_cast<int>(node.pool.stride), sw = sh,
+      pad = static_cast<int>(node.pool.pad);
+  cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+  if (node.kind == OpKind::avg_pool)
+    mode = node.pool.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  if (node.kind == OpKind::global_avg_pool) {
+    mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    kh = sh = static_cast<int>(src.out.h);
+    kw = sw = static_cast<int>(src.out.w);
+    pad = 0;
+  }
+  CUDA_CHECK(cudnnSetPooling2dDescriptor(s.pool->d, mode, CUDNN_NOT_PROPAGATE_NAN, kh, kw, pad, pad, sh, sw));
+  auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(src.out, type_));
+  int n, c, h, w;
+  CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(s.pool->d, xd->d, &n, &c, &h, &w));
+  if (h != node.out.h || w != node.out.w) throw std::logic_error("cuDNN's pooling output shape differs from the graph's");
+  push_forward(node.id, [this, &node, &s, xd] {
+    const float one = 1.0f, zero = 0.0f;
+    CUDA_CHECK(cudnnPoolingForward(cudnn_, s.pool->d, &one, xd->d, out_[node.inputs[0]], &zero, s.out->d,
+                                   out_[node.id]));
+  });
+  if (!wants_grad(src.id)) return;
+  const bool acc = accumulates(node, 0);
+  // cuDNN's NHWC max-pool backward took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows
+  // that tile the input get a kernel of their own; overlapping ones (ResNet's 3x3/2) stay cuDNN's
+  if (node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
+      node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w) {
+    const Shape i = src.out, o = node.out;
+    const int64_t kk = node.pool.kernel;
+    push_backward(node.id, [this, &node, i, o, kk, acc] {
+      cuda::max_pool_backward_tiled(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w,
+                                    o.h, o.w, kk, acc, type_, stream_);
+    });
+    return;
+  }
+  push_backward(node.id, [this, &node, &s, xd, acc] {
+    const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
+    CUDA_CHECK(cudnnPoolingBackward(cudnn_, s.pool->d, &one, s.out->d, out_[node.id], s.out->d, diff_[node.id],
+                                    xd->d, out_[node.inputs[0]], &beta, xd->d, diff_[node.inputs[0]]));
+  });
+}
+
+}  // namespace cnnbench::cuda

@@ -1,0 +1,187 @@
+// kernels/onednn/plan_internal.h — the oneDNN plan's class, shared by the files that compile
+// it: onednn_plan.cc (the compile/replay skeleton), tensors.cc (layouts, views, gradient
+// buffers), and one file per op family (conv, linear_loss, batch_norm, pool, elementwise, sgd).
+// Nothing outside kernels/onednn/ includes it: the backend's face is onednn_plan.h.
+//
+// Layouts: convolution and inner product choose their own (format_tag::any); the ops after
+// them follow the layout they are given, so activations stay in oneDNN's blocked layout from
+// the first convolution to the logits. Reorders run only where layouts meet: the plain image
+// input, the plain fp32 parameter/gradient arenas (weights are reordered into the layout each
+// primitive wants every step), and the plain logits.
+//
+// Fusions (PlanOptions::fuse): a ReLU whose input feeds nothing else is folded into that
+// convolution (post-op), batch norm (fuse_norm_relu) or add (post-op); its backward then runs
+// in place on the gradient, or inside batch-norm backward.
+//
+// Gradients of a tensor with several consumers are summed: the first consumer (in backward
+// order) writes the gradient, later ones add theirs with a reorder carrying a sum post-op; the
+// last one, where the tensor is a ReLU masked in place, sums and masks in one host pass.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kernels/onednn/onednn_check.h"
+#include "kernels/plan.h"
+
+namespace cnnbench::onednn {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// One entry of a replayed list: a oneDNN primitive with its arguments, or host work.
+struct Step {
+  Step(dnnl::primitive p, std::unordered_map<int, memory> a, std::function<void()> h = {})
+      : primitive(std::move(p)), args(std::move(a)), host(std::move(h)) {}
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+  std::function<void()> host;  // set instead of primitive for host work
+  std::string what;            // "node 'conv1' (conv): reorder", for error messages
+  int node = 0;                // the graph node this step belongs to (layer timing)
+  bool weight_grad = false;    // computes weight/bias gradients (layer timing's split of backward)
+};
+using Steps = std::vector<Step>;
+
+inline memory::desc plain_md(const memory::dims& dims) {
+  return memory::desc(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
+}
+
+inline memory::desc any_md(const memory::dims& dims, dt type = dt::f32) { return memory::desc(dims, type, tag::any); }
+
+inline bool same(const memory& a, const memory& b) { return a.get() == b.get(); }
+
+inline std::string where(const Node& node, const char* what) {
+  return "node '" + node.name + "' (" + op_name(node.kind) + "): " + what;
+}
+
+class OnednnPlan final : public Plan {
+ public:
+  OnednnPlan(const Graph& graph, const PlanOptions& options);
+
+  void set_input(const float* images) override;
+  void forward(Mode mode) override;
+  LossResult loss(const int32_t* labels) override;            // linear_loss.cc
+  void set_output_grad(const float* grad) override;           // linear_loss.cc
+  void backward() override;
+  void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override;  // sgd.cc
+  void read_output(int node, float* dst) override;
+  std::string kernel_notes() const override;
+  void read_input_grad(float* dst) override;
+
+ private:
+  // ---- running (onednn_plan.cc) ----
+  void run(const Steps& steps, double LayerTime::*phase);
+  void run_reorder(const memory& from, const memory& to);
+
+  // ---- compile skeleton (onednn_plan.cc) ----
+  void compile();
+  struct StepMark {
+    size_t training, inference, backward;
+  };
+  StepMark mark_steps() const;
+  void label_steps(const StepMark& mark, const Node& node);
+  void plan_fusions();
+
+  // ---- tensors, views and gradient buffers (tensors.cc) ----
+  // A tensor computed in the plan's compute type, layout left to the primitive.
+  memory::desc act(const memory::dims& d) const { return any_md(d, act_dt_); }
+  memory::dims dims(const Node& node) const;
+  memory param_memory(const Node& node, int index, const memory::desc& md, Arena& arena);
+  static void reorder_step(Steps& steps, const memory& from, const memory& to, bool accumulate = false);
+  memory forward_view(int t, const memory::desc& want);
+  memory backward_view(int t, const memory::desc& want);
+  memory alloc(const memory::desc& md);
+  void place_activations();
+  memory grad_target(int t, const memory::desc& produced);
+  void finish_grad(int t, const memory& target);
+  bool sum_can_mask_relu(int t, const memory& target) const;
+  memory weights_in(const memory& plain, const memory::desc& want, std::vector<Steps*> lists);
+  void both_forward(const dnnl::primitive& p, std::unordered_map<int, memory> args);
+  void mark_weight_grad(size_t first);
+  void gradients_ready_step(const Node& node);
+  bool may_alias_add_gradient(int id, const Node& add) const;
+  void allocate_gradients();
+
+  // ---- op families ----
+  // Per-node primitives shared by forward and backward compilation (conv.cc, linear_loss.cc).
+  struct WeightedState {
+    dnnl::primitive_desc forward_pd;
+    memory src;                  // the input in the layout the forward primitive reads
+    memory weights_forward;      // weights in the forward layout
+    memory weights_plain, bias_plain, diff_weights_plain, diff_bias_plain;
+  };
+  // tensors.cc: the steps a convolution and an inner product share
+  void weighted_forward(const Node& node, const dnnl::primitive_desc& pd, const dnnl::primitive& primitive,
+                        const memory::desc& weights_plain, const memory::desc* bias_md);
+  void weighted_weight_grad(const Node& node, const WeightedState& s, const dnnl::primitive_desc& wpd,
+                            const dnnl::primitive& primitive, bool bias);
+  void weighted_data_grad(const Node& node, const WeightedState& s, const dnnl::primitive_desc& dpd,
+                          const dnnl::primitive& primitive);
+  void compile_conv_forward(const Node& node);
+  void compile_conv_backward(const Node& node);
+  bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s);
+  void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
+                                  const dnnl::convolution_forward::primitive_desc& fwd_pd);
+  void compile_linear_forward(const Node& node);
+  void compile_linear_backward(const Node& node);
+
+  struct BatchNormState {  // batch_norm.cc
+    dnnl::batch_normalization_forward::primitive_desc training_pd;
+    memory mean, variance, workspace, scale, shift, diff_scale, diff_shift;
+  };
+  dnnl::normalization_flags batch_norm_flags(const Node& node) const;
+  void compile_batch_norm_forward(const Node& node);
+  void compile_batch_norm_backward(const Node& node);
+
+  struct PoolState {  // pool.cc
+    dnnl::pooling_forward::primitive_desc forward_pd;
+    memory workspace;
+  };
+  void compile_pool_forward(const Node& node);
+  void compile_pool_backward(const Node& node);
+
+  // elementwise.cc: ReLU (alone or folded), add, the option-A shortcut
+  dnnl::primitive_attr relu_attr(const Node& node) const;
+  dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, dnnl::algorithm alg,
+                                                        const Node& node);
+  void compile_relu_forward(const Node& node);
+  void compile_relu_backward(const Node& node);
+  void compile_fused_relu_backward(const Node& node);
+  void compile_add_forward(const Node& node);
+  void compile_add_backward(const Node& node);
+  void compile_shortcut_forward(const Node& node);
+  void compile_shortcut_backward(const Node& node);
+
+  bool input_grad_, input_nhwc_, fuse_, own_kernels_;
+  int threads_;  // OpenMP threads the plan's own kernels run
+  size_t weight_grad_scratch_bytes_ = 0;
+  int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
+  Arena weight_grad_scratch_;
+  dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<memory> mem_, diff_;
+  std::vector<int> fused_into_;  // producer -> the ReLU folded into it
+  std::vector<int> absorbs_;     // folded ReLU -> its producer
+  std::vector<bool> grad_written_;
+  std::vector<bool> relu_masked_in_sum_;  // folded ReLU whose mask finish_grad() applied
+  int compiling_ = -1;                    // the node whose backward steps compile() is adding
+  std::vector<bool> flat_;  // tensor is 2-D (see dims())
+  std::vector<std::vector<memory>> forward_views_, backward_views_;
+  std::vector<WeightedState> conv_;
+  std::unordered_map<int, BatchNormState> bn_;
+  std::unordered_map<int, PoolState> pool_;
+  Steps forward_training_, forward_inference_, backward_;
+  memory logits_plain_, dlogits_plain_;
+  memory input_user_;  // fp32 images from set_input(); mem_[0] is them in the compute type
+  std::vector<std::pair<memory, size_t>> placements_;
+  size_t activation_bytes_ = 0;
+  Arena activations_;  // every activation, gradient, workspace and reordered weight
+};
+
+}  // namespace cnnbench::onednn
