@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -96,6 +97,38 @@ void Communicator::allreduce_min(double* v, size_t n) const {
 void Communicator::allreduce_sum(double* v, size_t n) const {
   const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
   check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+
+double Communicator::clock_offset_to_rank0_sec() const {
+  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  constexpr int kRounds = 10;
+  double offset = 0;
+  barrier();
+  const auto watching = watch(CollectivePlane::control, "clock alignment");
+  for (int r = 1; r < size_; ++r) {  // one rank at a time, so rank 0 answers at once
+    if (rank_ == 0) {
+      for (int i = 0; i < kRounds; ++i) {
+        double ping = 0;
+        check(MPI_Recv(&ping, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double reading = now();
+        check(MPI_Send(&reading, 1, MPI_DOUBLE, r, 78, MPI_COMM_WORLD), "MPI_Send");
+      }
+    } else if (rank_ == r) {
+      double best_round_trip = 1e30;
+      for (int i = 0; i < kRounds; ++i) {
+        const double sent = now();
+        check(MPI_Send(&sent, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD), "MPI_Send");
+        double reading = 0;
+        check(MPI_Recv(&reading, 1, MPI_DOUBLE, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double back = now();
+        if (back - sent < best_round_trip) {
+          best_round_trip = back - sent;
+          offset = reading - (sent + back) / 2;
+        }
+      }
+    }
+  }
+  return offset;
 }
 
 std::vector<std::string> Communicator::gather_strings(const std::string& mine) const {

@@ -42,6 +42,9 @@ class Communicator {
   void allreduce_min(double* values, size_t count) const;
   void allreduce_sum(double* values, size_t count) const;
   std::vector<std::string> gather_strings(const std::string& mine) const;  // every rank gets all
+  // Seconds to add to this rank's steady_clock to read rank 0's (0 on rank 0): ping-pong with
+  // rank 0, the round trip with the least delay taken, its midpoint against rank 0's reading.
+  double clock_offset_to_rank0_sec() const;
   [[noreturn]] void abort(int exit_code) const;
 
   // Collective: from now on a collective that waits longer than `timeout_sec` ends the job,

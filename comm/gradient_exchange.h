@@ -9,6 +9,7 @@
 
 #include "comm/bucket_plan.h"
 #include "comm/communicator.h"
+#include "comm/timeline.h"
 #include "kernels/plan.h"
 
 namespace cnnbench {
@@ -29,6 +30,11 @@ class GradientExchange {
   // After the step's device work has finished: figures that only the device knows by then.
   virtual ReducerStepStats finish_step() { return {}; }
   virtual const std::vector<Bucket>& buckets() const = 0;
+  // --timeline: each bucket's "gradients ready" and its allreduce are recorded there.
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+
+ protected:
+  Timeline* timeline_ = nullptr;
 };
 
 // Extents of a plan's gradient tensors as sgd_step() and the exchange address them, each up to

@@ -19,6 +19,7 @@ GradientReducer::GradientReducer(Communicator& comm, float* gradients, const std
     remaining_.push_back(buckets_[b].last_tensor - buckets_[b].first_tensor + 1);
   }
   reduced_.assign(buckets_.size(), 0);
+  ready_at_.resize(buckets_.size());
   if (wire_ != WireType::f32) wire_buffer_.resize(largest);
   thread_ = std::thread([this] { communicate(); });
 }
@@ -39,8 +40,13 @@ void GradientReducer::tensor_ready(int index) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (remaining_[b] <= 0) throw std::logic_error("gradient tensor reported twice in one step");
     complete = --remaining_[b] == 0;
-    if (complete) queue_.push_back(b);
+    if (complete) {
+      if (timeline_) ready_at_[b] = std::chrono::steady_clock::now();
+      queue_.push_back(b);
+    }
   }
+  if (complete && timeline_)
+    timeline_->instant(Track::compute, "gradients ready", ready_at_[b], {.bucket = b});
   if (complete) work_ready_.notify_one();
 }
 
@@ -69,7 +75,14 @@ void GradientReducer::communicate() {
       std::lock_guard<std::mutex> lock(mutex_);
       error_ = std::current_exception();
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(end - start).count();
+    if (timeline_) {
+      const Bucket& bucket = buckets_[b];
+      TimelineArgs args{.bucket = b, .bytes = static_cast<int64_t>(bucket.count * wire_type_size(wire_))};
+      args.queued_us = std::chrono::duration<double, std::micro>(start - ready_at_[b]).count();
+      timeline_->span(Track::communication, "allreduce", start, end, args);
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       comm_sec_ += seconds;

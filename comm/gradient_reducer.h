@@ -7,6 +7,7 @@
 // gradient is pre-scaled by 1/ranks.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,6 +54,7 @@ class GradientReducer final : public GradientExchange {
   std::condition_variable work_ready_, bucket_done_;
   std::deque<int> queue_;
   std::vector<char> reduced_;  // per bucket, this step
+  std::vector<std::chrono::steady_clock::time_point> ready_at_;  // per bucket, with a timeline
   double comm_sec_ = 0;  // this step
   bool stop_ = false;
   std::exception_ptr error_;

@@ -6,6 +6,7 @@
 // and sgd_step() allocate nothing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -79,6 +80,11 @@ class Plan {
     layer_times_.assign(graph_.nodes.size(), {});
   }
   const std::vector<LayerTime>& layer_times() const { return layer_times_; }
+  // With layer timing on, called after each node's forward or backward work with its start and
+  // end (a timeline's per-layer spans; CPU backends).
+  using LayerSpanHook = std::function<void(int node, bool backward, std::chrono::steady_clock::time_point start,
+                                           std::chrono::steady_clock::time_point end)>;
+  void set_layer_span_hook(LayerSpanHook hook) { layer_span_hook_ = std::move(hook); }
 
   // Copies one batch of images (plain fp32 NCHW, or NHWC if PlanOptions::input_nhwc) in.
   virtual void set_input(const float* images) = 0;
@@ -134,6 +140,7 @@ class Plan {
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
+  LayerSpanHook layer_span_hook_;
   float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;

@@ -198,6 +198,7 @@ const std::vector<FlagSpec>& flag_specs() {
       TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
                 "folder for results.csv and the JSON results"),
       TEXT_FLAG(result_json, , "path of the JSON result (default: in benchmark_log_dir)"),
+      TEXT_FLAG(timeline, , "write a Chrome trace (Perfetto, chrome://tracing) of every rank's steps, buckets and updates"),
       BOOL_FLAG(layer_timing, "print forward/backward time per layer"),
       BOOL_FLAG(peak, "measure this machine's FMA peak GFLOP/s and exit"),
       BOOL_FLAG(list_models, "list the models and exit"),

@@ -85,6 +85,7 @@ struct Config {
   std::string benchmark_log_dir = "cnnbench_results";
   std::string result_json;         // empty = <benchmark_log_dir>/<model>_<time>_<pid>.json
   bool layer_timing = false;
+  std::string timeline;            // Chrome trace-event JSON of the run (--timeline=FILE), rank 0 writes
   // modes
   bool peak = false;               // measure the FMA peak and exit
   bool list_models = false;

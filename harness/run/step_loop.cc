@@ -14,13 +14,17 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientExchange* reducer,
-                    LossScaler* scaler, const float* images, const int32_t* labels, bool timed) {
+                    LossScaler* scaler, const float* images, const int32_t* labels, bool timed, int64_t index,
+                    Timeline* timeline) {
   const auto start = std::chrono::steady_clock::now();
   if (images) plan.set_input(images);  // null: the images are on the device already
-  StepRecord r =
-      train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training, scaler);
+  StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training,
+                            scaler, timeline);
   if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
   r.time_sec = seconds_since(start);
+  if (timeline)
+    timeline->span(Track::compute, timed ? "step" : "warm-up step", start, std::chrono::steady_clock::now(),
+                   {.step = index});
   return r;
 }
 
@@ -35,7 +39,7 @@ SgdConfig sgd_config(const Config& config) {
 }
 
 StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
-                      bool training, LossScaler* scaler) {
+                      bool training, LossScaler* scaler, Timeline* timeline) {
   StepRecord r;
   DevicePlan* device = plan.device();
   const auto start = std::chrono::steady_clock::now();
@@ -45,10 +49,12 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
   plan.forward(training ? Mode::training : Mode::inference);
   LossResult loss = plan.loss(labels);  // deferred on a device until synchronize()
   r.forward_sec = seconds_since(phase);
+  if (timeline) timeline->span(Track::compute, "forward", phase, std::chrono::steady_clock::now());
   if (training) {
     phase = std::chrono::steady_clock::now();
     plan.backward();
     r.backward_sec = seconds_since(phase);
+    if (timeline) timeline->span(Track::compute, "backward", phase, std::chrono::steady_clock::now());
     phase = std::chrono::steady_clock::now();
     if (scaler) {
       // every bucket must be known finite before any is applied
@@ -66,14 +72,22 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
         if (!r.skipped) plan.sgd_step(unscaled, lr);
       }
     } else if (reducer) {
-      const ReducerStepStats stats =
-          reducer->wait_for_buckets([&](const Bucket& b) { plan.sgd_step(sgd, lr, b.offset, b.count); });
+      int bucket = 0;
+      const ReducerStepStats stats = reducer->wait_for_buckets([&](const Bucket& b) {
+        const auto update_start = std::chrono::steady_clock::now();
+        plan.sgd_step(sgd, lr, b.offset, b.count);
+        if (timeline)
+          timeline->span(Track::update, "update", update_start, std::chrono::steady_clock::now(), {.bucket = bucket});
+        ++bucket;
+      });
       r.comm_sec = stats.comm_sec;
       r.exposed_sec = stats.exposed_sec;
     } else {
       plan.sgd_step(sgd, lr);
     }
     r.update_sec = seconds_since(phase) - r.exposed_sec;
+    if (timeline && !(reducer && !scaler))  // per bucket above
+      timeline->span(Track::update, "update", phase, std::chrono::steady_clock::now());
   }
   if (device) {  // a device plan's step ends here; nothing to wait for on a CPU
     device->synchronize(&loss);
@@ -106,14 +120,14 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   }
   if (events.warmup_started) events.warmup_started();
   for (int64_t i = 0; i < settings.warmup_steps; ++i)
-    one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false);
+    one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false, i, events.timeline);
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/true));
+    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/true, i, events.timeline));
     if (events.step_done) events.step_done(i, steps);
   }
   return steps;

@@ -7,6 +7,7 @@
 
 #include "harness/cli/run_settings.h"
 #include "comm/gradient_reducer.h"
+#include "comm/timeline.h"
 #include "harness/run/loss_scaler.h"
 #include "harness/compare/stats.h"
 #include "kernels/plan.h"
@@ -26,6 +27,7 @@ struct StepLoopEvents {
   std::function<void()> warmup_started, warmup_done;
   // called after timed step `index` (0-based) with every timed step so far
   std::function<void(int64_t index, const std::vector<StepRecord>&)> step_done;
+  Timeline* timeline = nullptr;  // --timeline: every step's phases (and layers) recorded there
 };
 
 SgdConfig sgd_config(const Config& config);
@@ -33,8 +35,11 @@ SgdConfig sgd_config(const Config& config);
 // One step on the batch already given to plan.set_input(): forward (inference when not
 // training), loss, and when training backward and the update, averaged across ranks by the
 // reducer if there is one.
+// With a timeline, forward (with the loss) and backward are spans on its compute track and the
+// update (per bucket with a reducer) on its update track.
 StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float learning_rate,
-                      const int32_t* labels, bool training, LossScaler* scaler = nullptr);
+                      const int32_t* labels, bool training, LossScaler* scaler = nullptr,
+                      Timeline* timeline = nullptr);
 
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
 // With a reducer, gradients are averaged across ranks during backward and each bucket is

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "comm/gradient_reducer.h"
@@ -18,6 +19,8 @@
 #include "harness/report/run_summary.h"
 #include "harness/run/synthetic_data.h"
 #include "harness/report/tf_log.h"
+#include "harness/report/timeline_file.h"
+#include "harness/report/result_files.h"
 #include "kernels/backend.h"
 
 namespace cnnbench {
@@ -53,14 +56,21 @@ struct RunOutcome {
 };
 
 RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, const Batch& batch,
-                    const PeakResult& peak, TfLog& log) {
+                    const PeakResult& peak, TfLog& log, Timeline* timeline) {
   const RunSettings& settings = setup.settings;
   Plan* plan = setup.plan.get();
   start_from_rank0_weights(*plan, comm, config.seed);
   std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
+  if (reducer) reducer->set_timeline(timeline);
+  if (timeline && config.layer_timing)
+    plan->set_layer_span_hook([timeline, &graph = setup.graph](int node, bool backward, auto start, auto end) {
+      timeline->span(Track::compute, graph.nodes[node].name + (backward ? " backward" : " forward"), start, end,
+                     {.node = node});
+    });
 
   GlobalSteps global(comm);
   StepLoopEvents events;
+  events.timeline = timeline;
   double waited_before = 0;
   std::chrono::steady_clock::time_point timed_start;
   events.warmup_started = [&] { log.warmup_started(); };
@@ -130,6 +140,21 @@ void run_training(const Config& config, Communicator& comm) {
                               ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
                                            "cuBLAS matmul", true}
                               : measure_peak(settings.precision, threads);
+  // --timeline: clocks aligned to rank 0's now; the folder made (an error ends every rank now,
+  // not after the run)
+  std::unique_ptr<Timeline> timeline;
+  if (!config.timeline.empty()) {
+    std::string error;
+    const std::string folder = std::filesystem::path(config.timeline).parent_path().string();
+    try {
+      if (leader && !folder.empty()) make_folders(folder);
+    } catch (const std::exception& e) {
+      error = std::string("--timeline: ") + e.what();
+    }
+    if (report_errors_together(error)) throw ErrorsReported{2};
+    timeline = std::make_unique<Timeline>(comm.rank());
+    timeline->align_clocks(comm);
+  }
   comm.barrier();
 
   // --repeats: each run on a new plan, its memory allocated and first-touched anew (the previous
@@ -143,13 +168,14 @@ void run_training(const Config& config, Communicator& comm) {
       setup.plan = compile_run_plan(config, settings, graph);
       log.repeat_started(r + 1, repeats);
     }
-    outcomes.push_back(run_once(config, comm, setup, batch, peak, log));
+    outcomes.push_back(run_once(config, comm, setup, batch, peak, log, timeline.get()));
     speeds.push_back(outcomes.back().summary.images_per_sec);
     waits.push_back(outcomes.back().summary.cpu_wait_fraction);
     if (repeats > 1) log.total(speeds.back());
   }
   const RepeatSpeeds repeat = repeat_speeds(speeds, waits);
   const RunOutcome& reported = outcomes[repeat.median_index];
+  if (timeline) write_timeline(comm, *timeline, config.timeline);
   if (!leader) return;
 
   if (repeats == 1) log.total(reported.summary.images_per_sec);
@@ -163,6 +189,7 @@ void run_training(const Config& config, Communicator& comm) {
   if (repeats > 1) inputs.repeats = &repeat;
   const std::string json_path = write_results(inputs);
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
+  if (timeline) fmt::print("  timeline        {} ({} events on rank 0)\n", config.timeline, timeline->size());
 }
 
 }  // namespace cnnbench

@@ -63,7 +63,10 @@ void OnednnPlan::read_input_grad(float* dst) {
 }
 
 void OnednnPlan::run(const Steps& steps, double LayerTime::*phase) {
-  for (const Step& step : steps) {
+  // a node's steps run one after another: its span starts with the first and ends with the last
+  auto node_start = std::chrono::steady_clock::time_point{};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
     const auto start = layer_timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (step.host) {
       step.host();
@@ -79,6 +82,11 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       layer_times_[step.node].*phase += sec;
       if (step.weight_grad) layer_times_[step.node].weight_grad_sec += sec;
+      if (layer_span_hook_) {
+        if (i == 0 || steps[i - 1].node != step.node) node_start = start;
+        if (i + 1 == steps.size() || steps[i + 1].node != step.node)
+          layer_span_hook_(step.node, phase == &LayerTime::backward_sec, node_start, std::chrono::steady_clock::now());
+      }
     }
   }
   stream_.wait();

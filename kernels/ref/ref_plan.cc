@@ -39,8 +39,10 @@ class RefPlan final : public Plan {
       if (plan->layer_timing_) start = std::chrono::steady_clock::now();
     }
     ~Timer() {
-      if (plan->layer_timing_)
-        plan->layer_times_[node].*phase += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!plan->layer_timing_) return;
+      const auto end = std::chrono::steady_clock::now();
+      plan->layer_times_[node].*phase += std::chrono::duration<double>(end - start).count();
+      if (plan->layer_span_hook_) plan->layer_span_hook_(node, phase == &LayerTime::backward_sec, start, end);
     }
     RefPlan* plan;
     int node;

@@ -1,0 +1,40 @@
+#include "harness/report/timeline_file.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "harness/report/result_files.h"
+
+namespace cnnbench {
+
+void write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path) {
+  double origin = timeline.first_us();  // times from the first event of any rank: viewers start at 0
+  comm.allreduce_min(&origin, 1);
+  if (!std::isfinite(origin)) origin = 0;
+  const std::vector<std::string> ranks = comm.gather_strings(timeline.events_json(origin));
+  const std::vector<std::string> hosts = comm.gather_strings(comm.host());
+  if (comm.rank() != 0) return;
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"origin_us\":" + fmt::format("{:.3f}", origin) +
+                    "},\"traceEvents\":[\n";
+  bool first = true;
+  auto add = [&](const std::string& event) {
+    out += first ? "" : ",\n";
+    out += event;
+    first = false;
+  };
+  for (int r = 0; r < comm.size(); ++r) {
+    add(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} ({})"}}}})j", r, r,
+                    hosts[r]));
+    add(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", r, r));
+    for (Track t : {Track::compute, Track::communication, Track::update, Track::input, Track::io})
+      add(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j", r,
+                      static_cast<int>(t), track_name(t)));
+  }
+  for (const std::string& events : ranks)
+    if (!events.empty()) add(events);
+  out += "\n]}\n";
+  write_file_atomically(path, out);
+}
+
+}  // namespace cnnbench

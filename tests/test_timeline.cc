@@ -1,0 +1,161 @@
+// --timeline: a 2-rank run's Chrome trace read back. Every rank has its process and tracks; every
+// step holds its forward and backward; every bucket's allreduce starts after the last gradient of
+// that bucket was ready and its update after the allreduce ended; spans on a track nest.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "cli_run.h"
+#include "test_files.h"
+
+namespace cnnbench {
+namespace {
+
+struct Span {
+  std::string name;
+  double start, end;
+  int64_t bucket = -1;
+};
+
+constexpr double kSlackUs = 0.01;  // timestamps are written to the nanosecond
+
+bool inside(const Span& inner, const Span& outer) {
+  return inner.start >= outer.start - kSlackUs && inner.end <= outer.end + kSlackUs;
+}
+
+class Timeline2Ranks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fresh_dir("timeline_2ranks");
+    const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                       "--model=resnet20 --batch_size=8 --num_batches=3 --num_warmup_batches=1 "
+                                       "--num_intra_threads=1 --allreduce=gloo --fusion_threshold_mb=0.05 "
+                                       "--layer_timing --timeline=trace/run.json",
+                                       dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    output_ = r.output;
+    trace_ = nlohmann::json::parse(slurp_file(dir_ + "/trace/run.json"));
+  }
+  // Spans (or instants, start == end) of one rank on one track, in start order.
+  static std::vector<Span> events(int rank, const std::string& track, const std::string& name = "") {
+    std::vector<Span> out;
+    for (const auto& e : trace_["traceEvents"]) {
+      if (e["ph"] == "M" || e["pid"] != rank || e["cat"] != track) continue;
+      if (!name.empty() && e["name"] != name) continue;
+      const double ts = e["ts"].get<double>();
+      Span s{e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)};
+      if (e.contains("args") && e["args"].contains("bucket")) s.bucket = e["args"]["bucket"];
+      out.push_back(s);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    return out;
+  }
+  static std::string dir_, output_;
+  static nlohmann::json trace_;
+};
+std::string Timeline2Ranks::dir_, Timeline2Ranks::output_;
+nlohmann::json Timeline2Ranks::trace_;
+
+TEST_F(Timeline2Ranks, EveryRankHasItsProcessAndTracks) {
+  std::set<std::pair<int, std::string>> named;
+  for (const auto& e : trace_["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") named.insert({e["pid"].get<int>(), e["args"]["name"].get<std::string>()});
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named.begin()->second.rfind("rank 0 (", 0), 0u);
+  EXPECT_NE(output_.find("  timeline        trace/run.json ("), std::string::npos) << output_;
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(events(rank, "compute", "step").size(), 3u);
+    EXPECT_EQ(events(rank, "compute", "warm-up step").size(), 1u);
+    EXPECT_FALSE(events(rank, "communication", "allreduce").empty());
+    EXPECT_FALSE(events(rank, "update", "update").empty());
+  }
+}
+
+TEST_F(Timeline2Ranks, StepsHoldTheirPhasesAndPhasesTheirLayers) {
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    std::vector<Span> steps = events(rank, "compute", "step");
+    const std::vector<Span> warm = events(rank, "compute", "warm-up step");
+    steps.insert(steps.begin(), warm.begin(), warm.end());
+    const std::vector<Span> forward = events(rank, "compute", "forward"), backward = events(rank, "compute", "backward");
+    ASSERT_EQ(forward.size(), steps.size());
+    ASSERT_EQ(backward.size(), steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      EXPECT_TRUE(inside(forward[i], steps[i])) << i;
+      EXPECT_TRUE(inside(backward[i], steps[i])) << i;
+      EXPECT_LE(forward[i].end, backward[i].start + kSlackUs) << i;
+    }
+    // per-layer spans (--layer_timing: the timed steps) sit inside a forward or backward phase
+    size_t layers = 0;
+    for (const Span& s : events(rank, "compute")) {
+      const bool layer_forward = s.name.size() > 8 && s.name.ends_with(" forward");
+      const bool layer_backward = s.name.size() > 9 && s.name.ends_with(" backward");
+      if (!layer_forward && !layer_backward) continue;
+      ++layers;
+      const std::vector<Span>& phases = layer_forward ? forward : backward;
+      EXPECT_TRUE(std::any_of(phases.begin(), phases.end(), [&](const Span& p) { return inside(s, p); })) << s.name;
+    }
+    EXPECT_GT(layers, 3u * 40) << "resnet20 has more than 40 layers a pass";
+  }
+}
+
+TEST_F(Timeline2Ranks, BucketsAreReducedAfterTheirGradientsAndUpdatedAfterTheirReduction) {
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    // k-th "gradients ready" of bucket b, k-th allreduce of bucket b, k-th update of bucket b
+    std::map<int64_t, std::vector<Span>> ready, reduced, updated;
+    for (const Span& s : events(rank, "compute", "gradients ready")) ready[s.bucket].push_back(s);
+    for (const Span& s : events(rank, "communication", "allreduce")) reduced[s.bucket].push_back(s);
+    for (const Span& s : events(rank, "update", "update")) updated[s.bucket].push_back(s);
+    ASSERT_GT(ready.size(), 3u) << "a 0.05 MB fusion buffer makes several buckets";
+    ASSERT_EQ(ready.size(), reduced.size());
+    for (const auto& [bucket, readies] : ready) {
+      SCOPED_TRACE(bucket);
+      ASSERT_EQ(readies.size(), 4u) << "one per step, warm-up included";
+      ASSERT_EQ(reduced[bucket].size(), readies.size());
+      ASSERT_EQ(updated[bucket].size(), readies.size());
+      for (size_t k = 0; k < readies.size(); ++k) {
+        EXPECT_GE(reduced[bucket][k].start, readies[k].start - kSlackUs) << "step " << k;
+        EXPECT_GE(updated[bucket][k].start, reduced[bucket][k].end - kSlackUs) << "step " << k;
+      }
+    }
+  }
+}
+
+// Spans on one track either nest or follow each other: the trace viewers' rule.
+TEST_F(Timeline2Ranks, SpansOnATrackNest) {
+  for (int rank : {0, 1})
+    for (const char* track : {"compute", "communication", "update"}) {
+      SCOPED_TRACE(std::to_string(rank) + " " + track);
+      std::vector<Span> open;  // the enclosing spans of the current one
+      for (const Span& s : events(rank, track)) {
+        if (s.end == s.start) continue;  // instants
+        while (!open.empty() && open.back().end <= s.start + kSlackUs) open.pop_back();
+        if (!open.empty()) {
+          EXPECT_TRUE(inside(s, open.back())) << s.name << " overlaps " << open.back().name;
+        }
+        open.push_back(s);
+      }
+    }
+}
+
+TEST(Timeline, AFolderThatCannotBeMadeEndsEveryRankAtOnce) {
+  const std::string dir = fresh_dir("timeline_bad_folder");
+  std::ofstream(dir + "/file") << "not a folder";
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--model=resnet20 --batch_size=8 --num_batches=2 --num_intra_threads=1 "
+                                     "--timeline=file/trace.json",
+                                     dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--timeline: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Step\tImg/sec"), std::string::npos) << "no step may run\n" << r.output;
+}
+
+}  // namespace
+}  // namespace cnnbench
