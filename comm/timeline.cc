@@ -14,8 +14,6 @@ const char* track_name(Track t) {
     case Track::compute: return "compute";
     case Track::communication: return "communication";
     case Track::update: return "update";
-    case Track::input: return "input";
-    case Track::io: return "checkpoints and evaluation";
   }
   return "?";
 }

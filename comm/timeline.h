@@ -1,5 +1,5 @@
 // comm/timeline.h — Timeline (--timeline=FILE, as HOROVOD_TIMELINE): what each rank did when,
-// as spans and instants on named tracks (compute, communication, update, input, io), kept in
+// as spans and instants on named tracks (compute, communication, update), kept in
 // memory during the run and written once at the end by rank 0 as a Chrome trace-event JSON
 // (opens in Perfetto and chrome://tracing) with one process per rank
 // (harness/report/timeline_file.h).
@@ -20,7 +20,7 @@ namespace cnnbench {
 
 class Communicator;
 
-enum class Track { compute, communication, update, input, io };
+enum class Track { compute, communication, update };
 const char* track_name(Track t);
 
 // Numbers shown with an event (-1: not given).
@@ -41,7 +41,6 @@ class Timeline {
 
   // Collective: measures this rank's clock against rank 0's (rank 0: 0).
   void align_clocks(const Communicator& comm);
-  double clock_offset_us() const { return offset_us_; }
 
   // The earliest event's time (rank 0's clock, microseconds); infinity without events.
   double first_us() const;

@@ -27,7 +27,7 @@ void write_timeline(const Communicator& comm, const Timeline& timeline, const st
     add(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} ({})"}}}})j", r, r,
                     hosts[r]));
     add(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", r, r));
-    for (Track t : {Track::compute, Track::communication, Track::update, Track::input, Track::io})
+    for (Track t : {Track::compute, Track::communication, Track::update})
       add(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j", r,
                       static_cast<int>(t), track_name(t)));
   }

@@ -56,6 +56,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     r.backward_sec = seconds_since(phase);
     if (timeline) timeline->span(Track::compute, "backward", phase, std::chrono::steady_clock::now());
     phase = std::chrono::steady_clock::now();
+    const bool update_per_bucket = reducer && !scaler;  // the timeline's update spans, too
     if (scaler) {
       // every bucket must be known finite before any is applied
       if (reducer) {
@@ -71,7 +72,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
         r.skipped = !scaler->record(plan.gradients_finite());
         if (!r.skipped) plan.sgd_step(unscaled, lr);
       }
-    } else if (reducer) {
+    } else if (update_per_bucket) {
       int bucket = 0;
       const ReducerStepStats stats = reducer->wait_for_buckets([&](const Bucket& b) {
         const auto update_start = std::chrono::steady_clock::now();
@@ -86,7 +87,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
       plan.sgd_step(sgd, lr);
     }
     r.update_sec = seconds_since(phase) - r.exposed_sec;
-    if (timeline && !(reducer && !scaler))  // per bucket above
+    if (timeline && !update_per_bucket)
       timeline->span(Track::update, "update", phase, std::chrono::steady_clock::now());
   }
   if (device) {  // a device plan's step ends here; nothing to wait for on a CPU
