@@ -1,6 +1,7 @@
 #include "comm/nccl_reducer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_check.h"
@@ -23,21 +24,26 @@ NcclReducer::NcclReducer(NcclCommunicator& comm, float* device_gradients, const 
   if (wire_ != WireType::f32) wire_buffer_ = cuda::DeviceBuffer(total * 2);
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   ready_.resize(buckets_.size());
+  start_.resize(buckets_.size());
   done_.resize(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
     CUDA_CHECK(cudaEventCreateWithFlags(&ready_[b], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreate(&start_[b]));
     CUDA_CHECK(cudaEventCreate(&done_[b]));
   }
   CUDA_CHECK(cudaEventCreate(&first_start_));
   CUDA_CHECK(cudaEventCreate(&backward_end_));
+  CUDA_CHECK(cudaEventCreate(&anchor_));
 }
 
 NcclReducer::~NcclReducer() {
   cudaStreamSynchronize(stream_);
   for (cudaEvent_t e : ready_) cudaEventDestroy(e);
+  for (cudaEvent_t e : start_) cudaEventDestroy(e);
   for (cudaEvent_t e : done_) cudaEventDestroy(e);
   cudaEventDestroy(first_start_);
   cudaEventDestroy(backward_end_);
+  cudaEventDestroy(anchor_);
   cudaStreamDestroy(stream_);
 }
 
@@ -54,6 +60,7 @@ void NcclReducer::launch(int b) {
     CUDA_CHECK(cudaEventRecord(first_start_, stream_));
     started_ = true;
   }
+  if (timeline_) CUDA_CHECK(cudaEventRecord(start_[b], stream_));
   float* g = gradients_ + bucket.offset;
   if (wire_ == WireType::f32) {
     comm_.allreduce_async(g, bucket.count, WireType::f32, stream_);
@@ -91,7 +98,26 @@ ReducerStepStats NcclReducer::finish_step() {
   CUDA_CHECK(cudaEventElapsedTime(&exposed_ms, backward_end_, done_.back()));
   stats.comm_sec = comm_ms / 1e3;
   stats.exposed_sec = std::max(0.0f, exposed_ms) / 1e3;
+  if (timeline_) record_buckets_on_timeline();
   return stats;
+}
+
+// The step's work is done: an event recorded now completes at once, so its host time is known
+// to within a launch, and every bucket's events are placed by their distance from it.
+void NcclReducer::record_buckets_on_timeline() {
+  CUDA_CHECK(cudaEventRecord(anchor_, compute_));
+  CUDA_CHECK(cudaEventSynchronize(anchor_));
+  const auto anchor = std::chrono::steady_clock::now();
+  auto before_anchor = [&](cudaEvent_t e) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e, anchor_));
+    return anchor - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double, std::milli>(ms));
+  };
+  const int64_t wire_bytes = wire_ == WireType::f32 ? 4 : 2;
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
+    timeline_->span(Track::device_communication, "allreduce", before_anchor(start_[b]), before_anchor(done_[b]),
+                    {.bucket = b, .bytes = static_cast<int64_t>(buckets_[b].count) * wire_bytes});
 }
 
 }  // namespace cnnbench

@@ -5,7 +5,8 @@
 // backward the compute stream waits for each bucket's event in turn before its update, so the
 // update of bucket k overlaps the allreduce of later ones. Sums become averages because the
 // loss gradient is pre-scaled by 1/ranks. Communication and exposed times are read from
-// events once the step has finished (finish_step).
+// events once the step has finished (finish_step). With a timeline, each bucket's allreduce
+// goes on its device communication track, placed by an event recorded in finish_step whose host time is known.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,6 +34,7 @@ class NcclReducer final : public GradientExchange {
 
  private:
   void launch(int bucket);
+  void record_buckets_on_timeline();
 
   NcclCommunicator& comm_;
   float* gradients_;
@@ -41,8 +43,8 @@ class NcclReducer final : public GradientExchange {
   WireType wire_;
   cuda::DeviceBuffer wire_buffer_;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
-  std::vector<cudaEvent_t> ready_, done_;
-  cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr;
+  std::vector<cudaEvent_t> ready_, start_, done_;
+  cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr, anchor_ = nullptr;
   bool started_ = false, measured_ = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "comm/communicator.h"
 
@@ -14,11 +15,23 @@ const char* track_name(Track t) {
     case Track::compute: return "compute";
     case Track::communication: return "communication";
     case Track::update: return "update";
+    case Track::input: return "input";
+    case Track::checkpoint: return "checkpoint";
+    case Track::device: return "device";
+    case Track::device_communication: return "device communication";
   }
   return "?";
 }
 
-Timeline::Timeline(int rank, size_t expected_events) : rank_(rank) { events_.reserve(expected_events); }
+Timeline::Timeline(int rank, size_t expected_events, size_t max_events) : rank_(rank), max_events_(max_events) {
+  events_.reserve(std::min(expected_events, max_events));
+}
+
+bool Timeline::keep() {
+  if (events_.size() < max_events_) return true;
+  ++dropped_;
+  return false;
+}
 
 double Timeline::micros(Clock::time_point t) const {
   return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count() + offset_us_;
@@ -28,13 +41,13 @@ void Timeline::span(Track track, std::string name, Clock::time_point start, Cloc
                     const TimelineArgs& args) {
   const double begin = micros(start), duration = std::chrono::duration<double, std::micro>(end - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
-  events_.push_back({track, 'X', std::move(name), begin, duration, args});
+  if (keep()) events_.push_back({track, 'X', std::move(name), begin, duration, args});
 }
 
 void Timeline::instant(Track track, std::string name, Clock::time_point at, const TimelineArgs& args) {
   const double when = micros(at);
   std::lock_guard<std::mutex> lock(mutex_);
-  events_.push_back({track, 'i', std::move(name), when, 0, args});
+  if (keep()) events_.push_back({track, 'i', std::move(name), when, 0, args});
 }
 
 void Timeline::align_clocks(const Communicator& comm) { offset_us_ = comm.clock_offset_to_rank0_sec() * 1e6; }
@@ -42,6 +55,11 @@ void Timeline::align_clocks(const Communicator& comm) { offset_us_ = comm.clock_
 size_t Timeline::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return events_.size();
+}
+
+size_t Timeline::dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
 }
 
 namespace {
@@ -72,6 +90,11 @@ std::string Timeline::events_json(double origin_us) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
   out.reserve(events_.size() * 160);
+  std::set<Track> used;
+  for (const Event& e : events_) used.insert(e.track);
+  for (const Track t : used)
+    out += fmt::format(R"j({}{{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j",
+                       out.empty() ? "" : ",\n", rank_, static_cast<int>(t), track_name(t));
   for (const Event& e : events_) {
     if (!out.empty()) out += ",\n";
     out += fmt::format(R"j({{"name":"{}","cat":"{}","ph":"{}","pid":{},"tid":{},"ts":{:.3f})j", escaped(e.name),

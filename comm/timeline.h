@@ -1,13 +1,15 @@
 // comm/timeline.h — Timeline (--timeline=FILE, as HOROVOD_TIMELINE): what each rank did when,
-// as spans and instants on named tracks (compute, communication, update), kept in
-// memory during the run and written once at the end by rank 0 as a Chrome trace-event JSON
-// (opens in Perfetto and chrome://tracing) with one process per rank
-// (harness/report/timeline_file.h).
+// as spans and instants on named tracks (compute, communication, update, input, checkpoint,
+// device, device communication), kept in memory during the run and written once at the end by
+// rank 0 as a Chrome trace-event JSON (opens in Perfetto and chrome://tracing) with one process
+// per rank (harness/report/timeline_file.h).
 //
 // Times are steady_clock shifted onto rank 0's clock by an offset measured at start (ping-pong
 // over MPI, the round trip with the least delay), so skew between ranks shows. Recording an
 // event takes a mutex and appends to a reserved vector; a run without --timeline has no
-// Timeline and pays one null check per place that would record.
+// Timeline and pays one null check per place that would record. A long run (a convergence run
+// of many epochs) keeps its first max_events events and counts the rest as dropped, so memory
+// stays bounded (about 100 bytes an event).
 #pragma once
 
 #include <chrono>
@@ -20,7 +22,12 @@ namespace cnnbench {
 
 class Communicator;
 
-enum class Track { compute, communication, update };
+// compute: the training thread's steps, phases, layers and evaluation; communication: the
+// reducer's bucket allreduces; update: the optimizer; input: waits for the next batch;
+// checkpoint: checkpoint writes; device: a GPU's compute stream (its phase times) and
+// device_communication: its NCCL stream (each bucket's allreduce), both measured on the device's
+// clock and placed on the host's by an event whose host time is known.
+enum class Track { compute, communication, update, input, checkpoint, device, device_communication };
 const char* track_name(Track t);
 
 // Numbers shown with an event (-1: not given).
@@ -33,7 +40,9 @@ class Timeline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Timeline(int rank, size_t expected_events = 1 << 16);
+  static constexpr size_t kMaxEvents = size_t{1} << 20;
+
+  explicit Timeline(int rank, size_t expected_events = 1 << 16, size_t max_events = kMaxEvents);
 
   void span(Track track, std::string name, Clock::time_point start, Clock::time_point end,
             const TimelineArgs& args = {});
@@ -45,9 +54,10 @@ class Timeline {
   // The earliest event's time (rank 0's clock, microseconds); infinity without events.
   double first_us() const;
   // This rank's events as trace-event JSON objects, comma-separated (no brackets), with times
-  // counted from origin_us.
+  // counted from origin_us, after the names of the tracks it used (pid = rank, tid = track).
   std::string events_json(double origin_us) const;
   size_t size() const;
+  size_t dropped() const;  // events not kept: past max_events
 
  private:
   struct Event {
@@ -59,7 +69,10 @@ class Timeline {
   };
   double micros(Clock::time_point t) const;
 
+  bool keep();  // with mutex_ held: room for one more event?
+
   int rank_;
+  size_t max_events_, dropped_ = 0;
   double offset_us_ = 0;
   mutable std::mutex mutex_;
   std::vector<Event> events_;

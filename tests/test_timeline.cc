@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "comm/timeline.h"
 #include "test_files.h"
 
 namespace cnnbench {
@@ -155,6 +156,76 @@ TEST(Timeline, AFolderThatCannotBeMadeEndsEveryRankAtOnce) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--timeline: "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Step\tImg/sec"), std::string::npos) << "no step may run\n" << r.output;
+}
+
+// A long run keeps its first events (memory bounded) and says how many it did not keep.
+TEST(Timeline, KeepsItsFirstEventsAndCountsTheRest) {
+  Timeline t(/*rank=*/3, /*expected_events=*/2, /*max_events=*/3);
+  const auto now = Timeline::Clock::now();
+  for (int i = 0; i < 5; ++i) t.span(i % 2 ? Track::input : Track::compute, "e" + std::to_string(i), now, now, {.step = i});
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(t.dropped(), 2u);
+  const nlohmann::json events = nlohmann::json::parse("[" + t.events_json(0) + "]");
+  std::vector<std::string> names, tracks;
+  for (const auto& e : events) {
+    EXPECT_EQ(e["pid"], 3);
+    if (e["ph"] == "M") tracks.push_back(e["args"]["name"]);
+    else names.push_back(e["name"]);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"e0", "e1", "e2"}));
+  EXPECT_EQ(tracks, (std::vector<std::string>{"compute", "input"})) << "only the tracks it used are named";
+}
+
+// A 2-rank convergence run: its epoch holds every step, the evaluation and the batch-norm
+// averaging; input waits are on their own track; rank 0 records its checkpoint write after the
+// epoch's last step.
+TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
+  const std::string dir = fresh_dir("timeline_convergence");
+  testing::write_idx_dataset(dir, "train", 128, true);
+  testing::write_idx_dataset(dir, "t10k", 64, true);
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--model=small_cnn --data_dir=. --batch_size=16 --num_epochs=1 "
+                                     "--num_intra_threads=1 --train_dir=ck --timeline=trace.json",
+                                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  timeline        trace.json ("), std::string::npos) << r.output;
+  const nlohmann::json trace = nlohmann::json::parse(slurp_file(dir + "/trace.json"));
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    std::map<std::string, std::vector<Span>> by_name;  // compute and checkpoint tracks
+    std::set<std::string> tracks;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["pid"] != rank) continue;
+      if (e["ph"] == "M") {
+        if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+        continue;
+      }
+      const double ts = e["ts"].get<double>();
+      by_name[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
+          {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)});
+    }
+    EXPECT_TRUE(tracks.count("compute") && tracks.count("communication") && tracks.count("update") &&
+                tracks.count("input"));
+    EXPECT_EQ(tracks.count("checkpoint"), rank == 0 ? 1u : 0u) << "rank 0 alone writes checkpoints";
+    ASSERT_EQ(by_name["compute:epoch 1"].size(), 1u);
+    const Span epoch = by_name["compute:epoch 1"][0];
+    ASSERT_EQ(by_name["compute:step"].size(), 4u) << "128 images, 2 ranks of 16";
+    for (const Span& step : by_name["compute:step"]) EXPECT_TRUE(inside(step, epoch));
+    EXPECT_EQ(by_name["compute:forward"].size(), 4u);
+    EXPECT_EQ(by_name["communication:allreduce"].size() % 4, 0u);
+    ASSERT_EQ(by_name["compute:evaluation"].size(), 1u);
+    ASSERT_EQ(by_name["compute:batch-norm statistics averaged"].size(), 1u);
+    const Span eval = by_name["compute:evaluation"][0];
+    EXPECT_TRUE(inside(eval, epoch));
+    EXPECT_GE(eval.start, by_name["compute:step"].back().end - kSlackUs);
+    for (const Span& stall : by_name["input:input stall"])
+      EXPECT_TRUE(inside(stall, epoch)) << "a wait for a batch is part of the epoch";
+    if (rank == 0) {
+      ASSERT_EQ(by_name["checkpoint:checkpoint"].size(), 1u);
+      EXPECT_GE(by_name["checkpoint:checkpoint"][0].start, eval.end - kSlackUs);
+      EXPECT_TRUE(inside(by_name["checkpoint:checkpoint"][0], epoch));
+    }
+  }
 }
 
 }  // namespace

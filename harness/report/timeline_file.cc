@@ -3,10 +3,32 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "harness/report/result_files.h"
 
 namespace cnnbench {
+
+std::unique_ptr<Timeline> start_timeline(const Communicator& comm, const std::string& path) {
+  if (path.empty()) return nullptr;
+  std::string error;
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  try {
+    if (comm.rank() == 0 && !folder.empty()) make_folders(folder);
+  } catch (const std::exception& e) {
+    error = std::string("--timeline: ") + e.what();
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  auto timeline = std::make_unique<Timeline>(comm.rank());
+  timeline->align_clocks(comm);
+  return timeline;
+}
+
+std::string timeline_line(const std::string& path, const Timeline& timeline) {
+  const size_t dropped = timeline.dropped();
+  return fmt::format("  timeline        {} ({} events on rank 0{})\n", path, timeline.size(),
+                     dropped ? fmt::format("; the {} after those not recorded", dropped) : "");
+}
 
 void write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path) {
   double origin = timeline.first_us();  // times from the first event of any rank: viewers start at 0
@@ -27,9 +49,6 @@ void write_timeline(const Communicator& comm, const Timeline& timeline, const st
     add(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} ({})"}}}})j", r, r,
                     hosts[r]));
     add(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", r, r));
-    for (Track t : {Track::compute, Track::communication, Track::update})
-      add(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j", r,
-                      static_cast<int>(t), track_name(t)));
   }
   for (const std::string& events : ranks)
     if (!events.empty()) add(events);

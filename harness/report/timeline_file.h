@@ -3,12 +3,22 @@
 // named "rank R (host)", one thread per track, times in microseconds from the first event.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "comm/communicator.h"
 #include "comm/timeline.h"
 
 namespace cnnbench {
+
+// Collective, at the start of a run: null when path is empty; otherwise the folder of `path` is
+// made (when it cannot be, every rank throws ErrorsReported now rather than after the run) and the
+// timeline's clock aligned to rank 0's.
+std::unique_ptr<Timeline> start_timeline(const Communicator& comm, const std::string& path);
+
+// The closing line: "  timeline        FILE (N events on rank 0)", with the events dropped past
+// the cap when there were any.
+std::string timeline_line(const std::string& path, const Timeline& timeline);
 
 // Collective. Throws std::runtime_error on rank 0 when the file cannot be written (an old file
 // at `path` is left as it was).

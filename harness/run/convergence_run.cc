@@ -18,6 +18,7 @@
 #include "harness/report/run_context.h"
 #include "harness/run/run_setup.h"
 #include "harness/report/tf_log.h"
+#include "harness/report/timeline_file.h"
 #include "kernels/cpu_ops.h"
 #include "kernels/device_plan.h"
 #include "kernels/top_k.h"
@@ -72,15 +73,26 @@ struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;
 };
 
+// The pipeline's next batch; with a timeline, a wait for it is an "input stall" span.
+const float* next_batch(InputPipeline& input, Timeline* timeline) {
+  const double stalled_before = input.stall_sec();
+  const auto start = std::chrono::steady_clock::now();
+  const float* images = input.next_images();
+  if (timeline && input.stall_sec() > stalled_before)
+    timeline->span(Track::input, "input stall", start, std::chrono::steady_clock::now());
+  return images;
+}
+
 // The whole test set, each rank its shard, counts summed over ranks.
-EvalResult evaluate(Plan& plan, InputPipeline& pipeline, const Communicator& comm) {
+EvalResult evaluate(Plan& plan, InputPipeline& pipeline, const Communicator& comm, Timeline* timeline) {
+  const auto start = std::chrono::steady_clock::now();
   const Graph& g = plan.graph();
   const int64_t n = g.batch_size(), classes = g.num_classes();
   std::vector<float> logits(n * classes), scratch(n * classes);
   double sums[4] = {0, 0, 0, 0};  // loss x images, top-1, top-5, images
   pipeline.start_epoch(0);
   for (int64_t s = 0; s < pipeline.steps_per_epoch(); ++s) {
-    plan.set_input(pipeline.next_images());
+    plan.set_input(next_batch(pipeline, timeline));
     plan.forward(Mode::inference);
     plan.read_output(g.output, logits.data());
     const int64_t valid = pipeline.current_valid();
@@ -91,6 +103,7 @@ EvalResult evaluate(Plan& plan, InputPipeline& pipeline, const Communicator& com
     sums[3] += valid;
   }
   comm.allreduce_sum(sums, 4);
+  if (timeline) timeline->span(Track::compute, "evaluation", start, std::chrono::steady_clock::now());
   return {sums[0] / sums[3], sums[1] / sums[3], sums[2] / sums[3]};
 }
 
@@ -172,6 +185,8 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
+  const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
+  if (reducer) reducer->set_timeline(timeline.get());
 
   const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
   InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
@@ -206,10 +221,13 @@ void run_convergence(const Config& config, Communicator& comm) {
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, correct = 0, lr = 0;
     for (int64_t s = 0; s < epoch_steps; ++s) {
+      const auto step_start = std::chrono::steady_clock::now();
       lr = schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps));
-      plan.set_input(train_input.next_images());
-      const StepRecord r =
-          train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(), true, scaler.get());
+      plan.set_input(next_batch(train_input, timeline.get()));
+      const StepRecord r = train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(),
+                                      true, scaler.get(), timeline.get());
+      if (timeline)
+        timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
       loss_sum += r.loss;
       correct += static_cast<double>(r.top1_correct);
       ++steps_done;
@@ -224,12 +242,15 @@ void run_convergence(const Config& config, Communicator& comm) {
     if (terminal) fmt::print("\n");
     // batch-norm statistics averaged over ranks: one model to evaluate and to checkpoint
     if (comm.size() > 1) {
+      const auto averaging = std::chrono::steady_clock::now();
       DevicePlan* device = plan.device();
       if (device) device->download_state();
       std::vector<double> stats(plan.buffers().begin(), plan.buffers().end());
       comm.allreduce_sum(stats.data(), stats.size());
       for (size_t i = 0; i < stats.size(); ++i) plan.buffers()[i] = static_cast<float>(stats[i] / comm.size());
       if (device) device->upload_state();
+      if (timeline)
+        timeline->span(Track::compute, "batch-norm statistics averaged", averaging, std::chrono::steady_clock::now());
     }
     EpochMetrics m;
     m.epoch = epoch + 1;
@@ -247,7 +268,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     const bool last = epoch + 1 == epochs;
     const double every = config.eval_during_training_every_n_epochs;
     if (last || (every > 0 && std::fmod(static_cast<double>(epoch + 1), every) < 1e-9)) {
-      const EvalResult e = evaluate(plan, test_input, comm);
+      const EvalResult e = evaluate(plan, test_input, comm, timeline.get());
       m.evaluated = true;
       m.test_loss = e.loss;
       m.test_top1 = e.top1;
@@ -265,16 +286,24 @@ void run_convergence(const Config& config, Communicator& comm) {
       std::fflush(stdout);
       make_folders(config.benchmark_log_dir);
       write_file_atomically(csv_path, epochs_csv(history));
-      if (!config.train_dir.empty())
+      if (!config.train_dir.empty()) {
+        const auto writing = std::chrono::steady_clock::now();
         write_checkpoint(config.train_dir, plan, {settings.model.name, epoch + 1, steps_done, config.seed, ""});
+        if (timeline)
+          timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(),
+                         {.step = steps_done});
+      }
     }
     comm.barrier();  // the checkpoint is complete before any rank goes on (or stops)
+    if (timeline)
+      timeline->span(Track::compute, "epoch " + std::to_string(epoch + 1), start, std::chrono::steady_clock::now());
     if (config.stop_at_top_1_accuracy > 0 && m.evaluated && m.test_top1 >= config.stop_at_top_1_accuracy) {
       if (leader) fmt::print("Reached test top-1 {:.2f}% >= {:.2f}%: stopping\n", 100 * m.test_top1,
                              100 * config.stop_at_top_1_accuracy);
       break;
     }
   }
+  if (timeline) write_timeline(comm, *timeline, config.timeline);
   if (!leader) return;
   nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
                         {"context", to_json(collect_run_context())},
@@ -292,6 +321,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
   write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
+  if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);
 }

@@ -9,6 +9,19 @@
 namespace cnnbench {
 namespace {
 
+// A device's phase times are durations on its clock: they end where synchronize() returned, as
+// the update is the step's last device work.
+void record_device_phases(Timeline& timeline, const StepPhases& p, std::chrono::steady_clock::time_point end) {
+  auto before = [&](double sec) {
+    return end - std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(sec));
+  };
+  const auto update = before(p.update_sec), backward = before(p.update_sec + p.backward_sec),
+             forward = before(p.update_sec + p.backward_sec + p.forward_sec);
+  timeline.span(Track::device, "forward", forward, backward);
+  timeline.span(Track::device, "backward", backward, update);
+  timeline.span(Track::device, "update", update, end);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -90,8 +103,10 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     if (timeline && !update_per_bucket)
       timeline->span(Track::update, "update", phase, std::chrono::steady_clock::now());
   }
+  std::chrono::steady_clock::time_point synchronized;
   if (device) {  // a device plan's step ends here; nothing to wait for on a CPU
     device->synchronize(&loss);
+    synchronized = std::chrono::steady_clock::now();
     if (training && scaler) r.skipped = !scaler->record(device->last_update_applied());
   }
   if (reducer) {
@@ -103,6 +118,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     r.forward_sec = p.forward_sec;
     r.backward_sec = p.backward_sec;
     r.update_sec = std::max(0.0, p.update_sec - r.exposed_sec);
+    if (timeline) record_device_phases(*timeline, p, synchronized);
   }
   r.time_sec = seconds_since(start);
   r.loss = loss.loss;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 
 #include "comm/gradient_reducer.h"
@@ -140,21 +139,7 @@ void run_training(const Config& config, Communicator& comm) {
                               ? PeakResult{device_peak_gflops(config.backend, settings.precision, true), 0,
                                            "cuBLAS matmul", true}
                               : measure_peak(settings.precision, threads);
-  // --timeline: clocks aligned to rank 0's now; the folder made (an error ends every rank now,
-  // not after the run)
-  std::unique_ptr<Timeline> timeline;
-  if (!config.timeline.empty()) {
-    std::string error;
-    const std::string folder = std::filesystem::path(config.timeline).parent_path().string();
-    try {
-      if (leader && !folder.empty()) make_folders(folder);
-    } catch (const std::exception& e) {
-      error = std::string("--timeline: ") + e.what();
-    }
-    if (report_errors_together(error)) throw ErrorsReported{2};
-    timeline = std::make_unique<Timeline>(comm.rank());
-    timeline->align_clocks(comm);
-  }
+  const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   comm.barrier();
 
   // --repeats: each run on a new plan, its memory allocated and first-touched anew (the previous
@@ -189,7 +174,7 @@ void run_training(const Config& config, Communicator& comm) {
   if (repeats > 1) inputs.repeats = &repeat;
   const std::string json_path = write_results(inputs);
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
-  if (timeline) fmt::print("  timeline        {} ({} events on rank 0)\n", config.timeline, timeline->size());
+  if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
 }
 
 }  // namespace cnnbench
