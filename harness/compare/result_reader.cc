@@ -15,6 +15,7 @@
 
 #include "harness/cli/config.h"  // printable(), max_steps
 #include "harness/compare/stats.h"
+#include "harness/report/csv.h"
 
 namespace cnnbench {
 namespace {
@@ -147,7 +148,12 @@ double csv_number(const std::string& text, const std::string& where, const std::
 
 // `read`: canonical paths of JSON files already read, so that one run is never counted twice.
 std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& read) {
-  const std::vector<CsvRow> rows = parse_csv(read_text(path), path);
+  std::vector<CsvRow> rows;
+  try {
+    rows = parse_csv(read_text(path), path);
+  } catch (const CsvError& e) {
+    throw ResultReadError(e.what());
+  }
   if (rows.empty()) fail(path, "empty: no header");
   const std::vector<std::string>& header = rows[0].fields;
   std::map<std::string, size_t> column;
@@ -222,47 +228,6 @@ const std::vector<std::string>& configuration_fields() {
 std::string RunConfiguration::operator[](const std::string& field) const {
   const auto it = values.find(field);
   return it == values.end() ? "" : it->second;
-}
-
-std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path) {
-  std::vector<CsvRow> rows;
-  CsvRow row{1, {}};
-  std::string field;
-  bool quoted = false;
-  int line = 1;
-  auto end_row = [&] {
-    row.fields.push_back(field);
-    field.clear();
-    if (!(row.fields.size() == 1 && row.fields[0].empty())) rows.push_back(row);  // a blank line is no row
-    row = {line, {}};
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-    } else if (c == '"' && field.empty()) {
-      quoted = true;
-    } else if (c == ',') {
-      row.fields.push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      ++line;
-      end_row();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (quoted) fail(fmt::format("{}:{}", path, row.line), "a quoted field never ends");
-  if (!field.empty() || !row.fields.empty()) end_row();
-  return rows;
 }
 
 RunSpeeds read_result_json(const std::string& path) { return parse_result(parse_json(path), path); }

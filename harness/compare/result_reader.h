@@ -46,12 +46,4 @@ struct ResultSet {
 ResultSet read_results(const std::string& path);
 RunSpeeds read_result_json(const std::string& path);
 
-// RFC 4180 fields (quotes, doubled quotes, CRLF); each row with the line it starts on.
-struct CsvRow {
-  int line = 0;
-  std::vector<std::string> fields;
-};
-// Throws ResultReadError("path: ...") for an unterminated quote.
-std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path);
-
 }  // namespace cnnbench

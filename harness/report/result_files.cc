@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "harness/report/csv.h"
+
 namespace cnnbench {
 namespace {
 
@@ -18,28 +20,7 @@ namespace {
   throw std::runtime_error(path + ": " + what + (errno ? std::string(": ") + std::strerror(errno) : ""));
 }
 
-std::string join_row(const std::vector<std::string>& fields) {
-  std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i) line += ',';
-    line += csv_escape(fields[i]);
-  }
-  line += '\n';
-  return line;
-}
-
 }  // namespace
-
-std::string csv_escape(const std::string& field) {
-  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
-  std::string out = "\"";
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
 
 void make_folders(const std::string& path) {
   std::error_code ec;
@@ -98,7 +79,7 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
       s << in.rdbuf();
       existing = s.str();
     }
-    const std::string header_line = join_row(header);
+    const std::string header_line = csv_line(header);
     if (existing.empty()) {
       existing = header_line;
     } else {
@@ -108,7 +89,7 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
                                  "write to another file (--benchmark_log_dir)");
       if (existing.back() != '\n') existing += '\n';  // a file edited by hand
     }
-    write_file_atomically(path, existing + join_row(row));
+    write_file_atomically(path, existing + csv_line(row));
   } catch (...) {
     ::close(lock);
     throw;

@@ -14,7 +14,6 @@ namespace cnnbench {
 void write_file_atomically(const std::string& path, const std::string& contents);
 void append_csv_row(const std::string& path, const std::vector<std::string>& header,
                     const std::vector<std::string>& row);
-std::string csv_escape(const std::string& field);
 // Creates a folder and its parents (like mkdir -p).
 void make_folders(const std::string& path);
 
