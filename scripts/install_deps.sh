@@ -19,6 +19,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib     # scripts: sweep.py (tomllib), plot.py, plot_convergence.py
   iproute2                         # ip, tc: the namespace cluster (scripts/netns_cluster.sh)
+  slurmctld slurmd slurm-client munge  # the one-machine Slurm cluster (scripts/slurm_cluster.sh);
+                                   # installing starts no slurmd or slurmctld (no /etc/slurm/slurm.conf),
+                                   # and the system munged only where an init runs (in a chroot or
+                                   # container invoke-rc.d declines); the cluster runs its own
+  libpmix-dev                      # srun --mpi=pmix: Debian's mpi_pmix plugin opens its libpmix.so
   procps mount                     # pgrep, mount: the fault tests (a bare Debian root has neither)
   dataset-fashion-mnist            # the real Fashion-MNIST, trained on in CI
 )
