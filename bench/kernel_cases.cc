@@ -43,7 +43,6 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
   KernelCase k;
   k.model = model;
   k.kind = node.kind;
-  k.first = first;
   GraphBuilder b(model + "_layer", in);
   const int x = first ? b.input() : b.conv(b.input(), in.c, 1, 1, 0, "feeder");
   int y = -1;

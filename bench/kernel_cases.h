@@ -23,7 +23,6 @@ struct KernelCase {
   // input (-> feeder) -> the layer "op" (-> its fused ReLU "relu") (-> sink); feeder and sink
   // are 1x1 convolutions that give the layer the layouts it has inside the model
   Graph graph;
-  bool first = false;       // the model's first layer: reads the images, no data gradient
   std::vector<Direction> directions;
   int64_t forward_flop = 0;  // conv and linear: 2 x multiply-accumulates (each direction does as many)
   // tensor elements each direction reads or writes once (activations, weights and gradients)

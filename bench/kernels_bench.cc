@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
