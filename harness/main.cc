@@ -2,6 +2,7 @@
 // images/sec in tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV row.
 //   mpiexec -np N cnnbench --model=resnet50 --batch_size=32 ...     (or srun, or one process)
 //   cnnbench compare BASE NEW [--tolerance=PCT] [--check_only]       (results against results)
+//   cnnbench make_tfrecords JPEG_ROOT OUT_DIR [--train_shards=N] ...  (ImageNet shards from JPEGs)
 #include <fmt/format.h>
 #include <malloc.h>
 #include <mpi.h>
@@ -13,6 +14,7 @@
 #include "comm/communicator.h"
 #include "harness/run/allreduce_bench.h"
 #include "harness/compare/compare.h"
+#include "harness/data/make_tfrecords.h"
 #include "harness/cli/config.h"
 #include "harness/run/convergence_run.h"
 #include "harness/run/training_run.h"
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
   // Comparing result files needs no MPI: it runs anywhere, with no launcher.
   if (argc > 1 && std::string(argv[1]) == "compare")
     return compare_command(std::vector<std::string>(argv + 2, argv + argc), stdout, stderr);
+  if (argc > 1 && std::string(argv[1]) == "make_tfrecords")
+    return make_tfrecords_command(std::vector<std::string>(argv + 2, argv + argc), stdout, stderr);
   // Keep freed memory in the process: glibc otherwise hands large blocks back to the kernel
   // and every step pays page faults again (Open MPI's allreduce allocates a buffer per call:
   // 0.6 GB/s instead of 12 GB/s for 64 MB here). One malloc arena: a thread's own arena

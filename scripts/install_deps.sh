@@ -16,6 +16,8 @@ packages=(
   libgloo-dev                      # Gloo allreduce
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libcsv-dev
   libjpeg62-turbo-dev zlib1g-dev   # JPEG decoding, gzipped idx files
+  libprotobuf-dev protobuf-compiler  # TFRecord shards (tf.train.Example) and TensorBoard event files
+  python3-protobuf                 # the event-file test reads them back independently of the C++ writer
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib     # scripts: sweep.py (tomllib), plot.py, plot_convergence.py
   iproute2                         # ip, tc: the namespace cluster (scripts/netns_cluster.sh)

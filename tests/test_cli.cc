@@ -386,6 +386,38 @@ TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
   EXPECT_NE(r.output.find("final test top-1 accuracy"), std::string::npos) << r.output;
 }
 
+// ImageNet as TFRecord shards: `cnnbench make_tfrecords` writes them from a JPEG folder, and a
+// --num_batches run trains that many steps on them and says whether it was input-bound; a damaged
+// shard ends the run with one line naming it and the record's offset.
+TEST(Cli, TfRecordShardsTrainForNumBatchesAndSayIfInputBound) {
+  const std::string dir = fresh_dir("cli_tfrecord");
+  testing::write_jpeg_folders(dir + "/jpeg", 3, 4);
+  CliRun r = run_cnnbench_with("", "make_tfrecords", "jpeg shards --train_shards=3 --validation_shards=1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("shards: train 12 images in 3 shards, validation 3 images in 1 shards, 3 classes"),
+            std::string::npos) << r.output;
+  const std::string run = "--model=resnet18 --data_dir=shards --data_name=imagenet --batch_size=2 --num_batches=3 ";
+  r = run_cnnbench(run + "--result_json=r.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(12 images in 3 TFRecord shards; 6 steps per epoch), testing on 3 images, 0.5 epochs (3 steps)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("input pipeline: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("final test top-1"), std::string::npos) << "a --num_batches run does not evaluate";
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
+  EXPECT_GT(doc["input"]["pipeline_images_per_sec"].get<double>(), 0);
+  EXPECT_EQ(doc["input"]["workers"], 2);
+  EXPECT_TRUE(doc["input"].contains("input_bound"));
+
+  std::string bytes = slurp_file(dir + "/shards/train-00001-of-00003");
+  bytes[30] ^= 0x01;  // inside the first record's data
+  std::ofstream(dir + "/shards/train-00001-of-00003", std::ios::binary) << bytes;
+  r = run_cnnbench(run + "--num_batches=6 --result_json=bad.json", dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("shards/train-00001-of-00003: record at byte 0: the data's CRC does not match"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
+}
+
 }  // namespace
 }  // namespace cnnbench
 

@@ -113,7 +113,8 @@ const std::vector<FlagSpec>& flag_specs() {
       TEXT_FLAG(model, , "model to run (see --list_models)"),
       INT_FLAG(batch_size, non_negative(c.batch_size); at_most(c.batch_size, max_batch_size),
                "images per rank per step, at most 65536; 0 = the model's default"),
-      INT_FLAG(num_batches, positive(c.num_batches); at_most(c.num_batches, max_steps), "timed steps, at most 10000000"),
+      INT_FLAG(num_batches, positive(c.num_batches); at_most(c.num_batches, max_steps); c.num_batches_set = true,
+               "timed steps, at most 10000000; with --data_dir, the steps to train (otherwise one epoch)"),
       INT_FLAG(num_warmup_batches, if (c.num_warmup_batches < -1) throw ConfigError("must be >= 0");
                at_most(c.num_warmup_batches, max_steps),
                "untimed steps first, at most 10000000; -1 = min(10, max(1, num_batches / 4))"),
@@ -193,6 +194,10 @@ const std::vector<FlagSpec>& flag_specs() {
                 "stop training once test top-1 accuracy reaches this"),
       INT_FLAG(num_data_workers, positive(c.num_data_workers); at_most(c.num_data_workers, max_data_workers),
                "input pipeline threads per rank, at most 64 (each keeps batches in flight)"),
+      INT_FLAG(datasets_shuffle_buffer_size, positive(c.datasets_shuffle_buffer_size);
+               at_most(c.datasets_shuffle_buffer_size, max_shuffle_buffer),
+               "TFRecord training: records in the shuffle buffer per rank (about 110 kB each for ImageNet), "
+               "at most 1000000"),
       BOOL_FLAG(resume, "continue from the newest valid checkpoint in train_dir"),
       TEXT_FLAG(train_dir, , "folder for checkpoints (one per epoch, real data)"),
       TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
@@ -348,7 +353,8 @@ std::string usage() {
   std::ostringstream s;
   s << "usage: cnnbench [--config FILE.toml] [--flag=value | --flag value]...\n"
        "       mpiexec -np N cnnbench ...   (one rank per process)\n"
-       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]   (cnnbench compare --help)\n\nflags:\n";
+       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]   (cnnbench compare --help)\n"
+       "       cnnbench make_tfrecords JPEG_ROOT OUT_DIR [--train_shards=N] ...   (cnnbench make_tfrecords --help)\n\nflags:\n";
   const Config defaults;
   for (const FlagSpec& f : flag_specs()) {
     std::string name = std::string("  --") + f.name;

@@ -24,6 +24,7 @@ inline constexpr int64_t max_steps = 10'000'000;          // timed steps, warm-u
 inline constexpr double max_epochs = 10'000;              // num_epochs and the epoch counts of schedules
 inline constexpr int64_t max_threads = 1024;              // num_intra_threads
 inline constexpr int64_t max_data_workers = 64;           // num_data_workers
+inline constexpr int64_t max_shuffle_buffer = 1'000'000;  // datasets_shuffle_buffer_size
 inline constexpr int64_t max_repeats = 1000;              // repeats
 inline constexpr double max_learning_rate = 1000;         // init_learning_rate and schedule rates
 inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
@@ -35,6 +36,7 @@ struct Config {
   std::string model = "trivial";
   int64_t batch_size = 0;          // per rank; 0 = the model's default
   int64_t num_batches = 100;
+  bool num_batches_set = false;    // given: a --data_dir run trains that many steps, not an epoch
   int64_t num_warmup_batches = -1; // -1 = min(10, max(1, num_batches / 4))
   double num_epochs = 0;           // > 0 overrides num_batches
   int64_t display_every = 10;
@@ -79,6 +81,7 @@ struct Config {
   double eval_during_training_every_n_epochs = 0;  // 0 = evaluate once, at the end
   double stop_at_top_1_accuracy = 0;     // stop once test top-1 reaches this (0..1)
   int64_t num_data_workers = 2;          // input threads per rank
+  int64_t datasets_shuffle_buffer_size = 10000;  // TFRecord training: records shuffled per rank
   bool resume = false;                   // continue from the newest valid checkpoint in train_dir
   // output
   std::string train_dir;

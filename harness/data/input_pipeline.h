@@ -1,15 +1,19 @@
 // harness/data/input_pipeline.h — batches for one rank, made ahead of the step by worker
-// threads. Every epoch has its own seeded order of the whole data set, the same on every
-// rank; rank r takes positions r, r + ranks, r + 2 ranks, ... of it, so the ranks' shards
-// together cover the epoch exactly once. Each batch's augmentation draws from a stream seeded
-// by (seed, epoch, rank, batch), so results do not depend on thread timing. The consumer's
-// waits are counted as input stall time.
+// threads. BatchPipeline is the machinery (slots, workers, the consumer's waits, a worker's error
+// rethrown to the consumer); what fills a batch is its subclass's:
+// - InputPipeline: examples by index (in-memory data sets, JPEG folders). Every epoch has its own
+//   seeded order of the whole data set, the same on every rank; rank r takes positions r,
+//   r + ranks, r + 2 ranks, ... of it, so the ranks' shards together cover the epoch exactly once.
+// - TfRecordPipeline (tfrecord_pipeline.h): records streamed from TFRecord shards.
+// Each batch's augmentation draws from a stream seeded by (seed, epoch, rank, batch), so results
+// do not depend on thread timing. The consumer's waits are counted as input stall time.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -21,48 +25,77 @@ namespace cnnbench {
 std::vector<int64_t> epoch_order(int64_t count, uint64_t seed, int64_t epoch);
 std::vector<int64_t> rank_shard(const std::vector<int64_t>& order, int rank, int ranks);
 
-class InputPipeline {
+class BatchPipeline {
  public:
-  // training: shuffled and augmented, full batches only (ranks must step together);
-  // evaluation: in order, the last batch padded (valid() tells how many count).
-  InputPipeline(const ExampleSource& source, int64_t batch_size, int rank, int ranks, uint64_t seed, bool training,
-                int workers = 2, int depth = 3);
-  ~InputPipeline();
+  virtual ~BatchPipeline() = default;  // a subclass stops the workers in its own destructor
+  BatchPipeline(const BatchPipeline&) = delete;
+  BatchPipeline& operator=(const BatchPipeline&) = delete;
 
   // Steps of one epoch: the same on every rank when training; evaluation's is set by start_epoch.
   int64_t steps_per_epoch() const { return steps_; }
-  void start_epoch(int64_t epoch);
+  virtual void start_epoch(int64_t epoch) = 0;
   // The next batch of the epoch (images NCHW, labels); blocks until it is ready. Rethrows a
   // worker's error (naming the file it could not read).
   const float* next_images();
   const int32_t* current_labels() const { return labels_[slot(consumed_ - 1)].data(); }
   int64_t current_valid() const { return valid_[slot(consumed_ - 1)]; }
   double stall_sec() const { return stall_sec_; }
+  // Images made per second of the workers' busy time, times the workers: what the pipeline could
+  // deliver if the consumer never made it wait (0 before the first batch).
+  double images_per_sec_capacity() const;
+  int workers() const { return workers_count_; }
+
+ protected:
+  BatchPipeline(int64_t batch_size, int64_t example_floats, int rank, uint64_t seed, int workers, int depth);
+  // Writes batch `b` of the current epoch (images, labels) and returns how many of its examples
+  // count; called by several workers at once, for different b. A negative return: interrupted.
+  // `waited_sec`: time spent waiting for something else (records being read), not making images.
+  virtual int64_t fill_batch(int64_t b, std::mt19937_64& rng, float* images, int32_t* labels, double& waited_sec) = 0;
+  // Called once stopping is flagged, so that a fill_batch blocked on something else returns.
+  virtual void interrupt_fills() {}
+  void start_workers(int64_t epoch);
+  void stop_workers();
+  bool stopping();
+
+  int64_t batch_size_, example_floats_;
+  int rank_;
+  uint64_t seed_;
+  int64_t steps_ = 0, epoch_ = 0;
+  int64_t consumed_ = 0;
 
  private:
   int slot(int64_t batch) const { return static_cast<int>(batch % depth_); }
   void produce(int worker);
-  void stop_workers();
 
-  const ExampleSource& source_;
-  int64_t batch_size_, example_floats_;
-  int rank_, ranks_;
-  uint64_t seed_;
-  bool training_;
   int workers_count_, depth_;
-  int64_t steps_ = 0, epoch_ = 0;
-  std::vector<int64_t> shard_;
-
   std::vector<std::vector<float>> images_;
   std::vector<std::vector<int32_t>> labels_;
   std::vector<int64_t> valid_, ready_;  // per slot: valid examples, the batch index it holds
-  int64_t consumed_ = 0;
-  double stall_sec_ = 0;
+  double stall_sec_ = 0, busy_sec_ = 0;
+  int64_t made_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;
   std::exception_ptr error_;  // a worker's failure (a corrupt file), rethrown to the consumer
   std::vector<std::thread> workers_;
+};
+
+class InputPipeline final : public BatchPipeline {
+ public:
+  // training: shuffled and augmented, full batches only (ranks must step together);
+  // evaluation: in order, the last batch padded (valid() tells how many count).
+  InputPipeline(const ExampleSource& source, int64_t batch_size, int rank, int ranks, uint64_t seed, bool training,
+                int workers = 2, int depth = 3);
+  ~InputPipeline() override { stop_workers(); }
+  void start_epoch(int64_t epoch) override;
+
+ private:
+  int64_t fill_batch(int64_t b, std::mt19937_64& rng, float* images, int32_t* labels, double& waited_sec) override;
+
+  const ExampleSource& source_;
+  int ranks_;
+  bool training_;
+  std::vector<int64_t> shard_;
 };
 
 }  // namespace cnnbench

@@ -71,6 +71,14 @@ void resample(const RgbImage& image, double x0, double y0, double w, double h, i
   }
 }
 
+// The share of `box` (fractions of a W x H image) inside the crop (x0, y0, w, h) in pixels.
+double covered_fraction(const Box& box, double W, double H, double x0, double y0, double w, double h) {
+  const double bx0 = box.xmin * W, by0 = box.ymin * H, bx1 = box.xmax * W, by1 = box.ymax * H;
+  const double ix = std::max(0.0, std::min(bx1, x0 + w) - std::max(bx0, x0));
+  const double iy = std::max(0.0, std::min(by1, y0 + h) - std::max(by0, y0));
+  return ix * iy / ((bx1 - bx0) * (by1 - by0));
+}
+
 }  // namespace
 
 JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::string>* classes) {
@@ -99,10 +107,25 @@ JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::stri
   return f;
 }
 
+static RgbImage decode_jpeg_data(const unsigned char* data, size_t size, const std::string& name, int min_side, bool pixels);
+
 RgbImage decode_jpeg(const std::string& path, int min_side) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return decode_jpeg_bytes(bytes.data(), bytes.size(), path, min_side);
+}
+
+RgbImage decode_jpeg_bytes(const unsigned char* data, size_t size, const std::string& name, int min_side) {
+  return decode_jpeg_data(data, size, name, min_side, true);
+}
+
+RgbImage read_jpeg_header(const unsigned char* data, size_t size, const std::string& name) {
+  return decode_jpeg_data(data, size, name, 1, false);
+}
+
+// With `pixels` false, only the header: the size, and the checks before any decoding.
+static RgbImage decode_jpeg_data(const unsigned char* data, size_t size, const std::string& name, int min_side, bool pixels) {
   RgbImage image;
   jpeg_decompress_struct cinfo;
   ErrorManager errors;
@@ -112,10 +135,10 @@ RgbImage decode_jpeg(const std::string& path, int min_side) {
   jpeg_create_decompress(&cinfo);
   if (setjmp(errors.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    throw std::runtime_error(path + ": corrupt or unsupported JPEG: " + errors.message);
+    throw std::runtime_error(name + ": corrupt or unsupported JPEG: " + errors.message);
   }
-  if (bytes.empty()) fail_decode(errors, "empty file");
-  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  if (size == 0) fail_decode(errors, "no bytes");
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK)
     fail_decode(errors, "CMYK images are not supported");
@@ -126,6 +149,12 @@ RgbImage decode_jpeg(const std::string& path, int min_side) {
     std::snprintf(why, sizeof(why), "%ux%u is more than the %llu megapixels cnnbench decodes", cinfo.image_width,
                   cinfo.image_height, static_cast<unsigned long long>(max_jpeg_pixels >> 20));
     fail_decode(errors, why);
+  }
+  if (!pixels) {
+    image.width = static_cast<int>(cinfo.image_width);
+    image.height = static_cast<int>(cinfo.image_height);
+    jpeg_destroy_decompress(&cinfo);
+    return image;
   }
   cinfo.out_color_space = JCS_RGB;
   const unsigned shorter = std::min(cinfo.image_width, cinfo.image_height);
@@ -147,21 +176,28 @@ RgbImage decode_jpeg(const std::string& path, int min_side) {
 }
 
 JpegFolderSource::JpegFolderSource(JpegFolder folder, bool training, int64_t size)
-    : folder_(std::move(folder)), training_(training), size_(size), normalisation_(augmentation_for("imagenet", false)) {}
+    : folder_(std::move(folder)), training_(training), size_(size) {}
 
 void JpegFolderSource::make(int64_t index, std::mt19937_64& rng, float* out) const {
-  const int64_t resize = size_ * 256 / 224;  // evaluation: shorter side before the centre crop
-  const RgbImage image = decode_jpeg(folder_.files[index], static_cast<int>(training_ ? size_ : resize));
+  const RgbImage image = decode_jpeg(folder_.files[index], imagenet_decode_side(training_, size_));
+  make_imagenet_example(image, training_, size_, {}, rng, out);
+}
+
+void make_imagenet_example(const RgbImage& image, bool training, int64_t size, const std::vector<Box>& boxes,
+                           std::mt19937_64& rng, float* out) {
+  static const Augmentation normalisation = augmentation_for("imagenet", false);
   const double W = image.width, H = image.height;
-  if (!training_) {
-    const double scale = resize / std::min(W, H), crop = size_ / scale;
-    resample(image, (W - crop) / 2, (H - crop) / 2, crop, crop, size_, false, normalisation_, out);
+  if (!training) {
+    const double scale = imagenet_decode_side(false, size) / std::min(W, H), crop = size / scale;
+    resample(image, (W - crop) / 2, (H - crop) / 2, crop, crop, size, false, normalisation, out);
     return;
   }
   std::uniform_real_distribution<double> unit(0.0, 1.0);
+  // with boxes, a crop must cover a tenth of one picked at random (TensorFlow's min_object_covered)
+  const Box* box = boxes.empty() ? nullptr : &boxes[rng() % boxes.size()];
   double w = 0, h = 0, x0 = 0, y0 = 0;
   bool found = false;
-  for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+  for (int attempt = 0; attempt < (box ? 100 : 10) && !found; ++attempt) {
     const double area = W * H * (0.08 + 0.92 * unit(rng));
     const double aspect = std::exp(std::log(3.0 / 4.0) + unit(rng) * (std::log(4.0 / 3.0) - std::log(3.0 / 4.0)));
     w = std::round(std::sqrt(area * aspect));
@@ -169,7 +205,7 @@ void JpegFolderSource::make(int64_t index, std::mt19937_64& rng, float* out) con
     if (w > 0 && h > 0 && w <= W && h <= H) {
       x0 = std::floor(unit(rng) * (W - w + 1));
       y0 = std::floor(unit(rng) * (H - h + 1));
-      found = true;
+      found = !box || covered_fraction(*box, W, H, x0, y0, w, h) >= 0.1;
     }
   }
   if (!found) {  // torchvision's fallback: the largest centred crop within the aspect range
@@ -179,7 +215,7 @@ void JpegFolderSource::make(int64_t index, std::mt19937_64& rng, float* out) con
     x0 = (W - w) / 2;
     y0 = (H - h) / 2;
   }
-  resample(image, x0, y0, w, h, size_, (rng() & 1) != 0, normalisation_, out);
+  resample(image, x0, y0, w, h, size, (rng() & 1) != 0, normalisation, out);
 }
 
 }  // namespace cnnbench

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/data/example_source.h"
+#include "harness/data/image_example.h"
 
 namespace cnnbench {
 
@@ -32,6 +33,21 @@ struct RgbImage {
 
 // Decodes a JPEG file to RGB, reduced by 1/2, 1/4 or 1/8 while its shorter side stays >= min_side.
 RgbImage decode_jpeg(const std::string& path, int min_side);
+// The same for JPEG bytes in memory; `name` (a file, a shard and offset) is what errors name.
+RgbImage decode_jpeg_bytes(const unsigned char* data, size_t size, const std::string& name, int min_side);
+// The width and height alone (no pixels), with the same checks of the header.
+RgbImage read_jpeg_header(const unsigned char* data, size_t size, const std::string& name);
+
+// The ImageNet recipe on a decoded image, written as 3 x size x size normalised floats: for
+// training a random-resized crop (covering at least a tenth of one of `boxes`, when given, as
+// TensorFlow's sampler does) and a flip; for evaluation the shorter side resized to
+// size x 256/224 and a centre crop. Boxes are fractions of the image.
+void make_imagenet_example(const RgbImage& image, bool training, int64_t size, const std::vector<Box>& boxes,
+                           std::mt19937_64& rng, float* out);
+// The shorter side to decode at least, for make_imagenet_example.
+inline int imagenet_decode_side(bool training, int64_t size) {
+  return static_cast<int>(training ? size : size * 256 / 224);
+}
 
 class JpegFolderSource final : public ExampleSource {
  public:
@@ -46,7 +62,6 @@ class JpegFolderSource final : public ExampleSource {
   JpegFolder folder_;
   bool training_;
   int64_t size_;
-  Augmentation normalisation_;
 };
 
 }  // namespace cnnbench

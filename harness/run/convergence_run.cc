@@ -13,6 +13,8 @@
 #include "harness/run/fault_injection.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/data/jpeg_folder.h"
+#include "harness/data/tfrecord.h"
+#include "harness/data/tfrecord_pipeline.h"
 #include "harness/run/lr_schedule.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
@@ -38,11 +40,43 @@ struct EpochMetrics {
 struct DataSplits {
   std::unique_ptr<ImageDataset> train_images, test_images;  // in-memory data sets
   std::unique_ptr<ExampleSource> train, test;
+  TfRecordShards train_shards, test_shards;  // ImageNet as TFRecord shards (then no sources)
   int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
 };
 
-DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size) {
-  DataSplits d;
+// Records per shard, each rank counting its share of the files from their headers; a rank's
+// error is kept in `error` (reported with the others'), and every rank joins the sum.
+void count_shards(TfRecordShards& shards, const Communicator& comm, std::string& error) {
+  std::vector<double> counts(shards.files.size(), 0.0);
+  for (size_t i = comm.rank(); i < counts.size() && error.empty(); i += comm.size()) {
+    try {
+      counts[i] = static_cast<double>(count_tfrecords(shards.files[i]));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  comm.allreduce_sum(counts.data(), counts.size());
+  shards.records.assign(counts.begin(), counts.end());
+}
+
+// ImageNet from TFRecord shards when `dir` holds train-*-of-* files (JPEG folders otherwise).
+bool holds_tfrecords(const std::string& dataset, const std::string& dir) {
+  return dataset == "imagenet" && !find_tfrecord_shards(dir, "train").empty();
+}
+
+DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
+                     DataSplits counted) {
+  DataSplits d = std::move(counted);
+  if (!d.train_shards.files.empty()) {
+    if (d.test_shards.files.empty())
+      throw std::runtime_error(dir + ": train-*-of-* shards but no validation-*-of-* shards to evaluate on");
+    d.classes = classes;  // the labels are checked record by record
+    d.train_count = d.train_shards.total();
+    d.test_count = d.test_shards.total();
+    d.channels = 3;
+    d.height = d.width = image_size;
+    return d;
+  }
   if (dataset == "imagenet") {
     JpegFolder train = scan_jpeg_folder(dir + "/train");
     JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
@@ -69,12 +103,49 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   return d;
 }
 
+// Whether the input pipeline held the run back: its workers' rate (images made per second of
+// their busy time, all workers of all ranks) against the compute's (images per second of the
+// time not spent waiting for input), and the share of the time spent waiting.
+struct InputVerdict {
+  double pipeline_images_per_sec = 0, compute_images_per_sec = 0, stall_fraction = 0;
+  int workers = 0;         // all ranks'
+  int workers_needed = 0;  // at the workers' measured rate, to keep up with the compute
+  bool input_bound = false;
+
+  std::string line() const {
+    return fmt::format("input pipeline: {:.1f} images/sec ({} workers, {:.1f} each), compute {:.1f} images/sec, "
+                       "waiting for input {:.1f}% of the time: {}",
+                       pipeline_images_per_sec, workers, pipeline_images_per_sec / std::max(1, workers),
+                       compute_images_per_sec, 100 * stall_fraction,
+                       input_bound ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
+                                   : "not input-bound");
+  }
+  nlohmann::json to_json() const {
+    return {{"pipeline_images_per_sec", pipeline_images_per_sec}, {"compute_images_per_sec", compute_images_per_sec},
+            {"stall_fraction", stall_fraction}, {"workers", workers}, {"workers_needed", workers_needed},
+            {"input_bound", input_bound}};
+  }
+};
+
+InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec) {
+  InputVerdict v;
+  v.pipeline_images_per_sec = capacity;
+  v.workers = workers;
+  v.stall_fraction = seconds > 0 ? stall_sec / seconds : 0;
+  v.compute_images_per_sec = seconds > stall_sec ? static_cast<double>(images) / (seconds - stall_sec) : 0;
+  const double per_worker = capacity / std::max(1, workers);
+  v.workers_needed = per_worker > 0 ? static_cast<int>(std::ceil(v.compute_images_per_sec / per_worker)) : 0;
+  // a few percent of waiting is the first batches' and the epochs' starts
+  v.input_bound = v.stall_fraction > 0.05;
+  return v;
+}
+
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;
 };
 
 // The pipeline's next batch; with a timeline, a wait for it is an "input stall" span.
-const float* next_batch(InputPipeline& input, Timeline* timeline) {
+const float* next_batch(BatchPipeline& input, Timeline* timeline) {
   const double stalled_before = input.stall_sec();
   const auto start = std::chrono::steady_clock::now();
   const float* images = input.next_images();
@@ -84,7 +155,7 @@ const float* next_batch(InputPipeline& input, Timeline* timeline) {
 }
 
 // The whole test set, each rank its shard, counts summed over ranks.
-EvalResult evaluate(Plan& plan, InputPipeline& pipeline, const Communicator& comm, Timeline* timeline) {
+EvalResult evaluate(Plan& plan, BatchPipeline& pipeline, const Communicator& comm, Timeline* timeline) {
   const auto start = std::chrono::steady_clock::now();
   const Graph& g = plan.graph();
   const int64_t n = g.batch_size(), classes = g.num_classes();
@@ -146,16 +217,33 @@ void run_convergence(const Config& config, Communicator& comm) {
   Plan& plan = *setup.plan;
 
   DataSplits data;
-  const double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
-  LrSchedule schedule;
   std::string error;
+  const bool tfrecords = holds_tfrecords(settings.dataset, config.data_dir);
+  if (tfrecords) {  // collective: every rank counts its share of the shards' records
+    data.train_shards.files = find_tfrecord_shards(config.data_dir, "train");
+    data.test_shards.files = find_tfrecord_shards(config.data_dir, "validation");
+    count_shards(data.train_shards, comm, error);
+    count_shards(data.test_shards, comm, error);
+  }
+  LrSchedule schedule;
+  double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
+  int64_t steps = 0, total_steps = 0;  // per epoch; of the whole run
   try {
+    if (!error.empty()) throw std::runtime_error(error);
+    const Shape& in = setup.graph.input().out;
+    data = load_data(settings.dataset, config.data_dir, in.h, setup.graph.num_classes(), std::move(data));
+    steps = data.train_count / comm.size() / std::max<int64_t>(1, settings.batch_size);
+    // --num_batches (without --num_epochs) trains that many steps: a benchmark on real data
+    if (config.num_epochs == 0 && config.num_batches_set && steps > 0) {
+      total_steps = config.num_batches;
+      total_epochs = static_cast<double>(total_steps) / static_cast<double>(steps);
+    } else {
+      total_steps = static_cast<int64_t>(std::ceil(total_epochs * static_cast<double>(steps) - 1e-9));
+    }
     // a bad --piecewise_learning_rate_schedule is refused here, with the other set-up errors
     schedule = make_lr_schedule(settings.learning_rate, config.piecewise_learning_rate_schedule,
                                 config.num_learning_rate_warmup_epochs, config.cosine_learning_rate, total_epochs,
                                 settings.global_batch, config.learning_rate_base_batch);
-    const Shape& in = setup.graph.input().out;
-    data = load_data(settings.dataset, config.data_dir, in.h);
     if (data.channels != in.c || data.height != in.h || data.width != in.w)
       throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
                                            data.channels, data.height, data.width, settings.model.name, in.c, in.h,
@@ -188,17 +276,32 @@ void run_convergence(const Config& config, Communicator& comm) {
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   if (reducer) reducer->set_timeline(timeline.get());
 
-  const int64_t epochs = static_cast<int64_t>(std::ceil(total_epochs));
-  InputPipeline train_input(*data.train, settings.batch_size, comm.rank(), comm.size(), config.seed, true,
-                            static_cast<int>(config.num_data_workers));
-  InputPipeline test_input(*data.test, settings.batch_size, comm.rank(), comm.size(), config.seed, false,
-                           static_cast<int>(config.num_data_workers));
+  const int64_t epochs = (total_steps + steps - 1) / steps;
+  const int workers = static_cast<int>(config.num_data_workers);
+  std::unique_ptr<BatchPipeline> train_pipeline, test_pipeline;
+  if (tfrecords) {
+    const int64_t size = setup.graph.input().out.h, classes = setup.graph.num_classes();
+    train_pipeline = std::make_unique<TfRecordPipeline>(data.train_shards, settings.batch_size, comm.rank(), comm.size(),
+                                                        config.seed, true, size, classes,
+                                                        config.datasets_shuffle_buffer_size, workers);
+    test_pipeline = std::make_unique<TfRecordPipeline>(data.test_shards, settings.batch_size, comm.rank(), comm.size(),
+                                                       config.seed, false, size, classes, 0, workers);
+  } else {
+    train_pipeline = std::make_unique<InputPipeline>(*data.train, settings.batch_size, comm.rank(), comm.size(),
+                                                     config.seed, true, workers);
+    test_pipeline = std::make_unique<InputPipeline>(*data.test, settings.batch_size, comm.rank(), comm.size(),
+                                                    config.seed, false, workers);
+  }
+  BatchPipeline& train_input = *train_pipeline;
+  BatchPipeline& test_input = *test_pipeline;
 
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan));
   if (leader)
-    fmt::print("Training on {} ({} images; {} steps per epoch), testing on {} images, {} epochs\n", config.data_dir,
-               data.train_count, train_input.steps_per_epoch(), data.test_count, total_epochs);
+    fmt::print("Training on {} ({} images{}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
+               config.data_dir, data.train_count,
+               tfrecords ? fmt::format(" in {} TFRecord shards", data.train_shards.files.size()) : "",
+               train_input.steps_per_epoch(), data.test_count, total_epochs, total_steps);
   const bool terminal = leader && isatty(STDOUT_FILENO);
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
@@ -213,9 +316,10 @@ void run_convergence(const Config& config, Communicator& comm) {
                                                                                json_path.ends_with(".json") ? 5 : 0)) +
                                "_epochs.csv";
   std::vector<EpochMetrics> history;
-  const int64_t steps = train_input.steps_per_epoch();
+  double run_seconds = 0, run_stall_sec = 0;
+  int64_t run_images = 0;
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
-    const int64_t epoch_steps = std::min<int64_t>(steps, static_cast<int64_t>(std::ceil((total_epochs - epoch) * steps)));
+    const int64_t epoch_steps = std::min<int64_t>(steps, total_steps - epoch * steps);
     train_input.start_epoch(epoch);
     const double stall_before = train_input.stall_sec();
     const auto start = std::chrono::steady_clock::now();
@@ -265,7 +369,11 @@ void run_convergence(const Config& config, Communicator& comm) {
     m.learning_rate = lr;
     m.images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / seconds;
     m.compute_images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / (seconds - m.input_stall_sec);
-    const bool last = epoch + 1 == epochs;
+    run_seconds += m.seconds;
+    run_stall_sec += m.input_stall_sec;
+    run_images += epoch_steps * settings.global_batch;
+    // a --num_batches run is a benchmark: it evaluates only where asked to
+    const bool last = epoch + 1 == epochs && !(config.num_epochs == 0 && config.num_batches_set);
     const double every = config.eval_during_training_every_n_epochs;
     if (last || (every > 0 && std::fmod(static_cast<double>(epoch + 1), every) < 1e-9)) {
       const EvalResult e = evaluate(plan, test_input, comm, timeline.get());
@@ -303,8 +411,12 @@ void run_convergence(const Config& config, Communicator& comm) {
       break;
     }
   }
+  double capacity = train_input.images_per_sec_capacity();
+  comm.allreduce_sum(&capacity, 1);
+  const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec);
   if (timeline) write_timeline(comm, *timeline, config.timeline);
   if (!leader) return;
+  fmt::print("{}\n", input.line());
   nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
                         {"context", to_json(collect_run_context())},
                         {"config", nlohmann::json::object()},
@@ -318,6 +430,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                         {"epochs", nlohmann::json::array()}};
   for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
   for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
+  doc["input"] = input.to_json();
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
   write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);

@@ -1,0 +1,114 @@
+#include "harness/data/tfrecord_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+
+#include "harness/data/image_example.h"
+#include "harness/data/jpeg_folder.h"
+
+namespace cnnbench {
+
+std::vector<std::string> find_tfrecord_shards(const std::string& dir, const std::string& subset) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.starts_with(subset + "-") && name.find("-of-") != std::string::npos &&
+        !name.ends_with(".tmp"))
+      found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+int64_t TfRecordShards::total() const {
+  int64_t sum = 0;
+  for (int64_t r : records) sum += r;
+  return sum;
+}
+
+TfRecordPipeline::TfRecordPipeline(TfRecordShards shards, int64_t batch_size, int rank, int ranks, uint64_t seed,
+                                   bool training, int64_t image_size, int64_t classes, int64_t shuffle_buffer,
+                                   int workers, int depth)
+    : BatchPipeline(batch_size, 3 * image_size * image_size, rank, seed, workers, depth),
+      shards_(std::move(shards)),
+      image_size_(image_size),
+      classes_(classes) {
+  options_.rank = rank;
+  options_.ranks = ranks;
+  options_.seed = seed;
+  options_.training = training;
+  options_.batch_size = batch_size;
+  // more than a rank's share of a pass would only hold records of the passes ahead
+  options_.shuffle_buffer = std::min(shuffle_buffer, std::max<int64_t>(1, shards_.total() / ranks));
+  options_.batches_ahead = std::max(4, depth + 1);
+  const int64_t files = static_cast<int64_t>(shards_.files.size());
+  if (training) {
+    steps_ = shards_.total() / ranks / batch_size;
+  } else {  // this rank's records of the one pass
+    int64_t mine = 0;
+    if (files < ranks) {
+      mine = (shards_.total() - rank + ranks - 1) / ranks;
+    } else {
+      for (int32_t f : rank_files(files, rank, ranks, seed, 0, false)) mine += shards_.records[f];
+    }
+    steps_ = (mine + batch_size - 1) / batch_size;
+  }
+}
+
+TfRecordPipeline::~TfRecordPipeline() { stop_workers(); }
+
+void TfRecordPipeline::interrupt_fills() {
+  if (stream_) stream_->interrupt();
+}
+
+void TfRecordPipeline::start_epoch(int64_t epoch) {
+  const bool finished = consumed_ == steps_;
+  stop_workers();
+  if (options_.training && stream_ && epoch == next_epoch_ && finished) {
+    base_ += steps_;  // the stream goes on where the last epoch ended
+    stream_->resume();
+  } else {  // the first epoch, evaluation, or after an epoch cut short: a new stream
+    stream_.reset();
+    options_.first_pass = options_.training ? epoch : 0;
+    stream_ = std::make_unique<RecordStream>(shards_.files, options_);
+    base_ = 0;
+  }
+  next_epoch_ = epoch + 1;
+  start_workers(epoch);
+}
+
+void TfRecordPipeline::make(const StreamRecord& record, std::mt19937_64& rng, float* out, int32_t& label) const {
+  const std::string where = stream_->file(record.file) + ": record at byte " + std::to_string(record.offset);
+  ImageExample e;
+  try {
+    e = parse_image_example(record.bytes);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(where + ": " + error.what());
+  }
+  if (e.label < 1 || e.label > classes_)
+    throw std::runtime_error(where + ": image/class/label " + std::to_string(e.label) + " is outside 1.." +
+                             std::to_string(classes_) + " (label - 1 is the model's class)");
+  label = static_cast<int32_t>(e.label - 1);
+  const RgbImage image = decode_jpeg_bytes(reinterpret_cast<const unsigned char*>(e.jpeg.data()), e.jpeg.size(),
+                                           where, imagenet_decode_side(options_.training, image_size_));
+  make_imagenet_example(image, options_.training, image_size_, e.boxes, rng, out);
+}
+
+int64_t TfRecordPipeline::fill_batch(int64_t b, std::mt19937_64& rng, float* images, int32_t* labels,
+                                     double& waited_sec) {
+  std::vector<StreamRecord> records;
+  const auto start = std::chrono::steady_clock::now();
+  if (!stream_->take(base_ + b, records)) return -1;
+  waited_sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (records.empty()) throw std::runtime_error(shards_.files.front() + "...: the shards ended early (changed while read?)");
+  const int64_t valid = std::min<int64_t>(static_cast<int64_t>(records.size()), batch_size_);
+  for (int64_t i = 0; i < batch_size_; ++i)  // evaluation pads its last batch with its first record
+    make(records[i < valid ? i : 0], rng, images + i * example_floats_, labels[i]);
+  return valid;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,322 @@
+// TFRecord shards as tf_cnn_benchmarks users hold ImageNet: the CRC-32C of the specification, the
+// record framing and every kind of damage named by file and offset, tf.train.Example images,
+// `cnnbench make_tfrecords`, and the streaming pipeline across ranks.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "harness/data/crc32c.h"
+#include "harness/data/image_example.h"
+#include "harness/data/jpeg_folder.h"
+#include "harness/data/make_tfrecords.h"
+#include "harness/data/tfrecord.h"
+#include "harness/data/tfrecord_pipeline.h"
+#include "proto/example.pb.h"
+#include "test_files.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::error_of;
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void spit(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+// RFC 3720 (iSCSI), appendix B.4, and the customary check value of "123456789".
+TEST(Crc32c, MatchesThePublishedVectors) {
+  std::string zeros(32, '\0'), ones(32, '\xff'), up(32, '\0'), down(32, '\0');
+  for (int i = 0; i < 32; ++i) {
+    up[i] = static_cast<char>(i);
+    down[i] = static_cast<char>(31 - i);
+  }
+  for (auto crc : {&crc32c, &crc32c_table}) {
+    EXPECT_EQ(crc("123456789", 9, 0), 0xe3069283u);
+    EXPECT_EQ(crc(zeros.data(), 32, 0), 0x8a9136aau);
+    EXPECT_EQ(crc(ones.data(), 32, 0), 0x62a8ab43u);
+    EXPECT_EQ(crc(up.data(), 32, 0), 0x46dd794eu);
+    EXPECT_EQ(crc(down.data(), 32, 0), 0x113fdb5cu);
+  }
+  // the fast path agrees with the table at every length and alignment, and continues a CRC
+  std::mt19937 rng(3);
+  std::string bytes(1000, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  for (size_t start : {0, 1, 3, 7})
+    for (size_t n : {0, 1, 7, 8, 9, 63, 500})
+      EXPECT_EQ(crc32c(bytes.data() + start, n), crc32c_table(bytes.data() + start, n)) << start << " " << n;
+  EXPECT_EQ(crc32c(bytes.data() + 10, 90, crc32c(bytes.data(), 10)), crc32c(bytes.data(), 100));
+  EXPECT_EQ(mask_crc(0), 0xa282ead8u);
+}
+
+TEST(TfRecord, RecordsRoundTripInAnyBlockSize) {
+  const std::string path = fresh_dir("tfrecord_ok") + "/records";
+  const std::vector<std::string> records = {"", "a", std::string(100000, 'x'), "last"};
+  {
+    TfRecordWriter w(path, true);
+    for (const std::string& r : records) w.write(r);
+    EXPECT_FALSE(fs::exists(path));  // written as PATH.tmp until closed
+    w.close();
+  }
+  EXPECT_EQ(fs::file_size(path), 16 * 4 + 100005u);
+  EXPECT_EQ(count_tfrecords(path), 4);
+  for (size_t block : {size_t{16}, size_t{4} << 20}) {
+    TfRecordReader in(path, block);
+    std::string r;
+    for (const std::string& expected : records) {
+      ASSERT_TRUE(in.next(r));
+      EXPECT_EQ(r, expected);
+    }
+    EXPECT_EQ(in.record_offset(), 16 + 17u + 100016u);
+    EXPECT_FALSE(in.next(r));
+  }
+  // a writer dropped before close() leaves nothing behind
+  { TfRecordWriter w(path + "2", true); w.write("x"); }
+  EXPECT_FALSE(fs::exists(path + "2"));
+  EXPECT_FALSE(fs::exists(path + "2.tmp"));
+}
+
+TEST(TfRecord, EveryKindOfDamageNamesTheFileAndOffset) {
+  const std::string dir = fresh_dir("tfrecord_bad");
+  {
+    TfRecordWriter w(dir + "/good", true);
+    w.write("first record");
+    w.write("second record");
+    w.close();
+  }
+  const std::string good = slurp(dir + "/good");
+  const size_t second = 16 + 12;  // offset of the second record
+  auto damaged = [&](const std::string& name, std::string bytes) {
+    spit(dir + "/" + name, bytes);
+    std::string r, what;
+    try {
+      TfRecordReader in(dir + "/" + name);
+      while (in.next(r)) {
+      }
+    } catch (const TfRecordError& e) {
+      what = e.what();
+    }
+    return what;
+  };
+  std::string bytes = good;
+  bytes[second + 12 + 3] ^= 1;  // a bit of the second record's data
+  EXPECT_EQ(damaged("data", bytes), dir + "/data: record at byte 28: the data's CRC does not match (damaged data)");
+  bytes = good;
+  bytes[second] ^= 1;  // its length
+  EXPECT_NE(damaged("length", bytes).find("/length: record at byte 28: the length's CRC does not match"), std::string::npos);
+  EXPECT_NE(damaged("short", good.substr(0, good.size() - 3)).find("/short: record at byte 28: truncated: announces 13 bytes"),
+            std::string::npos);
+  EXPECT_NE(damaged("header", good.substr(0, second + 5)).find("/header: record at byte 28: truncated"),
+            std::string::npos);
+  EXPECT_NE(damaged("text", "this is not a TFRecord file at all").find("/text: record at byte 0: the length's CRC"),
+            std::string::npos);
+  // a length far beyond the limit, with a correct CRC, asks for nothing
+  std::string huge(12, '\0');
+  for (int i = 0; i < 8; ++i) huge[i] = static_cast<char>(i == 5 ? 1 : 0);  // 2^40 bytes
+  const uint32_t crc = masked_crc32c(huge.data(), 8);
+  for (int i = 0; i < 4; ++i) huge[8 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  EXPECT_NE(damaged("huge", huge).find("announces 1099511627776 bytes, more than the 256 MiB"), std::string::npos);
+  EXPECT_NE(error_of([&] { count_tfrecords(dir + "/short"); }).find("record at byte 28: truncated"), std::string::npos);
+  EXPECT_NE(error_of([&] { TfRecordReader in(dir + "/absent"); }).find("/absent: cannot open"), std::string::npos);
+}
+
+TEST(ImageExample, FieldsRoundTripAndMissingOnesAreNamed) {
+  ImageExample e;
+  e.jpeg = std::string("\xff\xd8 not really", 12);
+  e.label = 7;
+  e.synset = "n01440764";
+  e.height = 375;
+  e.width = 500;
+  e.boxes = {{0.1f, 0.2f, 0.5f, 0.9f}, {0.0f, 0.0f, 1.0f, 1.0f}};
+  const std::string bytes = serialize_image_example(e);
+  EXPECT_EQ(bytes, serialize_image_example(e));  // deterministic
+  const ImageExample back = parse_image_example(bytes);
+  EXPECT_EQ(back.jpeg, e.jpeg);
+  EXPECT_EQ(back.label, 7);
+  EXPECT_EQ(back.synset, "n01440764");
+  EXPECT_EQ(back.width, 500);
+  ASSERT_EQ(back.boxes.size(), 2u);
+  EXPECT_FLOAT_EQ(back.boxes[0].ymax, 0.9f);
+
+  EXPECT_EQ(error_of([] { parse_image_example("\xff\xff\xff garbage"); }), "not a tf.train.Example (protobuf parse failed)");
+  tf::Example no_label;
+  (*no_label.mutable_features()->mutable_feature())["image/encoded"].mutable_bytes_list()->add_value("x");
+  EXPECT_EQ(error_of([&] { parse_image_example(no_label.SerializeAsString()); }),
+            "the Example has no image/class/label integer");
+  tf::Example float_label = no_label;
+  (*float_label.mutable_features()->mutable_feature())["image/class/label"].mutable_float_list()->add_value(1);
+  EXPECT_EQ(error_of([&] { parse_image_example(float_label.SerializeAsString()); }),
+            "the Example has no image/class/label integer");
+  tf::Example odd_boxes = float_label;
+  (*odd_boxes.mutable_features()->mutable_feature())["image/class/label"].mutable_int64_list()->add_value(1);
+  (*odd_boxes.mutable_features()->mutable_feature())["image/object/bbox/xmin"].mutable_float_list()->add_value(0);
+  EXPECT_EQ(error_of([&] { parse_image_example(odd_boxes.SerializeAsString()); }),
+            "image/object/bbox/{xmin,ymin,xmax,ymax} are not four lists of one length");
+  EXPECT_EQ(error_of([] { parse_image_example(""); }), "the Example has no image/encoded bytes");
+}
+
+// An image black but for a white strip on its left fifth, with a box around the strip: every
+// training crop must cover a tenth of the box, so holds white; without the box some crops miss it.
+TEST(ImageExample, TrainingCropsHonourTheBoundingBox) {
+  RgbImage image;
+  image.width = 500;
+  image.height = 375;
+  image.pixels.assign(500 * 375 * 3, 0);
+  for (int y = 0; y < 375; ++y)
+    for (int x = 0; x < 100; ++x)
+      for (int c = 0; c < 3; ++c) image.pixels[(y * 500 + x) * 3 + c] = 255;
+  std::vector<float> out(3 * 64 * 64);
+  auto holds_white = [&](const std::vector<Box>& boxes, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    make_imagenet_example(image, true, 64, boxes, rng, out.data());
+    return *std::max_element(out.begin(), out.end()) > 1.5f;  // (1 - 0.485) / 0.229 = 2.2 for white
+  };
+  int with_box = 0, without = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    with_box += holds_white({{0.0f, 0.0f, 0.2f, 1.0f}}, seed);
+    without += holds_white({}, seed);
+  }
+  EXPECT_EQ(with_box, 200);
+  EXPECT_LT(without, 200);
+}
+
+struct Shards {
+  std::string dir;
+  TfRecordShards train, validation;
+};
+
+// 3 classes x 5 training images in 4 shards, 3 validation images in 2 shards.
+Shards make_shards(const std::string& name) {
+  const std::string root = fresh_dir(name);
+  testing::write_jpeg_folders(root + "/jpeg", 3, 5);
+  std::FILE* sink = std::tmpfile();
+  EXPECT_EQ(make_tfrecords_command({root + "/jpeg", root + "/shards", "--train_shards=4", "--validation_shards=2",
+                                    "--threads=2"},
+                                   sink, sink),
+            0);
+  std::fclose(sink);
+  Shards s;
+  s.dir = root + "/shards";
+  s.train.files = find_tfrecord_shards(s.dir, "train");
+  s.validation.files = find_tfrecord_shards(s.dir, "validation");
+  for (const auto& f : s.train.files) s.train.records.push_back(count_tfrecords(f));
+  for (const auto& f : s.validation.files) s.validation.records.push_back(count_tfrecords(f));
+  return s;
+}
+
+TEST(MakeTfRecords, WritesNamedShardsOfExamplesAndRefusesToOverwrite) {
+  const Shards s = make_shards("make_tfrecords");
+  ASSERT_EQ(s.train.files.size(), 4u);
+  EXPECT_EQ(fs::path(s.train.files[0]).filename(), "train-00000-of-00004");
+  EXPECT_EQ(fs::path(s.validation.files[1]).filename(), "validation-00001-of-00002");
+  EXPECT_EQ(s.train.total(), 15);
+  EXPECT_EQ(s.validation.total(), 3);
+  std::map<int64_t, int> labels;
+  for (const std::string& f : s.train.files) {
+    TfRecordReader in(f);
+    std::string record;
+    while (in.next(record)) {
+      const ImageExample e = parse_image_example(record);
+      ++labels[e.label];
+      EXPECT_EQ(e.height, 260);
+      EXPECT_EQ(e.synset, "n0" + std::to_string(1000 + e.label - 1));
+      EXPECT_NO_THROW(decode_jpeg_bytes(reinterpret_cast<const unsigned char*>(e.jpeg.data()), e.jpeg.size(), f, 32));
+    }
+  }
+  EXPECT_EQ(labels, (std::map<int64_t, int>{{1, 5}, {2, 5}, {3, 5}}));
+  std::FILE* sink = std::tmpfile();
+  EXPECT_EQ(make_tfrecords_command({fs::path(s.dir).parent_path().string() + "/jpeg", s.dir}, sink, sink), 2);
+  EXPECT_EQ(make_tfrecords_command({"only-one"}, sink, sink), 2);
+  EXPECT_EQ(make_tfrecords_command({"a", "b", "--train_shards=0"}, sink, sink), 2);
+  std::rewind(sink);
+  char line[512] = {};
+  ASSERT_NE(std::fgets(line, sizeof(line), sink), nullptr);
+  EXPECT_NE(std::string(line).find("holds TFRecord shards already"), std::string::npos) << line;
+  std::fclose(sink);
+}
+
+// Labels of every batch of an epoch, and the first image's first value of each batch.
+std::vector<int32_t> epoch_labels(BatchPipeline& p, int64_t epoch, std::vector<float>* firsts = nullptr) {
+  std::vector<int32_t> labels;
+  p.start_epoch(epoch);
+  for (int64_t s = 0; s < p.steps_per_epoch(); ++s) {
+    const float* images = p.next_images();
+    if (firsts) firsts->push_back(images[0]);
+    labels.insert(labels.end(), p.current_labels(), p.current_labels() + p.current_valid());
+  }
+  return labels;
+}
+
+TEST(TfRecordPipeline, TrainingIsDeterministicAndEvaluationCoversEveryRecordOnce) {
+  const Shards s = make_shards("tfrecord_pipeline");
+  for (int ranks : {1, 2, 3, 5}) {  // 5 ranks: fewer train shards than ranks, records dealt instead
+    std::multiset<int32_t> seen;
+    for (int rank = 0; rank < ranks; ++rank) {
+      TfRecordPipeline train(s.train, 2, rank, ranks, 9, true, 32, 3, 4, 2), again(s.train, 2, rank, ranks, 9, true, 32, 3, 4, 1);
+      EXPECT_EQ(train.steps_per_epoch(), 15 / ranks / 2);
+      std::vector<float> a, b;
+      for (int64_t epoch = 0; epoch < 3; ++epoch)
+        EXPECT_EQ(epoch_labels(train, epoch, &a), epoch_labels(again, epoch, &b)) << ranks << " " << rank;
+      EXPECT_EQ(a, b);  // the same images, augmented alike, whatever the number of workers
+      for (int32_t l : epoch_labels(train, 3)) {
+        EXPECT_GE(l, 0);
+        EXPECT_LT(l, 3);
+      }
+      TfRecordPipeline eval(s.validation, 2, rank, ranks, 9, false, 32, 3, 0, 2);
+      for (int32_t l : epoch_labels(eval, 0)) seen.insert(l);
+      EXPECT_EQ(epoch_labels(eval, 0).size(), epoch_labels(eval, 0).size());  // evaluation restarts
+    }
+    EXPECT_EQ(seen, (std::multiset<int32_t>{0, 1, 2})) << ranks << " ranks";
+  }
+}
+
+TEST(TfRecordPipeline, BadRecordsStopTheRunNamingShardAndOffset) {
+  Shards s = make_shards("tfrecord_pipeline_bad");
+  // a label beyond the model's classes: with 2 classes, label 3 is out of range
+  TfRecordPipeline few(s.validation, 3, 0, 1, 1, false, 32, 2, 0, 1);
+  few.start_epoch(0);
+  const std::string label_error = error_of([&] { few.next_images(); });
+  EXPECT_NE(label_error.find("validation-0000"), std::string::npos) << label_error;
+  EXPECT_NE(label_error.find(": record at byte "), std::string::npos) << label_error;
+  EXPECT_NE(label_error.find("image/class/label 3 is outside 1..2"), std::string::npos) << label_error;
+  // a flipped bit in a shard's last record
+  std::string bytes = slurp(s.train.files[2]);
+  bytes[bytes.size() - 10] ^= 0x10;
+  spit(s.train.files[2], bytes);
+  TfRecordPipeline train(s.train, 1, 0, 1, 1, true, 32, 3, 1, 2);
+  train.start_epoch(0);
+  std::string error;
+  for (int64_t i = 0; i < train.steps_per_epoch() && error.empty(); ++i) error = error_of([&] { train.next_images(); });
+  EXPECT_NE(error.find("train-00002-of-00004: record at byte "), std::string::npos) << error;
+  EXPECT_NE(error.find("CRC does not match"), std::string::npos) << error;
+  // an Example without its image
+  ImageExample no_image;
+  no_image.label = 1;
+  {
+    TfRecordWriter w(s.validation.files[0], true);
+    w.write(serialize_image_example(no_image));
+    w.close();
+  }
+  s.validation.records[0] = 1;
+  TfRecordPipeline eval(s.validation, 1, 0, 1, 1, false, 32, 3, 0, 1);
+  eval.start_epoch(0);
+  EXPECT_EQ(error_of([&] { eval.next_images(); }),
+            s.validation.files[0] + ": record at byte 0: the Example has no image/encoded bytes");
+}
+
+}  // namespace
+}  // namespace cnnbench
