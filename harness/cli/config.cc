@@ -203,6 +203,12 @@ const std::vector<FlagSpec>& flag_specs() {
       TEXT_FLAG(benchmark_log_dir, if (c.benchmark_log_dir.empty()) throw ConfigError("must not be empty"),
                 "folder for results.csv and the JSON results"),
       TEXT_FLAG(result_json, , "path of the JSON result (default: in benchmark_log_dir)"),
+      TEXT_FLAG(summary_dir, , "write TensorBoard event files (scalars by step and epoch) into this folder, rank 0"),
+      INT_FLAG(summary_verbosity, if (c.summary_verbosity < 0 || c.summary_verbosity > 3)
+                   throw ConfigError("must be 0, 1, 2 or 3");,
+               "0: no event files; 1-3: the scalars (as tf_cnn_benchmarks' 1; cnnbench writes no histograms)"),
+      INT_FLAG(save_summaries_steps, positive(c.save_summaries_steps); at_most(c.save_summaries_steps, max_steps),
+               "write the step scalars every N steps (synthetic runs: at each display point, for the steps since)"),
       TEXT_FLAG(timeline, , "write a Chrome trace (Perfetto, chrome://tracing) of every rank's steps, buckets and updates"),
       BOOL_FLAG(layer_timing, "print forward/backward time per layer"),
       BOOL_FLAG(peak, "measure this machine's FMA peak GFLOP/s and exit"),

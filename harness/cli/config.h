@@ -88,6 +88,9 @@ struct Config {
   std::string benchmark_log_dir = "cnnbench_results";
   std::string result_json;         // empty = <benchmark_log_dir>/<model>_<time>_<pid>.json
   bool layer_timing = false;
+  std::string summary_dir;         // TensorBoard event files; empty = none
+  int64_t summary_verbosity = 1;   // 0 = none; 1-3 = the scalars
+  int64_t save_summaries_steps = 1;
   std::string timeline;            // Chrome trace-event JSON of the run (--timeline=FILE), rank 0 writes
   // modes
   bool peak = false;               // measure the FMA peak and exit

@@ -16,6 +16,7 @@
 #include "harness/data/tfrecord.h"
 #include "harness/data/tfrecord_pipeline.h"
 #include "harness/run/lr_schedule.h"
+#include "harness/report/event_file.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
 #include "harness/run/run_setup.h"
@@ -275,6 +276,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   if (reducer) reducer->set_timeline(timeline.get());
+  const std::unique_ptr<EventWriter> events_file = open_event_writer(comm, config.summary_dir, config.summary_verbosity);
 
   const int64_t epochs = (total_steps + steps - 1) / steps;
   const int workers = static_cast<int>(config.num_data_workers);
@@ -335,6 +337,14 @@ void run_convergence(const Config& config, Communicator& comm) {
       loss_sum += r.loss;
       correct += static_cast<double>(r.top1_correct);
       ++steps_done;
+      if (events_file && steps_done % config.save_summaries_steps == 0) {
+        const double step_sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+        events_file->scalar("loss", steps_done, r.loss);
+        events_file->scalar("learning_rate", steps_done, lr);
+        events_file->scalar("images_per_sec", steps_done, settings.global_batch / step_sec);
+        events_file->scalar("allreduce_exposed_sec", steps_done, r.exposed_sec);
+        if (scaler) events_file->scalar("loss_scale", steps_done, scaler->scale());
+      }
       exit_here_if_asked(comm.rank(), steps_done);
       if (terminal && (s % config.display_every == 0 || s + 1 == epoch_steps)) {
         const int width = 30, done = static_cast<int>(width * (s + 1) / epoch_steps);
@@ -383,6 +393,18 @@ void run_convergence(const Config& config, Communicator& comm) {
       m.test_top5 = e.top5;
     }
     history.push_back(m);
+    if (events_file) {
+      events_file->scalar("epoch/train_loss", steps_done, m.train_loss);
+      events_file->scalar("epoch/train_top1", steps_done, m.train_top1);
+      events_file->scalar("epoch/images_per_sec", steps_done, m.images_per_sec);
+      events_file->scalar("epoch/input_stall_sec", steps_done, m.input_stall_sec);
+      if (m.evaluated) {
+        events_file->scalar("epoch/test_loss", steps_done, m.test_loss);
+        events_file->scalar("epoch/test_top1", steps_done, m.test_top1);
+        events_file->scalar("epoch/test_top5", steps_done, m.test_top5);
+      }
+      events_file->flush();
+    }
     if (leader) {
       fmt::print("Epoch {}/{}: loss {:.4f}, train top-1 {:.2f}%{} | {:.1f} img/s ({:.1f} without input stalls, {:.2f} s "
                  "stalled) | lr {:.5f} | {:.1f} s\n",
@@ -435,6 +457,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
   if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
+  if (events_file) fmt::print("Summaries: {} ({} events)\n", events_file->path(), events_file->events());
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);
 }

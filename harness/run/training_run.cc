@@ -17,6 +17,7 @@
 #include "harness/cli/run_settings.h"
 #include "harness/report/run_summary.h"
 #include "harness/run/synthetic_data.h"
+#include "harness/report/event_file.h"
 #include "harness/report/tf_log.h"
 #include "harness/report/timeline_file.h"
 #include "harness/report/result_files.h"
@@ -54,8 +55,35 @@ struct RunOutcome {
   std::vector<LayerTime> layers;  // with --layer_timing
 };
 
+// --summary_dir: the scalars of every save_summaries_steps-th step in `steps` not written yet.
+// Step numbers are 1-based and go on across --repeats (`offset`).
+class StepSummaries {
+ public:
+  StepSummaries(EventWriter* file, const Config& config, const RunSettings& settings, int64_t offset)
+      : file_(file), every_(config.save_summaries_steps), settings_(settings), offset_(offset) {}
+  void write(const std::vector<StepRecord>& steps) {
+    if (!file_) return;
+    for (; written_ < static_cast<int64_t>(steps.size()); ++written_) {
+      if ((written_ + 1) % every_ != 0) continue;
+      const StepRecord& r = steps[written_];
+      const int64_t step = offset_ + written_ + 1;
+      file_->scalar("loss", step, r.loss);
+      file_->scalar("images_per_sec", step, r.time_sec > 0 ? settings_.global_batch / r.time_sec : 0);
+      file_->scalar("learning_rate", step, settings_.learning_rate);
+      file_->scalar("allreduce_exposed_sec", step, r.exposed_sec);
+    }
+  }
+
+ private:
+  EventWriter* file_;
+  int64_t every_;
+  const RunSettings& settings_;
+  int64_t offset_, written_ = 0;
+};
+
 RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, const Batch& batch,
-                    const PeakResult& peak, TfLog& log, Timeline* timeline) {
+                    const PeakResult& peak, TfLog& log, Timeline* timeline, EventWriter* events_file,
+                    int64_t step_offset) {
   const RunSettings& settings = setup.settings;
   Plan* plan = setup.plan.get();
   start_from_rank0_weights(*plan, comm, config.seed);
@@ -68,6 +96,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
     });
 
   GlobalSteps global(comm);
+  StepSummaries summaries(events_file, config, settings, step_offset);
   StepLoopEvents events;
   events.timeline = timeline;
   double waited_before = 0;
@@ -80,7 +109,11 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
     exit_here_if_asked(comm.rank(), i + 1);
-    if (i == 0 || (i + 1) % config.display_every == 0) log.step(i, global.sync_through(steps));
+    if (i == 0 || (i + 1) % config.display_every == 0) {
+      const std::vector<StepRecord>& synced = global.sync_through(steps);
+      log.step(i, synced);
+      summaries.write(synced);
+    }
   };
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
   const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), scaler.get(),
@@ -94,6 +127,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   comm.allreduce_max(&wait_fraction, 1);
   RunOutcome out;
   out.steps = global.sync_through(local);
+  summaries.write(out.steps);
   RunSummary& summary = out.summary;
   summary = summarize(settings, setup.graph, out.steps, peak);
   // per-rank figures: communication as the worst rank saw it, skew of compute time
@@ -140,6 +174,7 @@ void run_training(const Config& config, Communicator& comm) {
                                            "cuBLAS matmul", true}
                               : measure_peak(settings.precision, threads);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
+  const std::unique_ptr<EventWriter> events_file = open_event_writer(comm, config.summary_dir, config.summary_verbosity);
   comm.barrier();
 
   // --repeats: each run on a new plan, its memory allocated and first-touched anew (the previous
@@ -153,7 +188,8 @@ void run_training(const Config& config, Communicator& comm) {
       setup.plan = compile_run_plan(config, settings, graph);
       log.repeat_started(r + 1, repeats);
     }
-    outcomes.push_back(run_once(config, comm, setup, batch, peak, log, timeline.get()));
+    outcomes.push_back(run_once(config, comm, setup, batch, peak, log, timeline.get(), events_file.get(),
+                                r * config.num_batches));
     speeds.push_back(outcomes.back().summary.images_per_sec);
     waits.push_back(outcomes.back().summary.cpu_wait_fraction);
     if (repeats > 1) log.total(speeds.back());
@@ -175,6 +211,13 @@ void run_training(const Config& config, Communicator& comm) {
   const std::string json_path = write_results(inputs);
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
   if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
+  if (events_file) {
+    const int64_t last = repeats * config.num_batches;
+    events_file->scalar("total_images_per_sec", last, reported.summary.images_per_sec);
+    if (reported.summary.loss_scale > 0) events_file->scalar("loss_scale", last, reported.summary.loss_scale);
+    events_file->flush();
+    fmt::print("  summaries       {} ({} events)\n", events_file->path(), events_file->events());
+  }
 }
 
 }  // namespace cnnbench

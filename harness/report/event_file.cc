@@ -1,0 +1,77 @@
+#include "harness/report/event_file.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+
+#include "comm/communicator.h"
+#include "harness/data/tfrecord.h"
+#include "proto/event.pb.h"
+
+namespace cnnbench {
+namespace {
+
+double wall_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+EventWriter::EventWriter(const std::string& dir) : last_flush_(std::chrono::steady_clock::now()) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot make the folder (" + ec.message() + ")");
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(std::time(nullptr))) + "." + host;
+  writer_ = std::make_unique<TfRecordWriter>(path_, /*atomic=*/false);
+  tf::Event version;
+  version.set_wall_time(wall_time());
+  version.set_file_version("brain.Event:2");
+  write_event(version.SerializeAsString());
+  flush();
+}
+
+EventWriter::~EventWriter() {
+  try {
+    if (writer_) writer_->close();
+  } catch (...) {  // a full disk at the end: the events written so far stay
+  }
+}
+
+void EventWriter::write_event(const std::string& serialized) {
+  writer_->write(serialized);
+  ++events_;
+  if (std::chrono::steady_clock::now() - last_flush_ >= std::chrono::seconds(2)) flush();
+}
+
+void EventWriter::scalar(const std::string& tag, int64_t step, double value) {
+  tf::Event e;
+  e.set_wall_time(wall_time());
+  e.set_step(step);
+  tf::Summary::Value* v = e.mutable_summary()->add_value();
+  v->set_tag(tag);
+  v->set_simple_value(static_cast<float>(value));
+  write_event(e.SerializeAsString());
+}
+
+void EventWriter::flush() {
+  writer_->flush();
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+std::unique_ptr<EventWriter> open_event_writer(const Communicator& comm, const std::string& dir, int64_t verbosity) {
+  if (dir.empty() || verbosity < 1) return nullptr;
+  std::unique_ptr<EventWriter> writer;
+  std::string error;
+  try {
+    if (comm.rank() == 0) writer = std::make_unique<EventWriter>(dir);
+  } catch (const std::exception& e) {
+    error = std::string("--summary_dir: ") + e.what();
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  return writer;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,39 @@
+// harness/report/event_file.h — TensorBoard event files (--summary_dir): DIR/events.out.tfevents.
+// <seconds>.<host>, TFRecord-framed Event protos (proto/event.proto): a file-version event first,
+// then scalar summaries by step. Flushed at least every 2 seconds, so that TensorBoard shows a
+// running job; rank 0 writes, the other ranks hold no writer.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace cnnbench {
+
+class TfRecordWriter;
+
+class EventWriter {
+ public:
+  explicit EventWriter(const std::string& dir);  // throws std::runtime_error naming the file
+  ~EventWriter();
+  void scalar(const std::string& tag, int64_t step, double value);
+  void flush();
+  const std::string& path() const { return path_; }
+  int64_t events() const { return events_; }
+
+ private:
+  void write_event(const std::string& serialized);
+
+  std::string path_;
+  std::unique_ptr<TfRecordWriter> writer_;
+  std::chrono::steady_clock::time_point last_flush_;
+  int64_t events_ = 0;
+};
+
+class Communicator;
+
+// Collective: the writer a run asks for, on rank 0 with --summary_dir and --summary_verbosity >= 1
+// (none elsewhere). A folder or file that cannot be made is a set-up error (exit 2, every rank).
+std::unique_ptr<EventWriter> open_event_writer(const Communicator& comm, const std::string& dir, int64_t verbosity);
+
+}  // namespace cnnbench

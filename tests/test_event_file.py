@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""--summary_dir's TensorBoard event files, read back by scripts/read_events.py: its own TFRecord
+framing and CRC-32C, Python's protobuf against proto/event.proto, nothing of the C++ writer. The
+scalars must match the JSON result of the same run: every step's loss and images/sec on synthetic
+data, every epoch's figures in a CIFAR-10 convergence run."""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import read_events  # noqa: E402
+
+BINARY = None
+
+
+def run(args, cwd):
+    r = subprocess.run([BINARY, *args], cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"cnnbench {' '.join(args)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def scalars(events):
+    out = {}
+    for _, step, _, values in events:
+        for tag, value in values:
+            out.setdefault(tag, []).append((step, value))
+    return out
+
+
+def write_cifar10(folder, per_batch):
+    """The published binary layout: records of a label byte and 3 x 32 x 32 pixel bytes."""
+    os.makedirs(folder)
+    names = [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
+    for n, name in enumerate(names):
+        with open(os.path.join(folder, name), "wb") as f:
+            for r in range(per_batch):
+                label = (r + n) % 10
+                f.write(bytes([label]) + bytes(((label * 25 + p % 7) % 256) for p in range(3072)))
+
+
+class EventFiles(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pb2 = read_events.event_module()
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="event_file_")
+
+    def only_file(self, folder):
+        files = glob.glob(os.path.join(folder, "events.out.tfevents.*"))
+        self.assertEqual(len(files), 1, files)
+        return files[0]
+
+    def test_synthetic_steps_match_the_json(self):
+        out = run(["--model=resnet20", "--batch_size=8", "--num_batches=6", "--num_warmup_batches=1",
+                   "--display_every=4", "--save_summaries_steps=2", "--summary_dir=s", "--result_json=r.json",
+                   "--benchmark_log_dir=."], self.dir)
+        path = self.only_file(os.path.join(self.dir, "s"))
+        self.assertIn(f"summaries       s/{os.path.basename(path)}", out)
+        events = read_events.read_events(path, self.pb2)
+        self.assertEqual(events[0][2], "brain.Event:2")  # the file-version event comes first
+        tags = scalars(events)
+        with open(os.path.join(self.dir, "r.json")) as f:
+            steps = json.load(f)["steps"]
+        self.assertEqual([s for s, _ in tags["loss"]], [2, 4, 6])  # every second step, 1-based
+        for step, loss in tags["loss"]:
+            self.assertAlmostEqual(loss, steps["loss"][step - 1], delta=1e-5 * max(1, abs(loss)))
+        for step, speed in tags["images_per_sec"]:
+            self.assertAlmostEqual(speed, 8 / steps["time_sec"][step - 1], delta=1e-3 * speed)
+        self.assertEqual(len(tags["total_images_per_sec"]), 1)
+        walls = [e[0] for e in events]
+        self.assertEqual(walls, sorted(walls))
+
+    def test_convergence_epochs_match_the_json_and_verbosity_0_writes_nothing(self):
+        write_cifar10(os.path.join(self.dir, "cifar"), 64)
+        run(["--model=resnet20", "--data_dir=cifar", "--batch_size=32", "--num_epochs=2", "--summary_dir=s",
+             "--result_json=c.json", "--benchmark_log_dir=."], self.dir)
+        tags = scalars(read_events.read_events(self.only_file(os.path.join(self.dir, "s")), self.pb2))
+        with open(os.path.join(self.dir, "c.json")) as f:
+            epochs = json.load(f)["epochs"]
+        self.assertEqual([s for s, _ in tags["loss"]], list(range(1, 21)))  # 320 images / 32: 10 steps an epoch
+        self.assertEqual([s for s, _ in tags["epoch/train_loss"]], [10, 20])
+        for (step, value), epoch in zip(tags["epoch/train_loss"], epochs):
+            self.assertAlmostEqual(value, epoch["train_loss"], delta=1e-5 * max(1, abs(value)))
+        self.assertEqual(len(tags["epoch/test_top1"]), 1)  # evaluated once, at the end
+        self.assertAlmostEqual(tags["epoch/test_top1"][0][1], epochs[-1]["test_top1"], delta=1e-6)
+        run(["--model=resnet20", "--data_dir=cifar", "--batch_size=32", "--num_epochs=1", "--summary_dir=quiet",
+             "--summary_verbosity=0", "--result_json=q.json", "--benchmark_log_dir=."], self.dir)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "quiet")))
+
+    def test_a_damaged_record_is_named(self):
+        run(["--model=trivial", "--num_batches=3", "--summary_dir=s", "--result_json=r.json",
+             "--benchmark_log_dir=."], self.dir)
+        path = self.only_file(os.path.join(self.dir, "s"))
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
+        first = 16 + int.from_bytes(data[0:8], "little")  # the second record starts here
+        data[first + 14] ^= 0x40
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "read_events.py"), path],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.strip(), f"read_events.py: {path}: record at byte {first}: the data's CRC does not match")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args, rest = parser.parse_known_args()
+    BINARY = os.path.abspath(args.binary)
+    unittest.main(argv=[sys.argv[0], *rest])
