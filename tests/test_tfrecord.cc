@@ -16,6 +16,7 @@
 #include "harness/data/tfrecord.h"
 #include "harness/data/tfrecord_pipeline.h"
 #include "proto/example.pb.h"
+#include "cli_run.h"  // fresh_dir
 #include "test_files.h"
 #include "test_util.h"
 
@@ -24,13 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::error_of;
-
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
