@@ -38,11 +38,6 @@ double BatchPipeline::images_per_sec_capacity() const {
   return busy_sec_ > 0 ? static_cast<double>(made_) / busy_sec_ * workers_count_ : 0;
 }
 
-bool BatchPipeline::stopping() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stop_;
-}
-
 void BatchPipeline::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

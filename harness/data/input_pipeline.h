@@ -43,7 +43,6 @@ class BatchPipeline {
   // Images made per second of the workers' busy time, times the workers: what the pipeline could
   // deliver if the consumer never made it wait (0 before the first batch).
   double images_per_sec_capacity() const;
-  int workers() const { return workers_count_; }
 
  protected:
   BatchPipeline(int64_t batch_size, int64_t example_floats, int rank, uint64_t seed, int workers, int depth);
@@ -55,7 +54,6 @@ class BatchPipeline {
   virtual void interrupt_fills() {}
   void start_workers(int64_t epoch);
   void stop_workers();
-  bool stopping();
 
   int64_t batch_size_, example_floats_;
   int rank_;

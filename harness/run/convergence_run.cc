@@ -60,11 +60,6 @@ void count_shards(TfRecordShards& shards, const Communicator& comm, std::string&
   shards.records.assign(counts.begin(), counts.end());
 }
 
-// ImageNet from TFRecord shards when `dir` holds train-*-of-* files (JPEG folders otherwise).
-bool holds_tfrecords(const std::string& dataset, const std::string& dir) {
-  return dataset == "imagenet" && !find_tfrecord_shards(dir, "train").empty();
-}
-
 DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
                      DataSplits counted) {
   DataSplits d = std::move(counted);
@@ -219,9 +214,10 @@ void run_convergence(const Config& config, Communicator& comm) {
 
   DataSplits data;
   std::string error;
-  const bool tfrecords = holds_tfrecords(settings.dataset, config.data_dir);
+  // ImageNet from TFRecord shards when the folder holds train-*-of-* files (JPEG folders otherwise)
+  if (settings.dataset == "imagenet") data.train_shards.files = find_tfrecord_shards(config.data_dir, "train");
+  const bool tfrecords = !data.train_shards.files.empty();
   if (tfrecords) {  // collective: every rank counts its share of the shards' records
-    data.train_shards.files = find_tfrecord_shards(config.data_dir, "train");
     data.test_shards.files = find_tfrecord_shards(config.data_dir, "validation");
     count_shards(data.train_shards, comm, error);
     count_shards(data.test_shards, comm, error);
