@@ -3,6 +3,7 @@
 //   mpiexec -np N cnnbench --model=resnet50 --batch_size=32 ...     (or srun, or one process)
 //   cnnbench compare BASE NEW [--tolerance=PCT] [--check_only]       (results against results)
 //   cnnbench make_tfrecords JPEG_ROOT OUT_DIR [--train_shards=N] ...  (ImageNet shards from JPEGs)
+//   cnnbench --mode=input --data_dir=DIR [--num_data_workers=N]       (the input pipeline alone)
 #include <fmt/format.h>
 #include <malloc.h>
 #include <mpi.h>
@@ -17,6 +18,7 @@
 #include "harness/data/make_tfrecords.h"
 #include "harness/cli/config.h"
 #include "harness/run/convergence_run.h"
+#include "harness/run/input_bench.h"
 #include "harness/run/training_run.h"
 #include "models/model_zoo.h"
 
@@ -102,6 +104,8 @@ int main(int argc, char** argv) {
     comm->watch_collectives(config.collective_timeout_sec);
     if (config.mode == "allreduce")
       run_allreduce_benchmark(config, *comm);
+    else if (config.mode == "input")
+      run_input_benchmark(config, *comm);
     else if (!config.data_dir.empty())
       run_convergence(config, *comm);
     else

@@ -382,8 +382,43 @@ TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
                                 dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Dataset:     imagenet\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("(9 images; 4 steps per epoch), testing on 3 images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(9 JPEG files; 4 steps per epoch), testing on 3 images"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final test top-1 accuracy"), std::string::npos) << r.output;
+}
+
+// --mode=input runs the input pipeline alone on a JPEG folder (2 ranks of 2 workers) and writes
+// how many images/sec it delivered; it needs real data, and a damaged file still ends it.
+TEST(Cli, InputModeMeasuresThePipelineAlone) {
+  const std::string dir = fresh_dir("cli_input");
+  testing::write_jpeg_folders(dir + "/imagenet", 3, 4);
+  const std::string run = "--mode=input --model=resnet18 --data_dir=imagenet --batch_size=2 --num_warmup_batches=1 "
+                          "--num_batches=4 --display_every=2 --benchmark_log_dir=logs ";
+  CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "", run + "--result_json=r.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Input pipeline benchmark: imagenet (12 JPEG files), 3x224x224 training examples for "
+                          "resnet18\n2 ranks x 2 workers, batch 2 per rank"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n2\timages/sec: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n4\timages/sec: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("total images/sec: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Epoch"), std::string::npos) << "no training";
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
+  EXPECT_EQ(doc["schema"], "cnnbench.input/1");
+  EXPECT_EQ(doc["run"]["format"], "jpeg");
+  EXPECT_EQ(doc["run"]["workers_per_rank"], 2);
+  EXPECT_EQ(doc["result"]["images"], 4 * 2 * 2);  // timed batches x batch x ranks
+  EXPECT_GT(doc["result"]["images_per_sec"].get<double>(), 0);
+  EXPECT_NE(slurp_file(dir + "/logs/input.csv").find("time_utc,model,format,ranks,workers_per_rank"),
+            std::string::npos);
+
+  r = run_cnnbench("--mode=input --model=resnet18", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "cnnbench: --mode=input: measures the input pipeline on real data; give --data_dir\n");
+  std::ofstream(dir + "/imagenet/train/n01001/img2.JPEG", std::ios::trunc) << "not a jpeg";
+  r = run_cnnbench(run + "--num_batches=12 --result_json=bad.json", dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("n01001/img2.JPEG: corrupt or unsupported JPEG"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
 }
 
 // ImageNet as TFRecord shards: `cnnbench make_tfrecords` writes them from a JPEG folder, and a

@@ -267,6 +267,62 @@ TEST(JpegFolder, ScansClassesDecodesAndCrops) {
             std::string::npos);
 }
 
+// Decoding only a crop's window (libjpeg-turbo's cropped and skipped scanlines) gives the pixels a
+// whole decode has there, and DCT scaling goes as far as the window, not the image, allows.
+TEST(JpegDecode, WindowHoldsTheWholeDecodesPixelsAndScalesByTheWindow) {
+  const std::string path = fresh_dir("jpeg_window") + "/big.JPEG";
+  testing::write_jpeg(path, 1000, 800, 3);
+  std::vector<unsigned char> bytes;
+  read_file_bytes(path, bytes);
+  const RgbImage whole = decode_jpeg_bytes(bytes.data(), bytes.size(), path, 800);
+  ASSERT_EQ(whole.width, 1000);
+  DecodedWindow part;
+  const PixelWindow asked{333, 217, 250, 300};
+  decode_jpeg_window(
+      bytes.data(), bytes.size(), path,
+      [&](int width, int height) {
+        EXPECT_EQ(width, 1000);
+        EXPECT_EQ(height, 800);
+        return asked;
+      },
+      224, part);
+  EXPECT_EQ(part.scale_denom, 1);  // 250 / 2 is under 224
+  EXPECT_LT(part.image.width, 1000);
+  EXPECT_LT(part.image.height, 800);
+  EXPECT_DOUBLE_EQ(part.window.w, 250);
+  EXPECT_DOUBLE_EQ(part.window.h, 300);
+  const int dx = static_cast<int>(asked.x0 - part.window.x0), dy = static_cast<int>(asked.y0 - part.window.y0);
+  ASSERT_GE(part.window.x0, 2);  // two pixels of margin: one for the bilinear taps, one not sampled
+  ASSERT_GE(part.window.y0, 2);
+  ASSERT_LE(part.window.x0 + part.window.w + 2, part.image.width);
+  ASSERT_LE(part.window.y0 + part.window.h + 2, part.image.height);
+  // all but the part's outermost pixels, which lack their neighbours' chroma and are never sampled
+  int differing = 0;
+  for (int y = 1; y + 1 < part.image.height; ++y)
+    for (int x = 3; x + 3 < part.image.width * 3; ++x)
+      differing += part.image.pixels[y * part.image.width * 3 + x] != whole.pixels[(y + dy) * 3000 + dx * 3 + x];
+  EXPECT_EQ(differing, 0);
+
+  decode_jpeg_window(bytes.data(), bytes.size(), path, [](int, int) { return PixelWindow{100, 50, 600, 500}; }, 224,
+                     part);
+  EXPECT_EQ(part.scale_denom, 2);  // 500 / 2 >= 224; 500 / 4 is not
+  EXPECT_DOUBLE_EQ(part.window.w, 300);
+  EXPECT_LE(part.image.width, 300 + 2 * 16 + 4);  // whole iMCUs (16 pixels at 4:2:0) around the window
+  EXPECT_EQ(part.image.height, 254);              // 250 rows and the margins
+
+  // the input pipeline's path (the window alone) and a whole decode make the same examples, here
+  // where no DCT scaling applies (no crop of 1000 x 800 is 2 x 448 on its shorter side)
+  std::vector<float> a(3 * 448 * 448), b(a.size());
+  for (bool training : {true, false})
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      std::mt19937_64 r1(seed), r2(seed);
+      make_imagenet_example(bytes.data(), bytes.size(), path, training, 448, {}, r1, a.data());
+      make_imagenet_example(whole, training, 448, {}, r2, b.data());
+      ASSERT_EQ(a, b) << (training ? "training" : "evaluation") << ", seed " << seed;
+      ASSERT_EQ(r1(), r2()) << "the same draws from the random engine";
+    }
+}
+
 // A few hundred bytes can announce 65500 x 65500 pixels: found by hand after fuzz_jpeg (which
 // cannot see inside the uninstrumented libjpeg) ran clean; a progressive one took 25 s to fail.
 TEST(JpegFolder, HugeImageIsRefusedBeforeDecoding) {

@@ -172,8 +172,9 @@ const std::vector<FlagSpec>& flag_specs() {
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
                 "gradient type on the wire: none (fp32), fp16, bf16"),
       TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it"),
-      TEXT_FLAG(mode, one_of(c.mode, {"train", "allreduce"}),
-                "train, or allreduce: the allreduce microbenchmark (4 KB to --allreduce_max_mb)"),
+      TEXT_FLAG(mode, one_of(c.mode, {"train", "allreduce", "input"}),
+                "train; allreduce: the allreduce microbenchmark (4 KB to --allreduce_max_mb); input: the input "
+                "pipeline alone on --data_dir (images/sec it can deliver)"),
       REAL_FLAG(allreduce_max_mb,
                 if (!(c.allreduce_max_mb >= 0.004 && c.allreduce_max_mb <= 1024)) throw ConfigError("must be in [0.004, 1024]"),
                 "largest message of the allreduce microbenchmark in MiB (default 256; less on slow links)"),
@@ -351,6 +352,12 @@ void resolve_device(Config& config) {
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
   if (config.repeats > 1 && config.mode == "allreduce")
     throw ConfigError("--repeats: repeats the training benchmark, not --mode=allreduce");
+  if (config.mode == "input" && config.data_dir.empty())
+    throw ConfigError("--mode=input: measures the input pipeline on real data; give --data_dir");
+  if (config.mode == "input" && config.device == "gpu")
+    throw ConfigError("--mode=input: runs the input pipeline on the host's cores alone; leave out --device=gpu");
+  if (config.repeats > 1 && config.mode == "input")
+    throw ConfigError("--repeats: repeats the training benchmark, not --mode=input");
   if (config.repeats > 1 && !config.data_dir.empty())
     throw ConfigError("--repeats: repeats the synthetic benchmark; a --data_dir run trains once");
 }

@@ -71,7 +71,7 @@ struct Config {
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
   double collective_timeout_sec = 300;  // a collective stuck this long ends the job, naming the rank
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
-  std::string mode = "train";           // train | allreduce (the allreduce microbenchmark)
+  std::string mode = "train";           // train | allreduce (the allreduce microbenchmark) | input
   uint64_t seed = 1;
   // convergence (real data)
   std::string piecewise_learning_rate_schedule;  // "rate;epoch;rate;...": tf_cnn_benchmarks' form

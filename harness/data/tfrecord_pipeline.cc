@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "harness/data/image_example.h"
-#include "harness/data/jpeg_folder.h"
+#include "harness/data/imagenet_recipe.h"
 
 namespace cnnbench {
 
@@ -93,9 +93,8 @@ void TfRecordPipeline::make(const StreamRecord& record, std::mt19937_64& rng, fl
     throw std::runtime_error(where + ": image/class/label " + std::to_string(e.label) + " is outside 1.." +
                              std::to_string(classes_) + " (label - 1 is the model's class)");
   label = static_cast<int32_t>(e.label - 1);
-  const RgbImage image = decode_jpeg_bytes(reinterpret_cast<const unsigned char*>(e.jpeg.data()), e.jpeg.size(),
-                                           where, imagenet_decode_side(options_.training, image_size_));
-  make_imagenet_example(image, options_.training, image_size_, e.boxes, rng, out);
+  make_imagenet_example(reinterpret_cast<const unsigned char*>(e.jpeg.data()), e.jpeg.size(), where,
+                        options_.training, image_size_, e.boxes, rng, out);
 }
 
 int64_t TfRecordPipeline::fill_batch(int64_t b, std::mt19937_64& rng, float* images, int32_t* labels,

@@ -12,10 +12,8 @@
 #include "harness/run/checkpoint.h"
 #include "harness/run/fault_injection.h"
 #include "harness/data/input_pipeline.h"
-#include "harness/data/jpeg_folder.h"
-#include "harness/data/tfrecord.h"
-#include "harness/data/tfrecord_pipeline.h"
 #include "harness/run/lr_schedule.h"
+#include "harness/run/real_data.h"
 #include "harness/report/event_file.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
@@ -36,68 +34,6 @@ struct EpochMetrics {
   bool evaluated = false;
   double test_loss = 0, test_top1 = 0, test_top5 = 0;
 };
-
-// Training and test examples of a data set, and what they are made from.
-struct DataSplits {
-  std::unique_ptr<ImageDataset> train_images, test_images;  // in-memory data sets
-  std::unique_ptr<ExampleSource> train, test;
-  TfRecordShards train_shards, test_shards;  // ImageNet as TFRecord shards (then no sources)
-  int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
-};
-
-// Records per shard, each rank counting its share of the files from their headers; a rank's
-// error is kept in `error` (reported with the others'), and every rank joins the sum.
-void count_shards(TfRecordShards& shards, const Communicator& comm, std::string& error) {
-  std::vector<double> counts(shards.files.size(), 0.0);
-  for (size_t i = comm.rank(); i < counts.size() && error.empty(); i += comm.size()) {
-    try {
-      counts[i] = static_cast<double>(count_tfrecords(shards.files[i]));
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  comm.allreduce_sum(counts.data(), counts.size());
-  shards.records.assign(counts.begin(), counts.end());
-}
-
-DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
-                     DataSplits counted) {
-  DataSplits d = std::move(counted);
-  if (!d.train_shards.files.empty()) {
-    if (d.test_shards.files.empty())
-      throw std::runtime_error(dir + ": train-*-of-* shards but no validation-*-of-* shards to evaluate on");
-    d.classes = classes;  // the labels are checked record by record
-    d.train_count = d.train_shards.total();
-    d.test_count = d.test_shards.total();
-    d.channels = 3;
-    d.height = d.width = image_size;
-    return d;
-  }
-  if (dataset == "imagenet") {
-    JpegFolder train = scan_jpeg_folder(dir + "/train");
-    JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
-    d.classes = static_cast<int64_t>(train.classes.size());
-    d.train_count = static_cast<int64_t>(train.files.size());
-    d.test_count = static_cast<int64_t>(val.files.size());
-    d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
-    d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
-    d.channels = 3;
-    d.height = d.width = image_size;
-    return d;
-  }
-  const bool cifar = dataset == "cifar10";
-  d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
-  d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
-  d.train = std::make_unique<InMemorySource>(*d.train_images, augmentation_for(dataset, true));
-  d.test = std::make_unique<InMemorySource>(*d.test_images, augmentation_for(dataset, false));
-  d.train_count = d.train_images->count;
-  d.test_count = d.test_images->count;
-  d.channels = d.train_images->channels;
-  d.height = d.train_images->height;
-  d.width = d.train_images->width;
-  d.classes = d.train_images->classes;
-  return d;
-}
 
 // Whether the input pipeline held the run back: its workers' rate (images made per second of
 // their busy time, all workers of all ranks) against the compute's (images per second of the
@@ -212,16 +148,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   const RunSettings& settings = setup.settings;
   Plan& plan = *setup.plan;
 
-  DataSplits data;
   std::string error;
   // ImageNet from TFRecord shards when the folder holds train-*-of-* files (JPEG folders otherwise)
-  if (settings.dataset == "imagenet") data.train_shards.files = find_tfrecord_shards(config.data_dir, "train");
-  const bool tfrecords = !data.train_shards.files.empty();
-  if (tfrecords) {  // collective: every rank counts its share of the shards' records
-    data.test_shards.files = find_tfrecord_shards(config.data_dir, "validation");
-    count_shards(data.train_shards, comm, error);
-    count_shards(data.test_shards, comm, error);
-  }
+  DataSplits data = find_shards(settings.dataset, config.data_dir, comm, error);
   LrSchedule schedule;
   double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
   int64_t steps = 0, total_steps = 0;  // per epoch; of the whole run
@@ -276,30 +205,20 @@ void run_convergence(const Config& config, Communicator& comm) {
 
   const int64_t epochs = (total_steps + steps - 1) / steps;
   const int workers = static_cast<int>(config.num_data_workers);
-  std::unique_ptr<BatchPipeline> train_pipeline, test_pipeline;
-  if (tfrecords) {
-    const int64_t size = setup.graph.input().out.h, classes = setup.graph.num_classes();
-    train_pipeline = std::make_unique<TfRecordPipeline>(data.train_shards, settings.batch_size, comm.rank(), comm.size(),
-                                                        config.seed, true, size, classes,
-                                                        config.datasets_shuffle_buffer_size, workers);
-    test_pipeline = std::make_unique<TfRecordPipeline>(data.test_shards, settings.batch_size, comm.rank(), comm.size(),
-                                                       config.seed, false, size, classes, 0, workers);
-  } else {
-    train_pipeline = std::make_unique<InputPipeline>(*data.train, settings.batch_size, comm.rank(), comm.size(),
-                                                     config.seed, true, workers);
-    test_pipeline = std::make_unique<InputPipeline>(*data.test, settings.batch_size, comm.rank(), comm.size(),
-                                                    config.seed, false, workers);
-  }
+  const int64_t image_size = setup.graph.input().out.h, classes = setup.graph.num_classes();
+  const std::unique_ptr<BatchPipeline> train_pipeline =
+      make_pipeline(data, true, settings.batch_size, comm, config, image_size, classes);
+  const std::unique_ptr<BatchPipeline> test_pipeline =
+      make_pipeline(data, false, settings.batch_size, comm, config, image_size, classes);
   BatchPipeline& train_input = *train_pipeline;
   BatchPipeline& test_input = *test_pipeline;
 
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan));
   if (leader)
-    fmt::print("Training on {} ({} images{}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
-               config.data_dir, data.train_count,
-               tfrecords ? fmt::format(" in {} TFRecord shards", data.train_shards.files.size()) : "",
-               train_input.steps_per_epoch(), data.test_count, total_epochs, total_steps);
+    fmt::print("Training on {} ({}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
+               config.data_dir, data.describe_train(), train_input.steps_per_epoch(), data.test_count, total_epochs,
+               total_steps);
   const bool terminal = leader && isatty(STDOUT_FILENO);
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);

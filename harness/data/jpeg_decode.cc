@@ -1,0 +1,162 @@
+#include "harness/data/jpeg_decode.h"
+
+#include <jpeglib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+namespace cnnbench {
+namespace {
+
+constexpr uint64_t max_jpeg_pixels = uint64_t{64} << 20;  // 8192 x 8192
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void on_error(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+[[noreturn]] void fail_decode(ErrorManager& e, const char* why) {
+  std::snprintf(e.message, sizeof(e.message), "%s", why);
+  std::longjmp(e.jump, 1);
+}
+
+// Warnings (a truncated file, bad Huffman data) are errors too.
+void on_message(j_common_ptr cinfo, int level) {
+  if (level < 0) on_error(cinfo);
+}
+
+// The largest of 1, 2, 4, 8 that keeps `shorter` / denominator >= min_side.
+unsigned dct_denominator(double shorter, int min_side) {
+  unsigned denom = 1;
+  while (denom < 8 && shorter / (denom * 2) >= std::max(1, min_side)) denom *= 2;
+  return denom;
+}
+
+enum class Decode { header, whole, window };
+
+// One decoder for the three uses; no std::string or other destructor-bearing local may live across
+// a libjpeg call (its errors longjmp out).
+void decode(const unsigned char* data, size_t size, const std::string& name, Decode what, int min_side,
+            const std::function<PixelWindow(int, int)>* choose, DecodedWindow& out) {
+  jpeg_decompress_struct cinfo;
+  ErrorManager errors;
+  cinfo.err = jpeg_std_error(&errors.pub);
+  errors.pub.error_exit = on_error;
+  errors.pub.emit_message = on_message;
+  jpeg_create_decompress(&cinfo);
+  if (setjmp(errors.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    throw std::runtime_error(name + ": corrupt or unsupported JPEG: " + errors.message);
+  }
+  if (size == 0) fail_decode(errors, "no bytes");
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK)
+    fail_decode(errors, "CMYK images are not supported");
+  // A header can announce 65500 x 65500 in a few hundred bytes: a progressive one took 25 s and
+  // gigabytes of coefficient buffers before the data ran out. Real photographs are far smaller.
+  if (uint64_t{cinfo.image_width} * cinfo.image_height > max_jpeg_pixels) {
+    char why[JMSG_LENGTH_MAX];
+    std::snprintf(why, sizeof(why), "%ux%u is more than the %llu megapixels cnnbench decodes", cinfo.image_width,
+                  cinfo.image_height, static_cast<unsigned long long>(max_jpeg_pixels >> 20));
+    fail_decode(errors, why);
+  }
+  RgbImage& image = out.image;
+  const int full_w = static_cast<int>(cinfo.image_width), full_h = static_cast<int>(cinfo.image_height);
+  if (what == Decode::header) {
+    image.width = full_w;
+    image.height = full_h;
+    jpeg_destroy_decompress(&cinfo);
+    return;
+  }
+  PixelWindow window{0, 0, static_cast<double>(full_w), static_cast<double>(full_h)};
+  if (what == Decode::window) window = (*choose)(full_w, full_h);
+  const unsigned denom =
+      dct_denominator(what == Decode::window ? std::min(window.w, window.h) : std::min(full_w, full_h), min_side);
+  cinfo.out_color_space = JCS_RGB;
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = denom;
+  jpeg_start_decompress(&cinfo);
+  // the window in output pixels, two wider on each side: one for the bilinear taps, and one more
+  // as a part's outermost pixels come out of chroma upsampling without their neighbours
+  const double d = denom;
+  const auto clamp_to = [](double v, JDIMENSION limit) {
+    return static_cast<JDIMENSION>(std::clamp(v, 0.0, static_cast<double>(limit)));
+  };
+  JDIMENSION x_first = 0, width = cinfo.output_width;
+  JDIMENSION y_first = 0, y_end = cinfo.output_height;
+  if (what == Decode::window) {
+    x_first = clamp_to(std::floor(window.x0 / d) - 2, cinfo.output_width);
+    const JDIMENSION x_end = clamp_to(std::ceil((window.x0 + window.w) / d) + 2, cinfo.output_width);
+    y_first = clamp_to(std::floor(window.y0 / d) - 2, cinfo.output_height);
+    y_end = clamp_to(std::ceil((window.y0 + window.h) / d) + 2, cinfo.output_height);
+    if (x_end <= x_first || y_end <= y_first) fail_decode(errors, "the crop window is outside the image");
+    width = x_end - x_first;
+    if (width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x_first, &width);  // widened to whole iMCUs
+    if (y_first > 0) jpeg_skip_scanlines(&cinfo, y_first);
+  }
+  image.width = static_cast<int>(cinfo.output_width);
+  image.height = static_cast<int>(y_end - y_first);
+  image.pixels.resize(static_cast<size_t>(image.width) * image.height * 3);
+  while (cinfo.output_scanline < y_end) {
+    JSAMPROW row = image.pixels.data() + static_cast<size_t>(cinfo.output_scanline - y_first) * image.width * 3;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  // rows below the window are never decoded (their damage goes unseen until a crop reaches them)
+  if (cinfo.output_scanline < cinfo.output_height)
+    jpeg_abort_decompress(&cinfo);
+  else
+    jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  out.scale_denom = static_cast<int>(denom);
+  out.window = {window.x0 / d - x_first, window.y0 / d - y_first, window.w / d, window.h / d};
+}
+
+}  // namespace
+
+void read_file_bytes(const std::string& path, std::vector<unsigned char>& bytes) {
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+  struct stat info;
+  if (!file || fstat(fileno(file.get()), &info) != 0) throw std::runtime_error(path + ": cannot open");
+  bytes.resize(static_cast<size_t>(info.st_size));
+  if (std::fread(bytes.data(), 1, bytes.size(), file.get()) != bytes.size())
+    throw std::runtime_error(path + ": cannot read");
+}
+
+RgbImage decode_jpeg(const std::string& path, int min_side) {
+  std::vector<unsigned char> bytes;
+  read_file_bytes(path, bytes);
+  return decode_jpeg_bytes(bytes.data(), bytes.size(), path, min_side);
+}
+
+RgbImage decode_jpeg_bytes(const unsigned char* data, size_t size, const std::string& name, int min_side) {
+  DecodedWindow out;
+  decode(data, size, name, Decode::whole, min_side, nullptr, out);
+  return std::move(out.image);
+}
+
+RgbImage read_jpeg_header(const unsigned char* data, size_t size, const std::string& name) {
+  DecodedWindow out;
+  decode(data, size, name, Decode::header, 1, nullptr, out);
+  return std::move(out.image);
+}
+
+void decode_jpeg_window(const unsigned char* data, size_t size, const std::string& name,
+                        const std::function<PixelWindow(int width, int height)>& choose, int min_side,
+                        DecodedWindow& out) {
+  decode(data, size, name, Decode::window, min_side, &choose, out);
+}
+
+}  // namespace cnnbench

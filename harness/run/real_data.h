@@ -1,0 +1,45 @@
+// harness/run/real_data.h — the real data set of a --data_dir run, found and loaded the same way
+// by training (convergence_run) and by the input benchmark (input_bench): CIFAR-10 binary,
+// Fashion-MNIST idx, ImageNet as TFRecord shards (chosen when the folder holds train-*-of-*
+// files) or as JPEG folders; and the batch pipelines that read it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "harness/cli/config.h"
+#include "harness/data/image_dataset.h"
+#include "harness/data/input_pipeline.h"
+#include "harness/data/tfrecord_pipeline.h"
+
+namespace cnnbench {
+
+// Training and test examples of a data set, and what they are made from.
+struct DataSplits {
+  std::unique_ptr<ImageDataset> train_images, test_images;  // in-memory data sets
+  std::unique_ptr<ExampleSource> train, test;
+  TfRecordShards train_shards, test_shards;  // ImageNet as TFRecord shards (then no sources)
+  int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
+  bool tfrecords() const { return !train_shards.files.empty(); }
+  // "1000 JPEG files", "8 TFRecord shards", "50000 images"
+  std::string describe_train() const;
+};
+
+// Collective, on every rank: ImageNet's TFRecord shards in `dir`, if any, found and their records
+// counted (each rank counting its share from the headers). A rank's error is kept in `error`, to
+// be reported with the others'; every rank still joins the sums.
+DataSplits find_shards(const std::string& dataset, const std::string& dir, const Communicator& comm,
+                       std::string& error);
+// The rest: folders scanned, in-memory sets read; `found` is find_shards' result. Throws with a
+// line naming what is missing or damaged.
+DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
+                     DataSplits found);
+
+// The pipeline of one split for this rank: training shuffled and augmented, evaluation in order.
+std::unique_ptr<BatchPipeline> make_pipeline(const DataSplits& data, bool training, int64_t batch_size,
+                                             const Communicator& comm, const Config& config, int64_t image_size,
+                                             int64_t classes);
+
+}  // namespace cnnbench
