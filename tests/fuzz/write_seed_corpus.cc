@@ -11,6 +11,8 @@
 
 #include "../test_files.h"
 #include "fuzz_plan.h"
+#include "harness/data/image_example.h"
+#include "harness/data/tfrecord.h"
 #include "harness/run/checkpoint.h"
 
 using namespace cnnbench;
@@ -98,6 +100,37 @@ int main(int argc, char** argv) {
   testing::write_jpeg(jpeg_scratch.string(), 9, 33, 2, /*grey=*/true);
   put(out / "jpeg/grey_9x33.JPEG", slurp(jpeg_scratch));
   fs::remove(jpeg_scratch);
+
+  // ImageNet shards: Examples as build_imagenet_data.py writes them (one with a bounding box), and
+  // a shard of two records written by the shards' own writer
+  ImageExample example;
+  testing::write_jpeg(jpeg_scratch.string(), 48, 36, 3);
+  example.jpeg = slurp(jpeg_scratch);
+  fs::remove(jpeg_scratch);
+  example.label = 7;
+  example.synset = "n01440764";
+  example.filename = "n01440764_10026.JPEG";
+  example.width = 48;
+  example.height = 36;
+  const std::string plain = serialize_image_example(example);
+  example.boxes = {{0.1f, 0.2f, 0.6f, 0.9f}};
+  const std::string boxed = serialize_image_example(example);
+  put(out / "image_example/plain", plain);
+  put(out / "image_example/with_box", boxed);
+  const fs::path shard = out / "tfrecord/train-00000-of-00001";
+  fs::create_directories(shard.parent_path());
+  {
+    TfRecordWriter writer(shard.string(), /*atomic=*/true);
+    writer.write(plain);
+    writer.write(boxed);
+    writer.close();
+  }
+  put(out / "tfrecord/no_records", "");
+  {
+    TfRecordWriter writer((out / "tfrecord/one_short_record").string(), true);
+    writer.write("x");
+    writer.close();
+  }
 
   put(out / "jpeg_folder/train_only", "n01/a.JPEG\nn01/b.jpg\nn02/c.jpeg\nn02/notes.txt\nREADME\n");
   put(out / "jpeg_folder/train_and_val", "n01/a.JPEG\nn02/b.JPEG\nempty/\n---\nn01/v.JPEG\nn02/w.JPG\n");
