@@ -391,6 +391,7 @@ TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
 TEST(Cli, InputModeMeasuresThePipelineAlone) {
   const std::string dir = fresh_dir("cli_input");
   testing::write_jpeg_folders(dir + "/imagenet", 3, 4);
+  std::filesystem::remove_all(dir + "/imagenet/val");  // the training split alone is read
   const std::string run = "--mode=input --model=resnet18 --data_dir=imagenet --batch_size=2 --num_warmup_batches=1 "
                           "--num_batches=4 --display_every=2 --benchmark_log_dir=logs ";
   CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "", run + "--result_json=r.json", dir);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "harness/cli/config.h"
 #include "harness/data/augmentation.h"
@@ -303,12 +304,28 @@ TEST(JpegDecode, WindowHoldsTheWholeDecodesPixelsAndScalesByTheWindow) {
       differing += part.image.pixels[y * part.image.width * 3 + x] != whole.pixels[(y + dy) * 3000 + dx * 3 + x];
   EXPECT_EQ(differing, 0);
 
-  decode_jpeg_window(bytes.data(), bytes.size(), path, [](int, int) { return PixelWindow{100, 50, 600, 500}; }, 224,
-                     part);
-  EXPECT_EQ(part.scale_denom, 2);  // 500 / 2 >= 224; 500 / 4 is not
-  EXPECT_DOUBLE_EQ(part.window.w, 300);
-  EXPECT_LE(part.image.width, 300 + 2 * 16 + 4);  // whole iMCUs (16 pixels at 4:2:0) around the window
-  EXPECT_EQ(part.image.height, 254);              // 250 rows and the margins
+  // scaled by the DCT, with the window starting on an odd row: still the whole decode's pixels at
+  // that scale. The window's shorter side is 500: 1/2 for 224, 1/4 for 100, 1/8 for 50;
+  // the whole image's 800: 1/2 for 300, 1/4 for 150, 1/8 for 75.
+  for (const auto& [window_side, whole_side, denom] : {std::tuple{224, 300, 2}, {100, 150, 4}, {50, 75, 8}}) {
+    const PixelWindow odd{104, 15.0 * denom, 600, 500};  // the skip ends at row 13 at every scale
+    decode_jpeg_window(bytes.data(), bytes.size(), path, [&](int, int) { return odd; }, window_side, part);
+    ASSERT_EQ(part.scale_denom, denom);
+    EXPECT_DOUBLE_EQ(part.window.w, 600.0 / denom);
+    EXPECT_LE(part.image.width, 600 / denom + 2 * 16 + 4);  // whole iMCUs around the window
+    EXPECT_LT(part.image.height, 800 / denom);
+    const RgbImage scaled = decode_jpeg_bytes(bytes.data(), bytes.size(), path, whole_side);
+    ASSERT_EQ(scaled.width, 1000 / denom);
+    const double ox = odd.x0 / denom - part.window.x0, oy = odd.y0 / denom - part.window.y0;
+    ASSERT_EQ(ox, std::round(ox));
+    ASSERT_EQ(oy, std::round(oy));
+    int wrong = 0;
+    for (int y = 1; y + 1 < part.image.height; ++y)
+      for (int x = 3; x + 3 < part.image.width * 3; ++x)
+        wrong += part.image.pixels[y * part.image.width * 3 + x] !=
+                 scaled.pixels[(y + static_cast<int>(oy)) * scaled.width * 3 + static_cast<int>(ox) * 3 + x];
+    EXPECT_EQ(wrong, 0) << "at 1/" << denom;
+  }
 
   // the input pipeline's path (the window alone) and a whole decode make the same examples, here
   // where no DCT scaling applies (no crop of 1000 x 800 is 2 x 448 on its shorter side)

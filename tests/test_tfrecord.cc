@@ -161,6 +161,15 @@ TEST(ImageExample, FieldsRoundTripAndMissingOnesAreNamed) {
   EXPECT_EQ(error_of([&] { parse_image_example(odd_boxes.SerializeAsString()); }),
             "image/object/bbox/{xmin,ymin,xmax,ymax} are not four lists of one length");
   EXPECT_EQ(error_of([] { parse_image_example(""); }), "the Example has no image/encoded bytes");
+  // found by review of fuzz_image_example: an empty image was read but not written back, and a
+  // negative height read but not written back
+  tf::Example empty_image;
+  (*empty_image.mutable_features()->mutable_feature())["image/encoded"].mutable_bytes_list()->add_value("");
+  (*empty_image.mutable_features()->mutable_feature())["image/class/label"].mutable_int64_list()->add_value(1);
+  EXPECT_EQ(error_of([&] { parse_image_example(empty_image.SerializeAsString()); }),
+            "the Example has no image/encoded bytes");
+  e.height = -5;
+  EXPECT_EQ(parse_image_example(serialize_image_example(e)).height, -5);
 }
 
 // An image black but for a white strip on its left fifth, with a box around the strip: every

@@ -56,7 +56,7 @@ ImageExample parse_image_example(const std::string& serialized) {
   const Map& features = proto.features().feature();
   ImageExample e;
   const std::string* jpeg = bytes_of(features, "image/encoded");
-  if (!jpeg) throw std::runtime_error("the Example has no image/encoded bytes");
+  if (!jpeg || jpeg->empty()) throw std::runtime_error("the Example has no image/encoded bytes");
   e.jpeg = *jpeg;
   if (!int_of(features, "image/class/label", e.label))
     throw std::runtime_error("the Example has no image/class/label integer");
@@ -92,8 +92,8 @@ std::string serialize_image_example(const ImageExample& e) {
   f["image/class/label"] = int_feature(e.label);
   if (!e.synset.empty()) f["image/class/synset"] = bytes_feature(e.synset);
   if (!e.filename.empty()) f["image/filename"] = bytes_feature(e.filename);
-  if (e.height > 0) f["image/height"] = int_feature(e.height);
-  if (e.width > 0) f["image/width"] = int_feature(e.width);
+  if (e.height != 0) f["image/height"] = int_feature(e.height);  // as read: what it says is not checked
+  if (e.width != 0) f["image/width"] = int_feature(e.width);
   if (!e.boxes.empty()) {
     tf::Feature xmin, ymin, xmax, ymax;
     for (const Box& b : e.boxes) {

@@ -38,6 +38,12 @@ double BatchPipeline::images_per_sec_capacity() const {
   return busy_sec_ > 0 ? static_cast<double>(made_) / busy_sec_ * workers_count_ : 0;
 }
 
+void BatchPipeline::reset_capacity() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  busy_sec_ = 0;
+  made_ = 0;
+}
+
 void BatchPipeline::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

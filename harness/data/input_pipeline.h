@@ -43,6 +43,8 @@ class BatchPipeline {
   // Images made per second of the workers' busy time, times the workers: what the pipeline could
   // deliver if the consumer never made it wait (0 before the first batch).
   double images_per_sec_capacity() const;
+  // Starts that count again (after a warm-up).
+  void reset_capacity();
 
  protected:
   BatchPipeline(int64_t batch_size, int64_t example_floats, int rank, uint64_t seed, int workers, int depth);

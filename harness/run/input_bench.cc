@@ -59,7 +59,8 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   DataSplits data = find_shards(settings.dataset, config.data_dir, comm, error);  // collective
   try {
     if (!error.empty()) throw std::runtime_error(error);
-    data = load_data(settings.dataset, config.data_dir, model.image_size, model.classes, std::move(data));
+    data = load_data(settings.dataset, config.data_dir, model.image_size, model.classes, std::move(data),
+                     /*with_test=*/false);
     if (data.channels != model.channels || data.height != model.image_size || data.width != model.image_size)
       throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
                                            data.channels, data.height, data.width, model.name, model.channels,
@@ -85,6 +86,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   int64_t taken = 0, epoch = 0;
   pipeline->start_epoch(epoch);
   take_batches(*pipeline, settings.warmup_steps, taken, epoch);
+  pipeline->reset_capacity();
   comm.barrier();
   if (leader) fmt::print("Done warm up\nStep\tImg/sec\n");
   // Each rank takes its batches as fast as they come; rank 0 prints its own rate times the ranks.

@@ -46,10 +46,10 @@ DataSplits find_shards(const std::string& dataset, const std::string& dir, const
 }
 
 DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
-                     DataSplits found) {
+                     DataSplits found, bool with_test) {
   DataSplits d = std::move(found);
   if (d.tfrecords()) {
-    if (d.test_shards.files.empty())
+    if (with_test && d.test_shards.files.empty())
       throw std::runtime_error(dir + ": train-*-of-* shards but no validation-*-of-* shards to evaluate on");
     d.classes = classes;  // the labels are checked record by record
     d.train_count = d.train_shards.total();
@@ -60,12 +60,14 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   }
   if (dataset == "imagenet") {
     JpegFolder train = scan_jpeg_folder(dir + "/train");
-    JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
+    if (with_test) {
+      JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
+      d.test_count = static_cast<int64_t>(val.files.size());
+      d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
+    }
     d.classes = static_cast<int64_t>(train.classes.size());
     d.train_count = static_cast<int64_t>(train.files.size());
-    d.test_count = static_cast<int64_t>(val.files.size());
     d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
-    d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
     d.channels = 3;
     d.height = d.width = image_size;
     return d;
