@@ -327,6 +327,15 @@ TEST(JpegDecode, WindowHoldsTheWholeDecodesPixelsAndScalesByTheWindow) {
     EXPECT_EQ(wrong, 0) << "at 1/" << denom;
   }
 
+  // stray bytes before the end marker (a few ImageNet files have them) are no error; a file cut
+  // short still is
+  std::vector<unsigned char> stray(bytes.begin(), bytes.end() - 2);
+  for (int c : {0x78, 0x79, 0xff, 0xd9}) stray.push_back(static_cast<unsigned char>(c));  // "xy", then EOI
+  EXPECT_EQ(decode_jpeg_bytes(stray.data(), stray.size(), path, 800).pixels, whole.pixels);
+  EXPECT_NE(error_of([&] { decode_jpeg_bytes(bytes.data(), bytes.size() / 2, path, 800); })
+                .find(path + ": corrupt or unsupported JPEG"),
+            std::string::npos);
+
   // the input pipeline's path (the window alone) and a whole decode make the same examples, here
   // where no DCT scaling applies (no crop of 1000 x 800 is 2 x 448 on its shorter side)
   std::vector<float> a(3 * 448 * 448), b(a.size());
