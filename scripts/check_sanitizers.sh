@@ -19,7 +19,7 @@ case "$mode" in
     if ((subset)); then
       targets=(cnnbench test_config test_data test_tfrecord test_compare test_result_files test_stats test_loss_scaling
                test_mpi_allreduce test_cli)
-      tests='^(test_mpi_allreduce_np2|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|Compare|Significance|Stats|ResultFiles|LossScal|file_faults|fault_sigSTOP_mpi)'
+      tests='^(test_mpi_allreduce_np2|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|Compare|Significance|Stats|ResultFiles|LossScal|file_faults|fault_sigSTOP_mpi)'
     else
       targets=(all) tests=.
     fi
