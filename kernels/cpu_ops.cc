@@ -87,6 +87,30 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
   }
 }
 
+void lars_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
+                 float eta, bool adapt, bool nesterov, float gradient_scale) {
+  float rate = lr, decay = 0.0f;
+  if (adapt) {
+    double ww = 0, gg = 0;
+#pragma omp parallel for simd reduction(+ : ww, gg) schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      const double gi = static_cast<double>(gradient_scale) * g[i];
+      ww += static_cast<double>(w[i]) * w[i];
+      gg += gi * gi;
+    }
+    const double w_norm = std::sqrt(ww), g_norm = std::sqrt(gg);
+    if (w_norm > 0 && g_norm > 0) rate = static_cast<float>(lr * eta * w_norm / (g_norm + weight_decay * w_norm));
+    decay = weight_decay;
+  }
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    const float grad = rate * (gradient_scale * g[i] + decay * w[i]);
+    const float vel = momentum * v[i] + grad;
+    v[i] = vel;
+    w[i] -= nesterov ? momentum * vel + grad : vel;
+  }
+}
+
 void update_running_stats(const float* batch_mean, const float* batch_var, float* running_mean,
                           float* running_var, int64_t channels, float momentum,
                           int64_t values_per_channel) {

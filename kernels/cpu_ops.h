@@ -16,6 +16,12 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, float* 
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, bool nesterov, float gradient_scale = 1.0f);
 
+// LARS on one tensor (SgdConfig::lars): g' = gradient_scale * g (+ weight_decay * w when
+// `adapt`), rate = lr * (adapt ? trust ratio : 1) with trust ratio = eta |w| / (|g| + wd |w|)
+// (1 when either norm is 0), v = momentum * v + rate * g', w -= nesterov ? momentum * v + rate * g' : v.
+void lars_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
+                 float eta, bool adapt, bool nesterov, float gradient_scale = 1.0f);
+
 // running = (1 - momentum) * running + momentum * batch; the variance unbiased by m / (m - 1).
 void update_running_stats(const float* batch_mean, const float* batch_var, float* running_mean,
                           float* running_var, int64_t channels, float momentum,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,23 @@ struct ParamLayout {
     return buffers[buffers_of_node[node][index]];
   }
 };
+
+// Calls f(entry) for each parameter tensor inside [offset, offset + count) of the arena; a tensor
+// cut by the range is a std::logic_error (gradient buckets hold whole tensors). Allocates nothing.
+template <class F>
+void for_each_param_in(const ParamLayout& layout, int64_t offset, int64_t count, F&& f) {
+  for (const ArenaEntry& e : layout.params) {
+    const int64_t end = e.offset + e.elements;
+    if (end <= offset || e.offset >= offset + count) continue;
+    if (e.offset < offset || end > offset + count)
+      throw std::logic_error("an optimizer step over part of tensor " + e.spec->name);
+    f(e);
+  }
+}
+
+// Whether LARS scales a tensor's rate: weights (convolution, linear), not biases or batch-norm
+// scales and shifts (1-D), as MLPerf's reference leaves them out.
+inline bool lars_adapts(const ParamSpec& spec) { return spec.dims.size() > 1; }
 
 // Fills parameters and buffers as their ParamSpec::init says. Each tensor draws from its own
 // stream derived from `seed` and its name, so the result does not depend on the layout order.

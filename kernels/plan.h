@@ -40,6 +40,11 @@ struct SgdConfig {
   float weight_decay = 0.0f;
   bool nesterov = false;
   float gradient_scale = 1.0f;  // gradients are multiplied by this first (1 / loss scale)
+  // LARS (You et al. 2017, as MLPerf's ResNet-50 reference): each weight tensor's rate scaled by
+  // eta x |w| / (|g| + weight_decay x |w|); biases and batch-norm parameters (1-D tensors) keep
+  // the plain rate and no weight decay. The velocity holds rate x gradient, as in that reference.
+  bool lars = false;
+  float lars_eta = 0.001f;
 };
 
 // Time spent in one node's steps, summed over the steps run since timing was switched on.

@@ -56,6 +56,50 @@ TEST(CpuOps, SgdMatchesReference) {
   EXPECT_FLOAT_EQ(w, 3.51f);
 }
 
+// LARS against NumPy: the values below are MLPerf's ResNet-50 LARS formula run in NumPy (float64)
+// on these inputs (trust = eta |w| / (|g| + wd |w|), g halved first as the inverse loss scale).
+TEST(CpuOps, LarsMatchesNumpyAndReference) {
+  struct Case {
+    bool adapt, nesterov;
+    double w[4], v[4];
+  };
+  const Case cases[] = {
+      {true, false, {0.49093895556225353, -1.0001218449416758, 2.018182706429059, 0.22296947778112677},
+       {0.009061044437746444, 0.00012184494167571694, -0.018182706429059284, 0.02703052221887322}},
+      {true, true, {0.4917840155682818, -1.000231505389184, 2.0165471422152126, 0.2256420077841409},
+       {0.009061044437746444, 0.00012184494167571694, -0.018182706429059284, 0.02703052221887322}},
+      {false, false, {0.486, -1.01, 2.033, 0.2205}, {0.014, 0.01, -0.033, 0.0295}},
+      {false, true, {0.4824, -1.019, 2.0447, 0.22095}, {0.014, 0.01, -0.033, 0.0295}},
+  };
+  for (const Case& c : cases) {
+    std::vector<float> w = {0.5f, -1.0f, 2.0f, 0.25f}, v = {0.01f, 0.0f, -0.02f, 0.03f};
+    const std::vector<float> g = {0.1f, 0.2f, -0.3f, 0.05f};
+    std::vector<double> w_ref(w.begin(), w.end()), v_ref(v.begin(), v.end()), g_ref(g.begin(), g.end());
+    cpu::lars_update(w.data(), g.data(), v.data(), 4, 0.1f, 0.9f, 1e-4f, 0.001f, c.adapt, c.nesterov, 0.5f);
+    ref::lars_update(w_ref.data(), g_ref.data(), v_ref.data(), 4, 0.1, 0.9, 1e-4, 0.001, c.adapt, c.nesterov, 0.5);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(w[i], c.w[i], 1e-6) << c.adapt << c.nesterov << " w" << i;
+      EXPECT_NEAR(v[i], c.v[i], 1e-6) << c.adapt << c.nesterov << " v" << i;
+      EXPECT_NEAR(w_ref[i], c.w[i], 1e-8);  // its inputs are the floats nearest the case's
+      EXPECT_NEAR(v_ref[i], c.v[i], 1e-8);
+    }
+  }
+  // large tensors (the parallel norm) against the reference, over three steps
+  const int64_t count = 100000;
+  auto w = random_vector<float>(count, 7), g = random_vector<float>(count, 8), v = random_vector<float>(count, 9);
+  auto w_ref = w, v_ref = v;
+  for (int step = 0; step < 3; ++step) {
+    cpu::lars_update(w.data(), g.data(), v.data(), count, 0.5f, 0.9f, 5e-5f, 0.001f, true, false);
+    ref::lars_update(w_ref.data(), g.data(), v_ref.data(), count, 0.5, 0.9, 5e-5, 0.001, true, false);
+  }
+  EXPECT_TRUE(close("weights", w, w_ref, 1e-6));
+  EXPECT_TRUE(close("velocity", v, v_ref, 1e-6));
+  // a zero tensor (or zero gradient) keeps the plain rate: v = 0 + 0.1 x (1 + 0)
+  float zero_w = 0, one_g = 1, zero_v = 0;
+  cpu::lars_update(&zero_w, &one_g, &zero_v, 1, 0.1f, 0.9f, 0.5f, 0.001f, true, false);
+  EXPECT_FLOAT_EQ(zero_v, 0.1f);
+}
+
 TEST(CpuOps, RunningStatsMatchReference) {
   auto mean = random_vector<float>(16, 5), var = random_vector<float>(16, 6, 0.1, 2.0);
   auto rm = random_vector<float>(16, 7), rv = random_vector<float>(16, 8, 0.5, 1.5);

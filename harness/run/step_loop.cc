@@ -45,7 +45,9 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
 
 SgdConfig sgd_config(const Config& config) {
   SgdConfig sgd;
-  sgd.momentum = config.optimizer == "momentum" ? static_cast<float>(config.momentum) : 0.0f;
+  sgd.momentum = config.optimizer == "sgd" ? 0.0f : static_cast<float>(config.momentum);
+  sgd.lars = config.optimizer == "lars";
+  sgd.lars_eta = static_cast<float>(config.lars_eta);
   sgd.weight_decay = static_cast<float>(config.weight_decay);
   sgd.nesterov = config.nesterov;
   return sgd;

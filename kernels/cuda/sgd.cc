@@ -8,6 +8,7 @@
 namespace cnnbench::cuda {
 
 void CudaPlan::sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) {
+  if (config.lars) throw std::logic_error("LARS on the GPU backend (refused with the settings)");
   cuda::sgd_update(d_params_.as<float>() + offset, d_grads_.as<float>() + offset, d_momentum_.as<float>() + offset,
                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay,
                    config.nesterov, config.gradient_scale, stream_);

@@ -1,4 +1,5 @@
-// kernels/onednn/sgd.cc — the optimizer step: momentum SGD over the plain fp32 arenas.
+// kernels/onednn/sgd.cc — the optimizer step over the plain fp32 arenas: momentum SGD, or LARS
+// tensor by tensor.
 #include "kernels/onednn/plan_internal.h"
 
 #include "kernels/cpu_ops.h"
@@ -6,6 +7,14 @@
 namespace cnnbench::onednn {
 
 void OnednnPlan::sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) {
+  if (config.lars) {  // tensor by tensor: each has its own trust ratio
+    for_each_param_in(layout(), static_cast<int64_t>(offset), static_cast<int64_t>(count), [&](const ArenaEntry& e) {
+      cpu::lars_update(params_.data() + e.offset, grads_.data() + e.offset, momentum_.data() + e.offset, e.elements,
+                       learning_rate, config.momentum, config.weight_decay, config.lars_eta, lars_adapts(*e.spec),
+                       config.nesterov, config.gradient_scale);
+    });
+    return;
+  }
   cpu::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
                   static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
                   config.gradient_scale);

@@ -188,6 +188,14 @@ class RefPlan final : public Plan {
   }
 
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override {
+    if (config.lars) {
+      for_each_param_in(layout(), static_cast<int64_t>(offset), static_cast<int64_t>(count), [&](const ArenaEntry& e) {
+        ref::lars_update(params_.data() + e.offset, grads_.data() + e.offset, momentum_.data() + e.offset, e.elements,
+                         learning_rate, config.momentum, config.weight_decay, config.lars_eta, lars_adapts(*e.spec),
+                         config.nesterov, config.gradient_scale);
+      });
+      return;
+    }
     ref::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
                     static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
                     config.gradient_scale);
