@@ -32,11 +32,11 @@ int world_rank() {
 }
 
 void list_models() {
-  fmt::print("{:<11} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}\n", "model", "data", "input", "classes", "parameters",
+  fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}\n", "model", "data", "input", "classes", "parameters",
              "GMACs/image", "batch");
   for (const ModelInfo& m : model_zoo()) {
     const Graph g = m.build(1);
-    fmt::print("{:<11} {:<14} {:>10} {:>8} {:>14} {:>12.3f} {:>9}\n", m.name, m.dataset,
+    fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12.3f} {:>9}\n", m.name, m.dataset,
                fmt::format("{}x{}x{}", m.channels, m.image_size, m.image_size), m.classes, g.param_count(),
                static_cast<double>(g.forward_macs_per_image()) / 1e9, m.default_batch_size);
   }

@@ -47,7 +47,8 @@ bool has_avx512() {
 }  // namespace
 
 double softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits,
-                             int64_t n, int64_t classes) {
+                             int64_t n, int64_t classes, float label_smoothing) {
+  const float spread = label_smoothing / static_cast<float>(classes) / static_cast<float>(n);
   double total = 0;
 #pragma omp parallel for reduction(+ : total) if (n * classes > 16384)
   for (int64_t i = 0; i < n; ++i) {
@@ -61,8 +62,20 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, float* 
     }
     const float scale = static_cast<float>(1.0 / (sum * static_cast<double>(n)));
     for (int64_t k = 0; k < classes; ++k) dz[k] *= scale;
-    dz[labels[i]] -= 1.0f / static_cast<float>(n);
-    total += std::log(sum) + max - z[labels[i]];
+    const double log_sum = std::log(sum) + max;
+    if (label_smoothing == 0.0f) {
+      dz[labels[i]] -= 1.0f / static_cast<float>(n);
+      total += log_sum - z[labels[i]];
+      continue;
+    }
+    double mean_z = 0;
+    for (int64_t k = 0; k < classes; ++k) {
+      dz[k] -= spread;
+      mean_z += z[k];
+    }
+    mean_z /= static_cast<double>(classes);
+    dz[labels[i]] -= (1.0f - label_smoothing) / static_cast<float>(n);
+    total += log_sum - (1.0 - label_smoothing) * z[labels[i]] - label_smoothing * mean_z;
   }
   return total / static_cast<double>(n);
 }

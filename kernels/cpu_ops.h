@@ -8,9 +8,10 @@
 
 namespace cnnbench::cpu {
 
-// Returns the mean loss; writes d(mean loss)/d(logits) into dlogits (may alias nothing).
+// Returns the mean loss; writes d(mean loss)/d(logits) into dlogits (may alias nothing). With
+// label_smoothing s, the target is (1 - s) on the label and s / classes on every class.
 double softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits,
-                             int64_t n, int64_t classes);
+                             int64_t n, int64_t classes, float label_smoothing = 0.0f);
 
 // g is multiplied by gradient_scale first (the inverse loss scale).
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum,

@@ -118,6 +118,9 @@ class Plan {
   // Loss scaling for half precision: multiplies the loss gradient too (undone in sgd_step by
   // SgdConfig::gradient_scale).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
+  // Label smoothing s in [0, 1): the loss's target is (1 - s) on the label and s / classes on
+  // every class (CPU backends; the GPU backend refuses a nonzero s at set-up).
+  void set_label_smoothing(float s) { label_smoothing_ = s; }
 
   // Which device the plan runs on, for the log header ("/cpu:0", "/gpu:0 (NVIDIA H100 ...)").
   virtual std::string device_name() const { return "/cpu:0"; }
@@ -146,7 +149,7 @@ class Plan {
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
   LayerSpanHook layer_span_hook_;
-  float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f;
+  float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f, label_smoothing_ = 0.0f;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;
 };

@@ -1,7 +1,8 @@
 // CIFAR-10 ResNets (He et al. 2015, section 4.2): depth 6n+2, three stages of n basic blocks
 // with 16, 32 and 64 channels on 32x32, 16x16 and 8x8 maps, and option A shortcuts: identity,
 // subsampled by 2 and zero-padded with (out - in) / 2 channels on each side where the shape
-// changes, so shortcuts add no parameters.
+// changes, so shortcuts add no parameters. On Fashion-MNIST's 1 x 28 x 28 images the stages run
+// at 28, 14 and 7 (resnet20_fmnist).
 #include <stdexcept>
 #include <string>
 
@@ -11,10 +12,14 @@
 namespace cnnbench {
 
 Graph build_cifar_resnet(int depth, int64_t batch_size) {
+  return build_cifar_resnet(depth, batch_size, 3, 32, "resnet" + std::to_string(depth));
+}
+
+Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name) {
   if (depth < 8 || (depth - 2) % 6 != 0)
     throw std::invalid_argument("cifar resnet depth must be 6n+2 (20, 32, 44, 56, 110), not " + std::to_string(depth));
   const int n = (depth - 2) / 6;
-  GraphBuilder b("resnet" + std::to_string(depth), {batch_size, 3, 32, 32});
+  GraphBuilder b(name, {batch_size, channels, size, size});
   auto conv = [&](int x, int64_t c, int64_t stride, const std::string& name) {
     return b.conv(x, c, 3, stride, 1, name, false, Init::he_normal_fan_in);
   };

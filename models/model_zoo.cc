@@ -21,6 +21,8 @@ const std::vector<ModelInfo>& model_zoo() {
       {"resnet110", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(110, n); }},
       {"trivial", "imagenet", 3, 224, 1000, 32, build_trivial},
       {"small_cnn", "fashion_mnist", 1, 28, 10, 128, build_small_cnn},
+      {"resnet20_fmnist", "fashion_mnist", 1, 28, 10, 128,
+       [](int64_t n) { return build_cifar_resnet(20, n, 1, 28, "resnet20_fmnist"); }},
   };
   return zoo;
 }

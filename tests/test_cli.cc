@@ -132,6 +132,7 @@ TEST(Cli, ListModelsAndHelp) {
   const CliRun list = run_cnnbench("--list_models", dir);
   EXPECT_EQ(list.exit_code, 0);
   EXPECT_NE(list.output.find("25557032"), std::string::npos);
+  EXPECT_NE(list.output.find("resnet20_fmnist  fashion_mnist"), std::string::npos) << list.output;
   const CliRun help = run_cnnbench("--help", dir);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--num_warmup_batches"), std::string::npos);

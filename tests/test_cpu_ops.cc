@@ -56,6 +56,27 @@ TEST(CpuOps, SgdMatchesReference) {
   EXPECT_FLOAT_EQ(w, 3.51f);
 }
 
+// Label smoothing against NumPy (float64, s = 0.1 on 2 x 4 logits): target (1 - s) one-hot + s / 4.
+TEST(CpuOps, LabelSmoothingMatchesNumpy) {
+  const float logits[8] = {1.0f, 2.0f, 0.5f, -1.0f, 0.3f, -0.2f, 2.5f, 0.0f};
+  const int32_t labels[2] = {1, 3};
+  const double loss = 1.6494339786692254;
+  const double grad[8] = {0.09960390902410059,  -0.15776998120056146, 0.055494457896752766, 0.0026716142797081135,
+                          0.03146623879018014,  0.014166871818491134, 0.38429589860071994,  -0.42992900920939126};
+  float dz[8];
+  double dz_ref[8];
+  const double logits_ref[8] = {1.0, 2.0, 0.5, -1.0, 0.3, -0.2, 2.5, 0.0};
+  EXPECT_NEAR(cpu::softmax_cross_entropy(logits, labels, dz, 2, 4, 0.1f), loss, 1e-6);
+  EXPECT_NEAR(ref::softmax_cross_entropy(logits_ref, labels, dz_ref, 2, 4, 0.1), loss, 1e-7);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_NEAR(dz[i], grad[i], 1e-6) << i;
+    EXPECT_NEAR(dz_ref[i], grad[i], 1e-7) << i;
+  }
+  // no smoothing is the plain loss
+  EXPECT_NEAR(cpu::softmax_cross_entropy(logits, labels, dz, 2, 4, 0.0f),
+              ref::softmax_cross_entropy(logits_ref, labels, dz_ref, 2, 4), 1e-6);
+}
+
 // LARS against NumPy: the values below are MLPerf's ResNet-50 LARS formula run in NumPy (float64)
 // on these inputs (trust = eta |w| / (|g| + wd |w|), g halved first as the inverse loss scale).
 TEST(CpuOps, LarsMatchesNumpyAndReference) {

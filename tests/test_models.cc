@@ -28,7 +28,8 @@ TEST_P(ModelZoo, ParametersShapesAndMacs) {
 // Published counts: torchvision for the ImageNet models; He et al. 2015 and the reference
 // CIFAR implementations for option-A ResNets (resnet20 269,722 and every 6 more layers 194,432
 // more: resnet56 853,018, resnet110 1,727,962); small_cnn is ours (convs 288 + 18,432, batch
-// norms 192, fc 401,536 + 1,290).
+// norms 192, fc 401,536 + 1,290); resnet20_fmnist is resnet20 with a 1-channel stem (288 fewer
+// weights) on 28 x 28 maps: (28/32)^2 of resnet20's MACs after the stem, plus a stem of 0.11 M.
 INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
                          ::testing::Values(Expected{"vgg11", 132863336, 7.61}, Expected{"vgg16", 138357544, 15.47},
                                            Expected{"vgg19", 143667240, 19.63}, Expected{"resnet18", 11689512, 1.81},
@@ -36,7 +37,8 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
                                            Expected{"resnet101", 44549160, 7.80}, Expected{"resnet152", 60192808, 11.51},
                                            Expected{"resnet20", 269722, 0.0405}, Expected{"resnet32", 464154, 0.0689},
                                            Expected{"resnet44", 658586, 0.0973}, Expected{"resnet56", 853018, 0.1257},
-                                           Expected{"resnet110", 1727962, 0.2533}, Expected{"small_cnn", 421738, 0.0042}),
+                                           Expected{"resnet110", 1727962, 0.2533}, Expected{"small_cnn", 421738, 0.0042},
+                                           Expected{"resnet20_fmnist", 269434, 0.0308}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return std::string(info.param.model); });
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/backend.h"
+#include "kernels/cpu_ops.h"
 #include "models/graph_builder.h"
 #include "test_util.h"
 
@@ -101,6 +102,28 @@ TEST_P(ToyTraining, SmallConvNetLearnsBars) {
   const LossResult result = train(GetParam(), cnn, problem, 150, 0.05f);
   EXPECT_LT(result.loss, 0.1);
   EXPECT_EQ(result.top1_correct, n);
+}
+
+// A plan's loss takes the label smoothing it is given: the loss of its own logits by the reference
+// formula, and a different one without.
+TEST_P(ToyTraining, LabelSmoothingReachesThePlansLoss) {
+  const int64_t n = 64;
+  const Problem problem = bars(n);
+  const Graph cnn = bars_cnn(n);
+  PlanOptions options;
+  if (GetParam() == "onednn-bf16") options.compute = DType::bf16;
+  auto plan = compile_plan(GetParam() == "ref" ? "ref" : "onednn", cnn, options);
+  init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 5);
+  plan->set_input(problem.images.data());
+  plan->forward(Mode::training);
+  const double plain = plan->loss(problem.labels.data()).loss;
+  plan->set_label_smoothing(0.2f);
+  const double smoothed = plan->loss(problem.labels.data()).loss;
+  std::vector<float> logits(n * 2), scratch(n * 2);
+  plan->read_output(cnn.output, logits.data());
+  EXPECT_NEAR(smoothed, cpu::softmax_cross_entropy(logits.data(), problem.labels.data(), scratch.data(), n, 2, 0.2f),
+              1e-5);
+  EXPECT_GT(std::fabs(smoothed - plain), 1e-4);
 }
 
 // LARS trains the conv net too (each tensor at its own rate: eta 0.02 with a base rate of 2.5

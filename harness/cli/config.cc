@@ -133,6 +133,9 @@ const std::vector<FlagSpec>& flag_specs() {
       TEXT_FLAG(optimizer, one_of(c.optimizer, {"sgd", "momentum", "lars"},
                                   "cnnbench trains with SGD, with or without momentum, or LARS"),
                 "sgd, momentum, or lars (layer-wise rates for large batches; with --momentum)"),
+      REAL_FLAG(label_smoothing,
+                if (!(c.label_smoothing >= 0 && c.label_smoothing < 1)) throw ConfigError("must be in [0, 1)"),
+                "label smoothing in [0, 1): the loss's target is 1 - s on the label and s / classes on every class"),
       REAL_FLAG(lars_eta, if (!(c.lars_eta > 0 && c.lars_eta <= 1)) throw ConfigError("must be in (0, 1]"),
                 "LARS trust coefficient eta in (0, 1] (optimizer=lars)"),
       REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive");

@@ -48,6 +48,7 @@ struct Config {
   // optimizer
   std::string optimizer = "sgd";   // sgd | momentum | lars
   double lars_eta = 0.001;         // LARS trust coefficient (MLPerf's ResNet-50 reference)
+  double label_smoothing = 0;      // target (1 - s) on the label, s / classes on every class
   double init_learning_rate = -1;  // < 0 = 0.1 x global batch / 256 (ImageNet), 0.1 otherwise
   double momentum = 0.9;
   double weight_decay = 4e-5;

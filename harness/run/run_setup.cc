@@ -64,7 +64,9 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
-  return compile_plan(config.backend, graph, options);
+  std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
+  plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
+  return plan;
 }
 
 RunSetup set_up_run(const Config& config, Communicator& comm) {

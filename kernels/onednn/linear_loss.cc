@@ -70,7 +70,7 @@ LossResult OnednnPlan::loss(const int32_t* labels) {
   result.top1_correct = count_top_k(z, labels, n, classes, 1);  // also validates the labels
   result.top5_correct = count_top_k(z, labels, n, classes, 5);
   float* dz = static_cast<float*>(dlogits_plain_.get_data_handle());
-  result.loss = cpu::softmax_cross_entropy(z, labels, dz, n, classes);
+  result.loss = cpu::softmax_cross_entropy(z, labels, dz, n, classes, label_smoothing_);
   if (const float scale = loss_gradient_scale_ * loss_scale_; scale != 1.0f)
     for (int64_t i = 0; i < n * classes; ++i) dz[i] *= scale;
   if (!same(dlogits_plain_, diff_[logits.id])) run_reorder(dlogits_plain_, diff_[logits.id]);

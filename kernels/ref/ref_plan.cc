@@ -130,7 +130,7 @@ class RefPlan final : public Plan {
     result.top1_correct = count_top_k(out_[logits.id].data(), labels, logits.out.n, logits.out.c, 1);
     result.top5_correct = count_top_k(out_[logits.id].data(), labels, logits.out.n, logits.out.c, 5);
     result.loss = ref::softmax_cross_entropy(out_[logits.id].data(), labels, diff_[logits.id].data(),
-                                             logits.out.n, logits.out.c);
+                                             logits.out.n, logits.out.c, label_smoothing_);
     if (const float scale = loss_gradient_scale_ * loss_scale_; scale != 1.0f)
       for (float& d : diff_[logits.id]) d *= scale;
     return result;
