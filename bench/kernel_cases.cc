@@ -83,6 +83,7 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
     case OpKind::relu:
       y = b.relu(x, "op");
       k.name = fmt::format("relu_{}", dims(in));
+      k.fuse = false;
       break;
     case OpKind::shortcut:
       y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op");
@@ -125,15 +126,16 @@ std::vector<KernelCase> distinct_layers(const std::string& model, int64_t batch)
   const auto consumers = g.consumers();
   std::vector<KernelCase> out;
   std::set<std::string> seen;
-  auto fuses_relu = [&](const Node& node) {  // batch norm or a residual add whose only consumer is a ReLU
-    return (node.kind == OpKind::batch_norm || node.kind == OpKind::add) && consumers[node.id].size() == 1 &&
-           g.nodes[consumers[node.id][0]].kind == OpKind::relu;
+  // a convolution, batch norm or residual add whose only consumer is a ReLU: the plan fuses them
+  auto fuses_relu = [&](const Node& node) {
+    return (node.kind == OpKind::conv || node.kind == OpKind::batch_norm || node.kind == OpKind::add) &&
+           consumers[node.id].size() == 1 && g.nodes[consumers[node.id][0]].kind == OpKind::relu;
   };
   for (const Node& node : g.nodes) {
     if (node.kind == OpKind::input) continue;
     const Node& from = g.nodes[node.inputs.at(0)];
     if (node.kind == OpKind::relu && fuses_relu(from)) continue;  // measured with what it follows
-    // a model's ReLU right after batch norm or a residual add is fused into it
+    // a model's ReLU right after a convolution, batch norm or a residual add is fused into it
     KernelCase k = one_layer(model, node, from.out, fuses_relu(node), from.kind == OpKind::input);
     if (seen.insert(k.name).second) out.push_back(std::move(k));
   }
