@@ -33,6 +33,7 @@ struct PlanOptions {
   bool allow_tf32 = true;   // GPU fp32: tensor cores in TF32 (as PyTorch's default for convolutions)
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
+  bool share_memory = true;  // CPU: tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
 };
 
 struct SgdConfig {
@@ -126,6 +127,10 @@ class Plan {
   virtual std::string device_name() const { return "/cpu:0"; }
   // Kernels the backend chose beyond its library's, for the log header ("" if none).
   virtual std::string kernel_notes() const { return {}; }
+  // Bytes of activations, gradients, workspaces and weight copies a step works in, as planned,
+  // and what they would take without sharing (0 where a backend does not say).
+  virtual size_t working_memory_bytes() const { return 0; }
+  virtual size_t unplanned_working_memory_bytes() const { return 0; }
   // No gradient is inf or NaN (after backward and any reduction).
   virtual bool gradients_finite();
 
@@ -134,7 +139,8 @@ class Plan {
   virtual DevicePlan* device() { return nullptr; }
   const DevicePlan* device() const { return const_cast<Plan*>(this)->device(); }
 
-  // Copies a node's output (plain NCHW fp32) out of the plan, after forward().
+  // Copies a node's output (plain NCHW fp32) out of the plan, after forward(). The logits always;
+  // another node only if the plan keeps it (backward reads it, or PlanOptions::share_memory is off).
   virtual void read_output(int node, float* dst) = 0;
   // Copies d(loss)/d(images) out (in set_input's layout), after backward() with input_grad.
   virtual void read_input_grad(float* dst) = 0;

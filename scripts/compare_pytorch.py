@@ -97,8 +97,10 @@ waited = runqueue_wait_sec()
 for _ in range(steps):
     start = time.perf_counter(); step(); times.append(time.perf_counter() - start)
 wait_fraction = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
+import resource
 print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "torch": torch.__version__,
-                  "cpu_wait_fraction": wait_fraction}))
+                  "cpu_wait_fraction": wait_fraction,
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 '''
 
 
@@ -128,7 +130,8 @@ def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
             doc = json.load(f)
     return {"images_per_sec": doc["summary"]["images_per_sec"], "fraction_of_peak": doc["summary"]["fraction_of_peak"],
             "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"],
-            "cpu_wait_fraction": doc["summary"].get("cpu_wait_fraction", -1)}
+            "cpu_wait_fraction": doc["summary"].get("cpu_wait_fraction", -1),
+            "peak_rss_bytes": doc["summary"]["peak_rss_bytes"]}
 
 
 def runs_text(runs):
@@ -188,7 +191,9 @@ def main():
                      "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_ours)),
                      "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs)),
                      "cnnbench_runs": runs_text(runs_ours), "pytorch_runs": runs_text(runs_theirs),
-                     "most_cpu_wait": f"{most_wait(runs_ours)} / {most_wait(runs_theirs)}"})
+                     "most_cpu_wait": f"{most_wait(runs_ours)} / {most_wait(runs_theirs)}",
+                     "cnnbench_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_ours) / 2**30, 2),
+                     "pytorch_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_theirs) / 2**30, 2)})
         print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
               f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
               f"({100 * ours['fraction_of_peak']:.1f}% of the measured {args.precision} peak)", flush=True)
@@ -203,12 +208,14 @@ def main():
                 f"{rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n")
         f.write(f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; "
                 f"median of {rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
-        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak | most CPU wait (cnnbench / PyTorch) |\n"
-                "|---|---|---|---|---|---|---|\n")
+        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak | most CPU wait (cnnbench / PyTorch) "
+                "| peak RSS GiB (cnnbench / PyTorch) |\n"
+                "|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
                     f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
-                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% | {r['most_cpu_wait']} |\n")
+                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% | {r['most_cpu_wait']} "
+                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} |\n")
         f.write("\nEvery run in order, images/sec (share of its threads' time spent waiting for a CPU another "
                 "process held):\n\n")
         for r in rows:

@@ -57,5 +57,27 @@ TEST(PlanErrors, ReadingAFusedNodeIsRefused) {
   EXPECT_NO_THROW(plain->read_output(conv, out.data()));
 }
 
+// A batch norm read only by the add after it: backward does not need its output, so its bytes
+// go to a later tensor and reading it is refused, unless every tensor keeps its own.
+TEST(PlanErrors, ReadingANodeWhoseBytesAreSharedIsRefused) {
+  GraphBuilder b("shared", {2, 16, 8, 8});
+  const int conv = b.conv(b.input(), 16, 3, 1, 1, "conv");
+  const int bn = b.batch_norm(conv, "bn");
+  const Graph g = b.finish(b.relu(b.add(bn, conv, "add"), "relu"));
+  std::vector<float> out(2 * 16 * 64);
+  for (const Mode mode : {Mode::training, Mode::inference}) {
+    auto plan = compile_plan("onednn", g);
+    plan->forward(mode);
+    const std::string m = testing::error_of([&] { plan->read_output(bn, out.data()); });
+    EXPECT_NE(m.find("node 'bn' is not kept after forward"), std::string::npos) << m;
+    EXPECT_NO_THROW(plan->read_output(g.output, out.data()));
+    PlanOptions own;
+    own.share_memory = false;
+    auto plain = compile_plan("onednn", g, own);
+    plain->forward(mode);
+    EXPECT_NO_THROW(plain->read_output(bn, out.data()));
+  }
+}
+
 }  // namespace
 }  // namespace cnnbench

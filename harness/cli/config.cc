@@ -148,6 +148,8 @@ const std::vector<FlagSpec>& flag_specs() {
                 "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)"),
       TEXT_FLAG(device, one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank"),
       BOOL_FLAG(cuda_graphs, "GPU: replay forward and backward as CUDA graphs (when gradients are not exchanged)"),
+      BOOL_FLAG(share_memory, "CPU: tensors whose lifetimes in a step do not overlap share bytes (--share_memory=false "
+                              "gives every tensor its own, to compare)"),
       INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
                    "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
                "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)"),

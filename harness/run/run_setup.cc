@@ -64,6 +64,7 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
+  options.share_memory = config.share_memory;
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
   return plan;
@@ -129,6 +130,9 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
     note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
                         config.compression);
   if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
+  if (const size_t planned = plan.working_memory_bytes(); planned > 0)
+    note += fmt::format("; working memory {:.2f} GiB ({:.2f} GiB without sharing)", planned / double(1 << 30),
+                        plan.unplanned_working_memory_bytes() / double(1 << 30));
   return note;
 }
 

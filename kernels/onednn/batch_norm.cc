@@ -55,7 +55,8 @@ void OnednnPlan::compile_batch_norm_forward(const Node& node) {
                                    static_cast<float*>(var.get_data_handle()),
                                    static_cast<float*>(running_mean.get_data_handle()),
                                    static_cast<float*>(running_var.get_data_handle()), c, momentum, values);
-       }});
+       },
+       {s.mean, s.variance}});
   forward_inference_.push_back({dnnl::batch_normalization_forward(infer_pd),
                                 {{DNNL_ARG_SRC, mem_[src]},
                                  {DNNL_ARG_DST, mem_[node.id]},

@@ -86,7 +86,8 @@ bool OnednnPlan::compile_own_weight_grad(const Node& node, const Node& in, const
                                          static_cast<const uint16_t*>(diff_dst.get_data_handle()),
                                          static_cast<float*>(dw.get_data_handle()), weight_grad_scratch_.data(),
                                          threads_);
-                       }});
+                       },
+                       {s.src, diff_dst}});
   ++own_weight_grads_;
   return true;
 }

@@ -138,13 +138,15 @@ void OnednnPlan::compile_shortcut_forward(const Node& node) {
   auto host = [x = mem_[src], y = mem_[node.id], wide = act_dt_ == dt::f32,
                walk = ShortcutWalk(shortcut_geometry(graph_, node), layout_of(mem_[src], node), layout_of(mem_[node.id], node))] {
     auto copy = [&](auto* out, const auto* in) { walk.run([&](int64_t xi, int64_t yi) { out[yi] = in[xi]; }); };
+    // the padding channels are never copied to: zero them every step, as the bytes may be shared
+    std::memset(y.get_data_handle(), 0, y.get_desc().get_size());  // 0 in fp32 and bf16
     if (wide)
       copy(static_cast<float*>(y.get_data_handle()), static_cast<const float*>(x.get_data_handle()));
     else
       copy(static_cast<uint16_t*>(y.get_data_handle()), static_cast<const uint16_t*>(x.get_data_handle()));
   };
-  forward_training_.push_back({{}, {}, host});
-  forward_inference_.push_back({{}, {}, host});
+  forward_training_.push_back({{}, {}, host, {mem_[src], mem_[node.id]}});
+  forward_inference_.push_back({{}, {}, host, {mem_[src], mem_[node.id]}});
 }
 
 void OnednnPlan::compile_shortcut_backward(const Node& node) {
@@ -162,7 +164,8 @@ void OnednnPlan::compile_shortcut_backward(const Node& node) {
                          else
                            scatter(static_cast<uint16_t*>(dx.get_data_handle()),
                                    static_cast<const uint16_t*>(dy.get_data_handle()));
-                       }});
+                       },
+                       {diff_[node.id], target}});
   finish_grad(src, target);
 }
 

@@ -19,6 +19,7 @@ OnednnPlan::OnednnPlan(const Graph& graph, const PlanOptions& options)
       input_nhwc_(options.input_nhwc),
       fuse_(options.fuse),
       own_kernels_(options.own_kernels),
+      share_memory_(options.share_memory),
       threads_(omp_get_max_threads()) {
   if (options.compute == DType::f16)
     throw std::invalid_argument(
@@ -35,6 +36,7 @@ void OnednnPlan::set_input(const float* images) {
 }
 
 void OnednnPlan::forward(Mode mode) {
+  last_forward_ = mode;
   run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec);
 }
 
@@ -46,6 +48,10 @@ void OnednnPlan::read_output(int node, float* dst) {
   if (fused_into_[node] >= 0)
     throw std::logic_error("read_output: node '" + graph_.nodes[node].name +
                            "' was fused with its ReLU; build the plan with fuse = false");
+  if (!kept_after_forward_[last_forward_ == Mode::training ? 0 : 1][node])
+    throw std::logic_error("read_output: node '" + graph_.nodes[node].name +
+                           "' is not kept after forward (a later tensor shares its bytes); build the plan with "
+                           "share_memory = false");
   memory plain(plain_md(dims(graph_.nodes[node])), engine_, dst);
   run_reorder(mem_[node], plain);
 }

@@ -16,6 +16,11 @@
 // Gradients of a tensor with several consumers are summed: the first consumer (in backward
 // order) writes the gradient, later ones add theirs with a reorder carrying a sum post-op; the
 // last one, where the tensor is a ReLU masked in place, sums and masks in one host pass.
+//
+// Memory (activation_plan.cc): every tensor above lives in one activation arena, placed once the
+// step lists are built. Tensors whose lifetimes on the training step and on the inference step
+// do not overlap share bytes (PlanOptions::share_memory): a gradient takes the place of an
+// activation that backward no longer reads. A host step names the tensors it touches in `uses`.
 #pragma once
 
 #include <functional>
@@ -35,11 +40,13 @@ using dt = memory::data_type;
 
 // One entry of a replayed list: a oneDNN primitive with its arguments, or host work.
 struct Step {
-  Step(dnnl::primitive p, std::unordered_map<int, memory> a, std::function<void()> h = {})
-      : primitive(std::move(p)), args(std::move(a)), host(std::move(h)) {}
+  Step(dnnl::primitive p, std::unordered_map<int, memory> a, std::function<void()> h = {},
+       std::vector<memory> u = {})
+      : primitive(std::move(p)), args(std::move(a)), host(std::move(h)), uses(std::move(u)) {}
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
   std::function<void()> host;  // set instead of primitive for host work
+  std::vector<memory> uses;    // the tensors host work reads or writes (the memory plan's lifetimes)
   std::string what;            // "node 'conv1' (conv): reorder", for error messages
   int node = 0;                // the graph node this step belongs to (layer timing)
   bool weight_grad = false;    // computes weight/bias gradients (layer timing's split of backward)
@@ -70,6 +77,8 @@ class OnednnPlan final : public Plan {
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override;  // sgd.cc
   void read_output(int node, float* dst) override;
   std::string kernel_notes() const override;
+  size_t working_memory_bytes() const override { return activation_bytes_; }
+  size_t unplanned_working_memory_bytes() const override { return unshared_activation_bytes_; }
   void read_input_grad(float* dst) override;
 
  private:
@@ -95,7 +104,7 @@ class OnednnPlan final : public Plan {
   memory forward_view(int t, const memory::desc& want);
   memory backward_view(int t, const memory::desc& want);
   memory alloc(const memory::desc& md);
-  void place_activations();
+  void place_activations();  // activation_plan.cc
   memory grad_target(int t, const memory::desc& produced);
   void finish_grad(int t, const memory& target);
   bool sum_can_mask_relu(int t, const memory& target) const;
@@ -156,7 +165,7 @@ class OnednnPlan final : public Plan {
   void compile_shortcut_forward(const Node& node);
   void compile_shortcut_backward(const Node& node);
 
-  bool input_grad_, input_nhwc_, fuse_, own_kernels_;
+  bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_;
   int threads_;  // OpenMP threads the plan's own kernels run
   size_t weight_grad_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
@@ -179,8 +188,10 @@ class OnednnPlan final : public Plan {
   Steps forward_training_, forward_inference_, backward_;
   memory logits_plain_, dlogits_plain_;
   memory input_user_;  // fp32 images from set_input(); mem_[0] is them in the compute type
-  std::vector<std::pair<memory, size_t>> placements_;
-  size_t activation_bytes_ = 0;
+  std::vector<memory> placements_;  // every tensor alloc() made, placed by place_activations()
+  std::vector<bool> kept_after_forward_[2];  // per timeline (training, inference) and node: read_output() may read it
+  Mode last_forward_ = Mode::training;
+  size_t activation_bytes_ = 0, unshared_activation_bytes_ = 0;
   Arena activations_;  // every activation, gradient, workspace and reordered weight
 };
 

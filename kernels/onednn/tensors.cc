@@ -57,16 +57,8 @@ memory OnednnPlan::backward_view(int t, const memory::desc& want) {
 // A tensor in the plan's activation arena (placed when compile() ends).
 memory OnednnPlan::alloc(const memory::desc& md) {
   memory m(md, engine_, DNNL_MEMORY_NONE);
-  placements_.push_back({m, activation_bytes_});
-  activation_bytes_ += (md.get_size() + 63) / 64 * 64;
+  placements_.push_back(m);
   return m;
-}
-
-void OnednnPlan::place_activations() {
-  activations_ = Arena((activation_bytes_ + sizeof(float) - 1) / sizeof(float));
-  char* base = reinterpret_cast<char*>(activations_.data());
-  for (auto& [m, offset] : placements_) m.set_data_handle(base + offset);
-  placements_.clear();
 }
 
 // Where a backward primitive should write its contribution to the gradient of tensor t.
@@ -92,7 +84,8 @@ void OnednnPlan::finish_grad(int t, const memory& target) {
                                                                 static_cast<const uint16_t*>(g.get_data_handle()),
                                                                 static_cast<const uint16_t*>(y.get_data_handle()),
                                                                 count);
-                         }});
+                         },
+                         {diff_[t], target, mem_[t]}});
   } else {
     reorder_step(backward_, target, diff_[t], grad_written_[t]);
   }

@@ -1,0 +1,167 @@
+// The memory plan: plan_memory()'s placement (buffers live at the same time never share a byte;
+// buffers that are not do share), and the oneDNN plan with shared memory training bit for bit
+// as the one where every tensor has bytes of its own, on whole models.
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "kernels/backend.h"
+#include "kernels/memory_plan.h"
+#include "models/model_zoo.h"
+#include "test_util.h"
+
+namespace cnnbench {
+namespace {
+
+PlannedBuffer buffer(size_t bytes, std::vector<Lifetime> lives, bool shared = true) {
+  return {bytes, std::move(lives), shared};
+}
+
+// Every pair live together on some timeline (or unshared) occupies disjoint bytes.
+void expect_no_clash(const std::vector<PlannedBuffer>& buffers, const MemoryPlan& plan) {
+  ASSERT_EQ(plan.offsets.size(), buffers.size());
+  for (size_t a = 0; a < buffers.size(); ++a) {
+    EXPECT_EQ(plan.offsets[a] % 64, 0u);
+    EXPECT_LE(plan.offsets[a] + buffers[a].bytes, plan.total_bytes);
+    for (size_t b = a + 1; b < buffers.size(); ++b) {
+      bool together = !buffers[a].shared || !buffers[b].shared;
+      for (size_t t = 0; t < buffers[a].lives.size(); ++t) together |= buffers[a].lives[t].overlaps(buffers[b].lives[t]);
+      const bool disjoint = plan.offsets[a] + buffers[a].bytes <= plan.offsets[b] ||
+                            plan.offsets[b] + buffers[b].bytes <= plan.offsets[a];
+      if (together && buffers[a].bytes && buffers[b].bytes) {
+        EXPECT_TRUE(disjoint) << "buffers " << a << " and " << b << " share bytes while both are live";
+      }
+    }
+  }
+}
+
+TEST(MemoryPlan, BuffersLiveAtDifferentTimesShareBytes) {
+  // a chain: each buffer is read by the next step only, so two slots are enough
+  const std::vector<PlannedBuffer> chain = {buffer(1000, {{0, 1}}), buffer(1000, {{1, 2}}), buffer(1000, {{2, 3}}),
+                                            buffer(1000, {{3, 4}})};
+  const MemoryPlan plan = plan_memory(chain);
+  expect_no_clash(chain, plan);
+  EXPECT_EQ(plan.total_bytes, 2 * 1024u);
+  EXPECT_EQ(plan.unshared_bytes, 4 * 1024u);
+  EXPECT_EQ(plan.offsets[0], plan.offsets[2]);
+}
+
+TEST(MemoryPlan, UnsharedBuffersAndSecondTimelineKeepTheirBytes) {
+  std::vector<PlannedBuffer> buffers = {buffer(64, {{0, 1}}), buffer(64, {{2, 3}}, false)};
+  EXPECT_EQ(plan_memory(buffers).total_bytes, 128u);
+  // apart on the training timeline, together on the inference one
+  buffers = {buffer(64, {{0, 1}, {0, 5}}), buffer(64, {{2, 3}, {4, 6}})};
+  EXPECT_EQ(plan_memory(buffers).total_bytes, 128u);
+  buffers = {buffer(64, {{0, 1}, {0, 5}}), buffer(64, {{2, 3}, {}})};  // not used at inference
+  EXPECT_EQ(plan_memory(buffers).total_bytes, 64u);
+}
+
+TEST(MemoryPlan, SmallBufferFillsAGapBetweenLiveOnes) {
+  // a (0..9) at the bottom, b (0..4) above it; c (5..9) fits where b was
+  const std::vector<PlannedBuffer> buffers = {buffer(4096, {{0, 9}}), buffer(1024, {{0, 4}}), buffer(512, {{5, 9}})};
+  const MemoryPlan plan = plan_memory(buffers);
+  expect_no_clash(buffers, plan);
+  EXPECT_EQ(plan.offsets[2], plan.offsets[1]);
+  EXPECT_EQ(plan.total_bytes, 4096u + 1024u);
+}
+
+TEST(MemoryPlan, RandomLifetimesNeverClash) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<PlannedBuffer> buffers;
+    const int count = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < count; ++i) {
+      std::vector<Lifetime> lives(2);
+      for (Lifetime& l : lives)
+        if (rng() % 5) {
+          const int first = static_cast<int>(rng() % 40);
+          l = {first, first + static_cast<int>(rng() % 12)};
+        }
+      buffers.push_back(buffer(rng() % 5000, lives, rng() % 10 != 0));
+    }
+    const MemoryPlan plan = plan_memory(buffers);
+    expect_no_clash(buffers, plan);
+    EXPECT_LE(plan.total_bytes, plan.unshared_bytes);
+  }
+}
+
+TEST(MemoryPlan, AlignmentMustBeAPowerOfTwo) {
+  EXPECT_THROW(plan_memory({}, 48), std::invalid_argument);
+  EXPECT_EQ(plan_memory({}).total_bytes, 0u);
+}
+
+struct ModelCase {
+  std::string model;
+  int64_t batch;
+  DType compute;
+};
+
+std::ostream& operator<<(std::ostream& os, const ModelCase& c) {
+  return os << c.model << "_b" << c.batch << (c.compute == DType::bf16 ? "_bf16" : "_fp32");
+}
+
+// Three SGD steps and an inference pass: every loss, parameter, running statistic and logit the
+// same to the bit with shared memory as without, and the shared plan smaller.
+class OnednnMemoryPlan : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(OnednnMemoryPlan, SharedTensorsTrainBitForBitAsUnshared) {
+  const ModelCase c = GetParam();
+  const Graph graph = build_model(c.model, c.batch);
+  std::vector<std::unique_ptr<Plan>> plans;
+  for (const bool reuse : {true, false}) {
+    PlanOptions options;
+    options.compute = c.compute;
+    options.share_memory = reuse;
+    plans.push_back(compile_plan("onednn", graph, options));
+    init_parameters(plans.back()->layout(), plans.back()->parameters().data(), plans.back()->buffers().data(), 3);
+  }
+  Plan& shared = *plans[0];
+  Plan& own = *plans[1];
+  EXPECT_EQ(own.working_memory_bytes(), own.unplanned_working_memory_bytes());
+  EXPECT_EQ(shared.unplanned_working_memory_bytes(), own.unplanned_working_memory_bytes());
+  EXPECT_LT(shared.working_memory_bytes(), own.working_memory_bytes() * 3 / 4) << "the plan shares too little";
+
+  const Shape in = graph.input().out;
+  const int64_t classes = graph.logits().out.c;
+  std::vector<int32_t> labels(static_cast<size_t>(c.batch));
+  for (int64_t i = 0; i < c.batch; ++i) labels[i] = static_cast<int32_t>((i * 7) % classes);
+  const SgdConfig sgd{0.9f, 1e-4f, false};
+  for (int step = 0; step < 3; ++step) {
+    const auto images = testing::random_vector<float>(in.elements(), 40 + step);
+    double losses[2];
+    for (int p = 0; p < 2; ++p) {
+      plans[p]->set_input(images.data());
+      plans[p]->forward(Mode::training);
+      losses[p] = plans[p]->loss(labels.data()).loss;
+      plans[p]->backward();
+      plans[p]->sgd_step(sgd, 0.05f);
+    }
+    EXPECT_EQ(losses[0], losses[1]) << "step " << step;
+  }
+  auto same_bits = [](std::span<float> a, std::span<float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+  };
+  EXPECT_TRUE(same_bits(shared.parameters(), own.parameters()));
+  EXPECT_TRUE(same_bits(shared.buffers(), own.buffers()));
+  std::vector<float> logits[2];
+  for (int p = 0; p < 2; ++p) {
+    plans[p]->forward(Mode::inference);
+    logits[p].resize(graph.logits().out.elements());
+    plans[p]->read_output(graph.output, logits[p].data());
+  }
+  EXPECT_TRUE(same_bits(logits[0], logits[1]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OnednnMemoryPlan,
+                         ::testing::Values(ModelCase{"resnet20", 8, DType::f32}, ModelCase{"resnet20", 8, DType::bf16},
+                                           ModelCase{"resnet20_fmnist", 4, DType::f32},
+                                           ModelCase{"resnet50", 2, DType::f32}, ModelCase{"resnet50", 2, DType::bf16},
+                                           ModelCase{"vgg16", 1, DType::f32}),
+                         [](const auto& info) {
+                           std::ostringstream s;
+                           s << info.param;
+                           return s.str();
+                         });
+
+}  // namespace
+}  // namespace cnnbench
