@@ -50,6 +50,11 @@ TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
   EXPECT_EQ(doc["steps"]["time_sec"].size(), 4u);
   EXPECT_EQ(doc["run"]["timed_steps"], 4);
   EXPECT_NEAR(doc["summary"]["images_per_sec"].get<double>(), std::stod(total[1]), 0.01);
+  // the memory plan: some working memory, less than every tensor in bytes of its own
+  const int64_t working = doc["summary"]["working_memory_bytes"], unshared = doc["summary"]["unshared_working_memory_bytes"];
+  EXPECT_GT(working, 0);
+  EXPECT_LT(working, unshared);
+  EXPECT_NE(r.output.find("of which working memory"), std::string::npos) << r.output;
   EXPECT_FALSE(doc["context"]["cpu_model"].get<std::string>().empty());
   EXPECT_FALSE(doc["layers"].empty());
   for (const auto& layer : doc["layers"]) {

@@ -75,6 +75,8 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"peak_isa", m.peak.isa},
         {"fraction_of_peak", m.fraction_of_peak},
         {"peak_rss_bytes", m.peak_rss_bytes},
+        {"working_memory_bytes", m.working_memory_bytes},
+        {"unshared_working_memory_bytes", m.unshared_working_memory_bytes},
         {"final_loss", m.final_loss},
         {"comm_mean_sec", m.comm_mean_sec},
         {"exposed_comm_mean_sec", m.exposed_mean_sec},

@@ -123,7 +123,12 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
   else
     fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
                dtype_name(settings.precision));
-  fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank\n", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  if (s.working_memory_bytes > 0)
+    fmt::print(out, ", of which working memory {:.2f} GiB ({:.2f} GiB without sharing)",
+               static_cast<double>(s.working_memory_bytes) / (1 << 30),
+               static_cast<double>(s.unshared_working_memory_bytes) / (1 << 30));
+  fmt::print(out, "\n");
   if (s.cpu_wait_fraction >= 0)
     fmt::print(out, "  CPU wait        {:.1f}% of the compute threads' time waiting for a CPU another process held{}\n",
                100 * s.cpu_wait_fraction,

@@ -26,6 +26,7 @@ struct RunSummary {
   PeakResult peak;
   double fraction_of_peak = 0;
   int64_t peak_rss_bytes = 0;
+  int64_t working_memory_bytes = 0, unshared_working_memory_bytes = 0;  // the plan's, as planned (0: not said)
   double final_loss = 0;
   // across ranks
   double comm_mean_sec = 0;       // allreduce time per step (communication thread, max over ranks)

@@ -130,9 +130,6 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
     note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
                         config.compression);
   if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
-  if (const size_t planned = plan.working_memory_bytes(); planned > 0)
-    note += fmt::format("; working memory {:.2f} GiB ({:.2f} GiB without sharing)", planned / double(1 << 30),
-                        plan.unplanned_working_memory_bytes() / double(1 << 30));
   return note;
 }
 
