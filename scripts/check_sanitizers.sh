@@ -5,7 +5,8 @@
 #   scripts/check_sanitizers.sh address [--subset]   ASan + UBSan: every CPU test (build-asan/)
 #   scripts/check_sanitizers.sh thread               TSan: the tests that run threads (build-tsan/)
 # --subset (what CI runs): the tests of every parser, the result files, the gradient reducer and
-# the control plane under mpiexec, and the command line end to end, instead of the whole suite.
+# the control plane under mpiexec, the memory plan, and the command line end to end, instead of
+# the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -18,8 +19,8 @@ case "$mode" in
     build=build-asan sanitize=address,undefined
     if ((subset)); then
       targets=(cnnbench test_config test_data test_tfrecord test_compare test_result_files test_stats test_loss_scaling
-               test_mpi_allreduce test_cli)
-      tests='^(test_mpi_allreduce_np2|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|Compare|Significance|Stats|ResultFiles|LossScal|file_faults|fault_sigSTOP_mpi)'
+               test_mpi_allreduce test_cli test_memory_plan)
+      tests='^(test_mpi_allreduce_np2|MemoryPlan\.|Models/OnednnMemoryPlan\..*/resnet20_b8_fp32|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|Compare|Significance|Stats|ResultFiles|LossScal|file_faults|fault_sigSTOP_mpi)'
     else
       targets=(all) tests=.
     fi
