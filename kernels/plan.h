@@ -34,6 +34,7 @@ struct PlanOptions {
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
   bool share_memory = true;  // CPU: tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
+  bool poison_dead_tensors = false;  // tests: fill a shared tensor with NaNs before its first and after its last use
 };
 
 struct SgdConfig {
@@ -139,8 +140,10 @@ class Plan {
   virtual DevicePlan* device() { return nullptr; }
   const DevicePlan* device() const { return const_cast<Plan*>(this)->device(); }
 
-  // Copies a node's output (plain NCHW fp32) out of the plan, after forward(). The logits always;
-  // another node only if the plan keeps it (backward reads it, or PlanOptions::share_memory is off).
+  // Copies a node's output (plain NCHW fp32) out of the plan, after forward() (or backward()). The
+  // logits always; another node only if the plan keeps it that long (a later step reads it, or
+  // PlanOptions::share_memory is off). loss() and set_output_grad() come between forward() and
+  // backward(): after backward their gradient's bytes may hold another tensor.
   virtual void read_output(int node, float* dst) = 0;
   // Copies d(loss)/d(images) out (in set_input's layout), after backward() with input_grad.
   virtual void read_input_grad(float* dst) = 0;

@@ -77,6 +77,21 @@ TEST(PlanErrors, ReadingANodeWhoseBytesAreSharedIsRefused) {
     plain->forward(mode);
     EXPECT_NO_THROW(plain->read_output(bn, out.data()));
   }
+  // after backward: the logits are still the forward's; the convolution's output, last read by
+  // batch norm's backward, is refused
+  auto plan = compile_plan("onednn", g);
+  const auto x = testing::random_vector<float>(2 * 16 * 64, 3), dy = testing::random_vector<float>(2 * 16 * 64, 4);
+  plan->set_input(x.data());
+  plan->forward(Mode::training);
+  std::vector<float> before(out.size()), after(out.size());
+  plan->read_output(g.output, before.data());
+  EXPECT_NO_THROW(plan->read_output(conv, out.data()));
+  plan->set_output_grad(dy.data());
+  plan->backward();
+  plan->read_output(g.output, after.data());
+  EXPECT_EQ(before, after);
+  const std::string m = testing::error_of([&] { plan->read_output(conv, out.data()); });
+  EXPECT_NE(m.find("node 'conv' is not kept after backward"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ void OnednnPlan::place_activations() {
     PlannedBuffer b;
     b.bytes = m.get_desc().get_size();
     b.lives.resize(2);
-    b.shared = share_memory_ && !padded(m.get_desc());
+    b.shared = !padded(m.get_desc());  // may share; share_memory_ decides below
     buffers.push_back(std::move(b));
   }
   auto use = [&](const memory& m, Timeline timeline, int time) {
@@ -53,17 +53,35 @@ void OnednnPlan::place_activations() {
 
   // Images stay from one set_input() to the next, across steps (synthetic data sets them once).
   if (const auto it = index.find(input_user_.get(true)); it != index.end()) buffers[it->second].shared = false;
-  // loss() reads the logits and writes their gradient on both timelines (set_output_grad() too)
-  for (const memory& m : {mem_[graph_.logits().id], mem_[graph_.output], logits_plain_, dlogits_plain_,
-                          diff_[graph_.logits().id], diff_[graph_.output]}) {
+  // loss() reads the logits and writes their gradient on both timelines (set_output_grad() too);
+  // read_output() may read the logits even after backward
+  for (const memory& m : {mem_[graph_.logits().id], mem_[graph_.output], logits_plain_}) {
+    use(m, training, training_loss);
+    use(m, training, training_end);
+    use(m, inference, inference_loss);
+  }
+  for (const memory& m : {dlogits_plain_, diff_[graph_.logits().id], diff_[graph_.output]}) {
     use(m, training, training_loss);
     use(m, inference, inference_loss);
   }
   if (input_grad_) use(diff_[0], training, training_end);  // read_input_grad() after backward
-  // read_output() can read a node once forward is done only if no later tensor took its bytes
-  for (const Timeline timeline : {training, inference}) {
-    const int end = timeline == training ? training_loss : inference_loss;
-    std::vector<bool>& kept = kept_after_forward_[timeline];
+  // The gradient of a node nothing reads is never written, only read by its own backward steps:
+  // it must stay the arena's zeros, not another tensor's values.
+  for (size_t n = 0; n < diff_.size(); ++n)
+    if (static_cast<int>(n) != graph_.output && consumers_[n].empty())
+      if (const auto it = index.find(diff_[n].get(true)); it != index.end()) buffers[it->second].shared = false;
+  // poison_dead_tensors fills what could share, shared or not
+  std::vector<bool> shareable(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    shareable[i] = buffers[i].shared;
+    buffers[i].shared = buffers[i].shared && share_memory_;
+  }
+  // read_output() can read a node at a point of the step only if no later tensor took its bytes
+  const std::pair<Timeline, int> read_points[3] = {
+      {training, training_loss}, {training, training_end}, {inference, inference_loss}};
+  for (int point = 0; point < 3; ++point) {
+    const auto [timeline, end] = read_points[point];
+    std::vector<bool>& kept = kept_at_[point];
     kept.assign(mem_.size(), true);
     for (size_t n = 0; n < mem_.size(); ++n)
       if (const auto it = index.find(mem_[n].get(true)); it != index.end() && buffers[it->second].shared) {
@@ -78,6 +96,13 @@ void OnednnPlan::place_activations() {
   activations_ = Arena((activation_bytes_ + sizeof(float) - 1) / sizeof(float));
   char* base = reinterpret_cast<char*>(activations_.data());
   for (size_t i = 0; i < placements_.size(); ++i) placements_[i].set_data_handle(base + plan.offsets[i]);
+  backward_first_time_ = training_loss + 1;
+  if (poison_dead_)
+    for (size_t i = 0; i < placements_.size(); ++i)
+      if (shareable[i])
+        poisoned_.push_back({placements_[i],
+                             {buffers[i].lives[training].first, buffers[i].lives[inference].first},
+                             {buffers[i].lives[training].last, buffers[i].lives[inference].last}});
   placements_.clear();
 }
 

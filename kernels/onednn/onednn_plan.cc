@@ -6,6 +6,7 @@
 #include "kernels/onednn/plan_internal.h"
 
 #include <chrono>
+#include <cstring>
 
 #include <omp.h>
 
@@ -20,6 +21,7 @@ OnednnPlan::OnednnPlan(const Graph& graph, const PlanOptions& options)
       fuse_(options.fuse),
       own_kernels_(options.own_kernels),
       share_memory_(options.share_memory),
+      poison_dead_(options.poison_dead_tensors),
       threads_(omp_get_max_threads()) {
   if (options.compute == DType::f16)
     throw std::invalid_argument(
@@ -36,11 +38,15 @@ void OnednnPlan::set_input(const float* images) {
 }
 
 void OnednnPlan::forward(Mode mode) {
-  last_forward_ = mode;
-  run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec);
+  read_point_ = mode == Mode::training ? 0 : 2;
+  run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec,
+      mode == Mode::training ? 0 : 1, 1);
 }
 
-void OnednnPlan::backward() { run(backward_, &LayerTime::backward_sec); }
+void OnednnPlan::backward() {
+  read_point_ = 1;
+  run(backward_, &LayerTime::backward_sec, 0, backward_first_time_);
+}
 
 void OnednnPlan::read_output(int node, float* dst) {
   if (node < 0 || node >= static_cast<int>(graph_.nodes.size()))
@@ -48,10 +54,10 @@ void OnednnPlan::read_output(int node, float* dst) {
   if (fused_into_[node] >= 0)
     throw std::logic_error("read_output: node '" + graph_.nodes[node].name +
                            "' was fused with its ReLU; build the plan with fuse = false");
-  if (!kept_after_forward_[last_forward_ == Mode::training ? 0 : 1][node])
-    throw std::logic_error("read_output: node '" + graph_.nodes[node].name +
-                           "' is not kept after forward (a later tensor shares its bytes); build the plan with "
-                           "share_memory = false");
+  if (!kept_at_[read_point_][node])
+    throw std::logic_error("read_output: node '" + graph_.nodes[node].name + "' is not kept after " +
+                           (read_point_ == 1 ? "backward" : "forward") +
+                           " (a later tensor shares its bytes); build the plan with share_memory = false");
   memory plain(plain_md(dims(graph_.nodes[node])), engine_, dst);
   run_reorder(mem_[node], plain);
 }
@@ -68,12 +74,13 @@ void OnednnPlan::read_input_grad(float* dst) {
   run_reorder(diff_[0], plain);
 }
 
-void OnednnPlan::run(const Steps& steps, double LayerTime::*phase) {
+void OnednnPlan::run(const Steps& steps, double LayerTime::*phase, int timeline, int first_time) {
   // a node's steps run one after another: its span starts with the first and ends with the last
   auto node_start = std::chrono::steady_clock::time_point{};
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& step = steps[i];
     const auto start = layer_timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (poison_dead_) poison(timeline, first_time + static_cast<int>(i), true);
     if (step.host) {
       step.host();
     } else {
@@ -83,6 +90,7 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase) {
         throw_onednn_error("running " + step.what, e, __FILE__, __LINE__);
       }
     }
+    if (poison_dead_) poison(timeline, first_time + static_cast<int>(i), false);
     // CPU primitives run synchronously on the OpenMP runtime, so this is the step's time.
     if (layer_timing_) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -96,6 +104,15 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase) {
     }
   }
   stream_.wait();
+}
+
+// NaNs (all bits set, in fp32 and bf16) in every shared tensor whose life starts at `time`
+// (before the step) or ended at it (after): a step that reads a tensor outside the lifetime the
+// memory plan gave it, or does not write all of its output, then shows in the results.
+void OnednnPlan::poison(int timeline, int time, bool before) {
+  for (const Poisoned& p : poisoned_)
+    if ((before ? p.first[timeline] : p.last[timeline]) == time)
+      std::memset(p.tensor.get_data_handle(), 0xff, p.tensor.get_desc().get_size());
 }
 
 void OnednnPlan::run_reorder(const memory& from, const memory& to) {

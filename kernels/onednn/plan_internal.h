@@ -83,7 +83,9 @@ class OnednnPlan final : public Plan {
 
  private:
   // ---- running (onednn_plan.cc) ----
-  void run(const Steps& steps, double LayerTime::*phase);
+  // `timeline` and `first_time`: where the list sits in the memory plan's timelines (poisoning)
+  void run(const Steps& steps, double LayerTime::*phase, int timeline, int first_time);
+  void poison(int timeline, int time, bool before);
   void run_reorder(const memory& from, const memory& to);
 
   // ---- compile skeleton (onednn_plan.cc) ----
@@ -165,7 +167,7 @@ class OnednnPlan final : public Plan {
   void compile_shortcut_forward(const Node& node);
   void compile_shortcut_backward(const Node& node);
 
-  bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_;
+  bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_, poison_dead_;
   int threads_;  // OpenMP threads the plan's own kernels run
   size_t weight_grad_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
@@ -189,8 +191,16 @@ class OnednnPlan final : public Plan {
   memory logits_plain_, dlogits_plain_;
   memory input_user_;  // fp32 images from set_input(); mem_[0] is them in the compute type
   std::vector<memory> placements_;  // every tensor alloc() made, placed by place_activations()
-  std::vector<bool> kept_after_forward_[2];  // per timeline (training, inference) and node: read_output() may read it
-  Mode last_forward_ = Mode::training;
+  // per node, whether read_output() may read it after training forward, after backward, after
+  // inference forward (read_point_: which of the three the plan last passed)
+  std::vector<bool> kept_at_[3];
+  int read_point_ = 0;
+  struct Poisoned {  // a shared tensor and its lifetimes, kept for poison_dead_tensors
+    memory tensor;
+    int first[2], last[2];
+  };
+  std::vector<Poisoned> poisoned_;
+  int backward_first_time_ = 0;
   size_t activation_bytes_ = 0, unshared_activation_bytes_ = 0;
   Arena activations_;  // every activation, gradient, workspace and reordered weight
 };
