@@ -108,7 +108,9 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase, int timeline,
 
 // NaNs (all bits set, in fp32 and bf16) in every shared tensor whose life starts at `time`
 // (before the step) or ended at it (after): a step that reads a tensor outside the lifetime the
-// memory plan gave it, or does not write all of its output, then shows in the results.
+// memory plan gave it, or does not write all of its output, then shows in the results. loss()
+// runs outside the step lists and is not covered: its tensors' lifetimes are set by hand in
+// activation_plan.cc, and the shared-against-unshared test checks them.
 void OnednnPlan::poison(int timeline, int time, bool before) {
   for (const Poisoned& p : poisoned_)
     if ((before ? p.first[timeline] : p.last[timeline]) == time)
