@@ -131,7 +131,7 @@ class Plan {
   // Bytes of activations, gradients, workspaces and weight copies a step works in, as planned,
   // and what they would take without sharing (0 where a backend does not say).
   virtual size_t working_memory_bytes() const { return 0; }
-  virtual size_t unplanned_working_memory_bytes() const { return 0; }
+  virtual size_t unshared_working_memory_bytes() const { return 0; }
   // No gradient is inf or NaN (after backward and any reduction).
   virtual bool gradients_finite();
 

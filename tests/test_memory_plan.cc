@@ -154,8 +154,8 @@ TEST_P(OnednnMemoryPlan, SharedTensorsTrainBitForBitAsUnshared) {
   own.share_memory = false;
   std::vector<std::unique_ptr<Plan>> plans;
   EXPECT_TRUE(train_alike(GetParam(), shared, own, plans));
-  EXPECT_EQ(plans[1]->working_memory_bytes(), plans[1]->unplanned_working_memory_bytes());
-  EXPECT_EQ(plans[0]->unplanned_working_memory_bytes(), plans[1]->unplanned_working_memory_bytes());
+  EXPECT_EQ(plans[1]->working_memory_bytes(), plans[1]->unshared_working_memory_bytes());
+  EXPECT_EQ(plans[0]->unshared_working_memory_bytes(), plans[1]->unshared_working_memory_bytes());
   EXPECT_LT(plans[0]->working_memory_bytes(), plans[1]->working_memory_bytes() * 3 / 4) << "the plan shares too little";
 }
 

@@ -131,7 +131,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   RunSummary& summary = out.summary;
   summary = summarize(settings, setup.graph, out.steps, peak);
   summary.working_memory_bytes = static_cast<int64_t>(setup.plan->working_memory_bytes());
-  summary.unshared_working_memory_bytes = static_cast<int64_t>(setup.plan->unplanned_working_memory_bytes());
+  summary.unshared_working_memory_bytes = static_cast<int64_t>(setup.plan->unshared_working_memory_bytes());
   // per-rank figures: communication as the worst rank saw it, skew of compute time
   double worst[2] = {summary.comm_mean_sec, summary.exposed_mean_sec};
   comm.allreduce_max(worst, 2);

@@ -78,7 +78,7 @@ class OnednnPlan final : public Plan {
   void read_output(int node, float* dst) override;
   std::string kernel_notes() const override;
   size_t working_memory_bytes() const override { return activation_bytes_; }
-  size_t unplanned_working_memory_bytes() const override { return unshared_activation_bytes_; }
+  size_t unshared_working_memory_bytes() const override { return unshared_activation_bytes_; }
   void read_input_grad(float* dst) override;
 
  private:
