@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,26 @@ def span(runs):
     return [ordered[0], ordered[-1]]
 
 
+def spread_pct(runs):
+    """(max - min) / median of the runs' images/sec, in percent: what one bad run widens."""
+    speeds = sorted(r["images_per_sec"] for r in runs)
+    return round(100 * (speeds[-1] - speeds[0]) / statistics.median(speeds), 1)
+
+
+def iqr_pct(runs):
+    """Interquartile range / median, in percent: the spread of the middle half, which one run
+    slowed by a neighbour does not move. Needs 4 runs or more; None below."""
+    speeds = [r["images_per_sec"] for r in runs]
+    if len(speeds) < 4:
+        return None
+    q1, _, q3 = statistics.quantiles(speeds, n=4, method="inclusive")
+    return round(100 * (q3 - q1) / statistics.median(speeds), 1)
+
+
+def pct(value):
+    return "n/a" if value is None else f"{value}%"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(DEFAULTS), help="models to compare")
@@ -190,6 +211,8 @@ def main():
                      "torch_version": theirs["torch"], "cpu": ours["cpu"], "repeats": len(runs_ours),
                      "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_ours)),
                      "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs)),
+                     "cnnbench_spread_pct": spread_pct(runs_ours), "pytorch_spread_pct": spread_pct(runs_theirs),
+                     "cnnbench_iqr_pct": iqr_pct(runs_ours), "pytorch_iqr_pct": iqr_pct(runs_theirs),
                      "cnnbench_runs": runs_text(runs_ours), "pytorch_runs": runs_text(runs_theirs),
                      "most_cpu_wait": f"{most_wait(runs_ours)} / {most_wait(runs_theirs)}",
                      "cnnbench_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_ours) / 2**30, 2),
@@ -209,13 +232,16 @@ def main():
         f.write(f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; "
                 f"median of {rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
         f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak | most CPU wait (cnnbench / PyTorch) "
-                "| peak RSS GiB (cnnbench / PyTorch) |\n"
-                "|---|---|---|---|---|---|---|---|\n")
+                "| peak RSS GiB (cnnbench / PyTorch) | spread, range / median (cnnbench / PyTorch) "
+                "| spread, IQR / median (cnnbench / PyTorch) |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
                     f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
                     f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% | {r['most_cpu_wait']} "
-                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} |\n")
+                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} "
+                    f"| {r['cnnbench_spread_pct']}% / {r['pytorch_spread_pct']}% "
+                    f"| {pct(r['cnnbench_iqr_pct'])} / {pct(r['pytorch_iqr_pct'])} |\n")
         f.write("\nEvery run in order, images/sec (share of its threads' time spent waiting for a CPU another "
                 "process held):\n\n")
         for r in rows:
