@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli_run.h"
+#include "harness/report/csv.h"
 #include "test_files.h"
 #include "test_util.h"
 
@@ -284,6 +285,89 @@ TEST(CliMpi, FashionMnistTwoRanksLearns) {
   ASSERT_EQ(doc["epochs"].size(), 3u);
   EXPECT_LT(doc["epochs"][2]["train_loss"].get<double>(), doc["epochs"][0]["train_loss"].get<double>());
   EXPECT_TRUE(std::filesystem::exists(dir + "/fm_epochs.csv"));
+}
+
+// Time to accuracy: small_cnn on a learnable idx data set (20 steps of 32 an epoch) reaches 50%
+// test top-1 within 4 epochs. The log, the JSON and the results.csv row say after how long;
+// --target_top_1_accuracy trains on, --stop_at_top_1_accuracy stops there, and a target the run
+// cannot reach (a learning rate of 1e-9) is reported as not reached.
+TEST(Cli, TimeToAccuracyInTheLogJsonAndResultsCsv) {
+  const std::string dir = fresh_dir("cli_time_to_accuracy");
+  testing::write_idx_dataset(dir, "train", 640, true);
+  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 "
+                             "--optimizer=momentum --num_epochs=4 --eval_during_training_every_n_epochs=1 ";
+  CliRun r = run_cnnbench(common + "--init_learning_rate=0.02 --target_top_1_accuracy=0.5 --result_json=on.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(Reached the target: time to 50.00% test top-1: ([0-9.]+) s, )"
+                                                        R"(([0-9]+) epochs, ([0-9]+) images \(reached ([0-9.]+)%\))")))
+      << r.output;
+  const int epochs = std::stoi(m[2]);
+  EXPECT_GE(epochs, 1);
+  EXPECT_LE(epochs, 4);
+  EXPECT_EQ(std::stoll(m[3]), epochs * 20 * 32);
+  EXPECT_GE(std::stod(m[4]), 50.0);
+  auto doc = nlohmann::json::parse(slurp_file(dir + "/on.json"));
+  EXPECT_EQ(doc["epochs"].size(), 4u);  // a target alone does not stop the run
+  EXPECT_EQ(doc["time_to_accuracy"]["reached"], true);
+  EXPECT_EQ(doc["time_to_accuracy"]["epochs"], epochs);
+  EXPECT_NEAR(doc["time_to_accuracy"]["seconds"].get<double>(), std::stod(m[1]), 0.06);
+  EXPECT_GE(doc["epochs"][epochs - 1]["test_top1"].get<double>(), 0.5);
+  if (epochs > 1) {
+    EXPECT_LT(doc["epochs"][epochs - 2]["test_top1"].get<double>(), 0.5);  // the first to reach it
+  }
+  EXPECT_EQ(doc["run"]["mode"], "convergence");
+
+  r = run_cnnbench(common + "--init_learning_rate=0.02 --stop_at_top_1_accuracy=0.5 --result_json=stop.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  doc = nlohmann::json::parse(slurp_file(dir + "/stop.json"));
+  EXPECT_EQ(doc["epochs"].size(), doc["time_to_accuracy"]["epochs"].get<size_t>());  // stopped where it reached it
+  EXPECT_EQ(doc["time_to_accuracy"]["reached"], true);
+
+  r = run_cnnbench(common + "--init_learning_rate=1e-9 --num_epochs=1 --target_top_1_accuracy=0.99 "
+                            "--result_json=never.json",
+                   dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(time to 99.00% test top-1: not reached \(best [0-9.]+% in 1 )"
+                                                     R"(evaluations\))")))
+      << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/never.json"))["time_to_accuracy"]["reached"], false);
+
+  // one results.csv row a run, mode convergence, the time empty where the target was missed
+  const std::vector<CsvRow> rows = parse_csv(slurp_file(dir + "/cnnbench_results/results.csv"), "results.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::string>& header = rows[0].fields;
+  auto at = [&](size_t row, const std::string& name) {
+    return rows[row].fields[std::find(header.begin(), header.end(), name) - header.begin()];
+  };
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(at(i, "mode"), "convergence");
+    EXPECT_EQ(at(i, "synthetic"), "false");
+    EXPECT_FALSE(at(i, "test_top1").empty());
+  }
+  EXPECT_EQ(at(1, "target_top_1_accuracy"), "0.5");
+  EXPECT_EQ(at(1, "epochs_to_accuracy"), std::to_string(epochs));
+  EXPECT_EQ(at(1, "images_to_accuracy"), std::to_string(epochs * 20 * 32));
+  EXPECT_FALSE(at(1, "time_to_accuracy_sec").empty());
+  EXPECT_EQ(at(3, "target_top_1_accuracy"), "0.99");
+  EXPECT_EQ(at(3, "time_to_accuracy_sec"), "");
+  // and compare reads them back: one run a side is too few to decide anything
+  r = run_cnnbench("compare on.json on.json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("too few runs to decide (1 + 1"), std::string::npos) << r.output;
+}
+
+// --train_augmentation: ImageNet's crops are its recipe's, so none and crop_flip are refused there.
+TEST(Cli, TrainAugmentationIsRefusedForImagenet) {
+  const std::string dir = fresh_dir("cli_augmentation");
+  testing::write_jpeg_folders(dir + "/imagenet", 2, 2);
+  const CliRun r = run_cnnbench("--model=resnet18 --data_dir=imagenet --batch_size=2 --num_epochs=1 "
+                                "--train_augmentation=crop_flip",
+                                dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--train_augmentation: ImageNet trains with its own random-crop recipe"), std::string::npos)
+      << r.output;
 }
 
 // Kill-and-resume: a run killed in the middle of epoch 3 and resumed (past a damaged newest

@@ -2,6 +2,7 @@
 // command on result files written here: matched, unmatched, pooled, summary-only and malformed.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -139,6 +140,11 @@ void append_row(const std::string& csv, const Settings& s, double mean, double s
   std::vector<std::string> row;
   for (const std::string& column : csv_header()) row.push_back(by_name.count(column) ? by_name[column] : "0");
   append_csv_row(csv, csv_header(), row);
+}
+
+// A results.csv row of exactly these columns (the rest empty), as a convergence run writes it.
+void csv_append(const std::string& csv, const Settings& values) {
+  append_csv_row(csv, csv_header(), csv_row_by_name(values));
 }
 
 struct CommandRun {
@@ -337,7 +343,7 @@ TEST(Compare, MalformedFilesGetOneLineNamingThem) {
       {"bad_setting.json", "run.ranks is array, not a setting"},
       {"allreduce.csv", "not a cnnbench results.csv: its header has no column 'model'"},
       {"empty.csv", "empty: no header"},
-      {"short_row.csv:3", "3 fields, the header has 35"},
+      {"short_row.csv:3", "3 fields, the header has 40"},
       {"unterminated.csv:1", "a quoted field never ends"},
       {"stray_quote.csv:2", "a quote inside an unquoted field, or text after a closing quote"},
       {"missing.json", "no such file or folder"},
@@ -420,6 +426,129 @@ TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
     EXPECT_EQ(r.exit_code, 2) << where;
     EXPECT_EQ(r.err, "cnnbench compare: " + where + ": " + problem + "\n");
   }
+}
+
+// ---- time to accuracy ----------------------------------------------------------------------------
+
+// A convergence result of resnet20_fmnist on 1 rank with a 0.9 target: reached after `seconds`
+// (and 10 epochs), or not reached when `seconds` < 0.
+nlohmann::json convergence_doc(double seconds, const Settings& changes = {}) {
+  Settings s = settings_with({{"model", "resnet20_fmnist"}, {"dataset", "fashion_mnist"}, {"synthetic", "false"},
+                              {"mode", "convergence"}, {"batch_size_per_rank", "128"}});
+  for (const auto& [k, v] : changes) s[k] = v;
+  nlohmann::json doc = result_doc(s, {1.0});
+  doc["schema"] = "cnnbench.convergence/1";
+  doc["run"]["model"] = s.at("model");
+  doc.erase("steps");
+  doc.erase("model");
+  doc["time_to_accuracy"] = {{"target_top_1_accuracy", 0.9}, {"reached", seconds >= 0}};
+  if (seconds >= 0) {
+    doc["time_to_accuracy"]["seconds"] = seconds;
+    doc["time_to_accuracy"]["epochs"] = 10;
+    doc["time_to_accuracy"]["images"] = 600000;
+  }
+  return doc;
+}
+
+// A folder of convergence results, one per entry of `seconds`.
+std::string accuracy_folder(const std::string& dir, const std::vector<double>& seconds) {
+  make_folders(dir);
+  for (size_t i = 0; i < seconds.size(); ++i)
+    write_json(dir + "/run" + std::to_string(i) + ".json", convergence_doc(seconds[i]));
+  return dir;
+}
+
+TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
+  const std::string dir = fresh_dir("compare_accuracy");
+  // two runs a side cannot give p < 0.05, however far apart: say so, call no change
+  CommandRun r = run_compare({accuracy_folder(dir + "/base2", {100, 101}), accuracy_folder(dir + "/new2", {200, 210})});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("too few runs to decide (2 + 2 cannot give p < 0.05)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("to 90% top-1"), std::string::npos) << r.out;
+
+  // five a side, 30% more seconds: a regression, medians over the runs
+  const std::string base = accuracy_folder(dir + "/base5", {104, 100, 102, 103, 101});
+  const CompareReport slow = compare_results(base, accuracy_folder(dir + "/slow5", {130, 134, 131, 133, 132}), {});
+  ASSERT_EQ(slow.accuracy.size(), 1u);
+  EXPECT_TRUE(slow.matched.empty());
+  EXPECT_DOUBLE_EQ(slow.accuracy[0].base_seconds, 102);
+  EXPECT_DOUBLE_EQ(slow.accuracy[0].new_seconds, 132);
+  EXPECT_NEAR(slow.accuracy[0].change, 132.0 / 102 - 1, 1e-12);
+  EXPECT_TRUE(slow.accuracy[0].enough_runs);
+  EXPECT_EQ(slow.accuracy[0].verdict, Verdict::regression);
+  EXPECT_EQ(slow.exit_code(), 1);
+
+  // faster, and the same within noise
+  EXPECT_EQ(compare_results(base, accuracy_folder(dir + "/fast5", {80, 82, 81, 79, 83}), {}).accuracy[0].verdict,
+            Verdict::faster);
+  EXPECT_EQ(compare_results(base, accuracy_folder(dir + "/same5", {101, 105, 99, 102, 103}), {}).accuracy[0].verdict,
+            Verdict::no_change);
+
+  // three of five new runs miss the target: the median run missed it, slower than any that reached it
+  const CompareReport missed =
+      compare_results(base, accuracy_folder(dir + "/missed5", {140, -1, -1, 150, -1}), {});
+  EXPECT_TRUE(std::isinf(missed.accuracy[0].new_seconds));
+  EXPECT_EQ(missed.accuracy[0].new_reached, 2);
+  EXPECT_EQ(missed.accuracy[0].verdict, Verdict::regression);
+  r = run_compare({base, dir + "/missed5", "--json"});
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["time_to_accuracy"][0]["new_seconds"].is_null());
+  EXPECT_EQ(doc["time_to_accuracy"][0]["verdict"], "regression");
+  EXPECT_EQ(r.exit_code, 1);
+  r = run_compare({base, dir + "/missed5"});
+  EXPECT_NE(r.out.find("not reached (2/5)"), std::string::npos) << r.out;
+
+  // another target is another configuration
+  write_json(dir + "/other.json", [] {
+    nlohmann::json d = convergence_doc(50);
+    d["time_to_accuracy"]["target_top_1_accuracy"] = 0.8;
+    return d;
+  }());
+  r = run_compare({base, dir + "/other.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("nothing to compare"), std::string::npos) << r.err;
+}
+
+// results.csv rows of convergence runs without their JSON: the target and the time from the row,
+// an empty time meaning not reached; rows without a target and JSONs without one are skipped in
+// a folder, and a lone one is refused.
+TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
+  const std::string dir = fresh_dir("compare_accuracy_csv");
+  auto row = [](const std::string& seconds) {
+    Settings s = settings_with({{"model", "resnet20_fmnist"}, {"dataset", "fashion_mnist"}, {"synthetic", "false"},
+                                {"mode", "convergence"}, {"batch_size_per_rank", "128"}});
+    s["target_top_1_accuracy"] = "0.9";
+    s["time_to_accuracy_sec"] = seconds;
+    s["epochs_to_accuracy"] = seconds.empty() ? "" : "10";
+    s["images_to_accuracy"] = seconds.empty() ? "" : "600000";
+    return s;
+  };
+  for (const char* side : {"a", "b"}) {
+    make_folders(dir + "/" + side);
+    for (int i = 0; i < 4; ++i)
+      csv_append(dir + "/" + side + "/results.csv", row(side[0] == 'a' ? std::to_string(100 + i) : (i < 3 ? "" : "130")));
+    Settings no_target = row("");
+    no_target["target_top_1_accuracy"] = "";
+    csv_append(dir + "/" + side + "/results.csv", no_target);
+    nlohmann::json plain = convergence_doc(1);
+    plain.erase("time_to_accuracy");
+    write_json(dir + "/" + side + "/plain.json", plain);
+  }
+  const CompareReport r = compare_results(dir + "/a", dir + "/b", {});
+  ASSERT_EQ(r.accuracy.size(), 1u);
+  EXPECT_EQ(r.accuracy[0].base_runs, 4);
+  EXPECT_EQ(r.accuracy[0].new_reached, 1);
+  EXPECT_DOUBLE_EQ(r.accuracy[0].base_seconds, 101.5);
+  EXPECT_EQ(r.accuracy[0].verdict, Verdict::regression);
+  EXPECT_EQ(r.skipped.size(), 2u);
+  const CommandRun lone = run_compare({dir + "/a/plain.json", dir + "/a/plain.json"});
+  EXPECT_EQ(lone.exit_code, 2);
+  EXPECT_EQ(lone.err, "cnnbench compare: " + dir + "/a/plain.json: a convergence result without a target accuracy: "
+                      "no time to accuracy to compare\n");
+  Settings bad = row("-5");
+  csv_append(dir + "/bad.csv", bad);
+  EXPECT_EQ(run_compare({dir + "/bad.csv", dir + "/bad.csv"}).err,
+            "cnnbench compare: " + dir + "/bad.csv:2: a negative time to accuracy\n");
 }
 
 TEST(Compare, BadUsageIsRefused) {

@@ -41,6 +41,8 @@ TEST(Config, ErrorsNameTheFlagAndTheReason) {
   EXPECT_EQ(error_of({"--batch_size=three"}), "--batch_size: 'three' is not an integer");
   EXPECT_EQ(error_of({"--num_batches=0"}), "--num_batches: must be at least 1, not 0");
   EXPECT_NE(error_of({"--optimizer=adam"}).find("'adam' is not one of sgd, momentum"), std::string::npos);
+  EXPECT_NE(error_of({"--train_augmentation=mixup"}).find("'mixup' is not one of auto, none, crop_flip"),
+            std::string::npos);
   EXPECT_NE(error_of({"--variable_update=parameter_server"}).find("parameter servers"), std::string::npos);
   EXPECT_EQ(error_of({"--forward_only=maybe"}), "--forward_only: 'maybe' is not true or false");
   EXPECT_EQ(error_of({"--model"}), "flag --model needs a value");
@@ -208,10 +210,16 @@ TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
 }
 
 TEST(Config, ShippedPresetsParse) {
-  for (const char* preset : {"resnet50_synthetic.toml", "vgg16_synthetic.toml", "resnet20_synthetic.toml"}) {
+  for (const char* preset : {"resnet50_synthetic.toml", "vgg16_synthetic.toml", "resnet20_synthetic.toml",
+                             "fashion_mnist.toml", "fashion_mnist_resnet.toml", "cifar10_resnet20.toml",
+                             "cifar10_resnet56.toml"}) {
     const std::string path = std::string(CNNBENCH_SOURCE_DIR) + "/configs/" + preset;
     EXPECT_NO_THROW(parse({"--config=" + path})) << path;
   }
+  const Config c = parse({"--config=" CNNBENCH_SOURCE_DIR "/configs/fashion_mnist_resnet.toml"});
+  EXPECT_EQ(c.train_augmentation, "crop_flip");
+  EXPECT_EQ(c.learning_rate_base_batch, 128);
+  EXPECT_GT(c.target_top_1_accuracy, 0.9);
 }
 
 // Every numeric flag has a range (named in its --help); past either end is one ConfigError line.
@@ -248,6 +256,7 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
       {"--num_data_workers=65", "--num_data_workers: must be at most 64, not 65"},
       {"--seed=-1", "--seed: must not be negative"},
       {"--stop_at_top_1_accuracy=1.5", "--stop_at_top_1_accuracy: must be in [0, 1]"},
+      {"--target_top_1_accuracy=-0.1", "--target_top_1_accuracy: must be in [0, 1]"},
   };
   for (const auto& [flag, message] : refused) EXPECT_EQ(error_of({flag}), message) << flag;
   // the ends themselves are fine

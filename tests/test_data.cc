@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "harness/cli/config.h"
@@ -229,6 +230,46 @@ TEST(Augmentation, NormalisesAndCropsWithZeroPadding) {
     for (float v : out) saw_padding |= v == -1.0f;  // a zero pixel: (0 - 0.5) / 0.5
   }
   EXPECT_TRUE(saw_padding);
+}
+
+TEST(Augmentation, TrainAugmentationChoosesTheRecipe) {
+  EXPECT_EQ(augmentation_for("fashion_mnist", true).pad, 0);  // auto: Fashion-MNIST only normalised, as before
+  EXPECT_FALSE(augmentation_for("fashion_mnist", true).flip);
+  const Augmentation fm = augmentation_for("fashion_mnist", true, "crop_flip");
+  EXPECT_EQ(fm.pad, 4);
+  EXPECT_TRUE(fm.flip);
+  EXPECT_FLOAT_EQ(fm.mean[0], 0.2860f);
+  EXPECT_EQ(augmentation_for("fashion_mnist", false, "crop_flip").pad, 0);  // evaluation never augments
+  EXPECT_FALSE(augmentation_for("fashion_mnist", false, "crop_flip").flip);
+  EXPECT_EQ(augmentation_for("cifar10", true).pad, 4);
+  EXPECT_EQ(augmentation_for("cifar10", true, "none").pad, 0);
+  EXPECT_FALSE(augmentation_for("cifar10", true, "none").flip);
+  EXPECT_TRUE(augmentation_for("imagenet", true).flip);
+  EXPECT_THROW(augmentation_for("imagenet", true, "none"), std::invalid_argument);
+  EXPECT_THROW(augmentation_for("imagenet", true, "crop_flip"), std::invalid_argument);
+  EXPECT_THROW(augmentation_for("cifar10", true, "mixup"), std::invalid_argument);
+
+  // a 28x28 image bright in its left column: flipped, the right column is the bright one
+  ImageDataset d;
+  d.count = 1;
+  d.channels = 1;
+  d.height = d.width = 28;
+  d.pixels.assign(28 * 28, 0);
+  for (int y = 0; y < 28; ++y) d.pixels[y * 28] = 255;
+  d.labels = {0};
+  Augmentation flip_only = fm;
+  flip_only.pad = 0;
+  std::mt19937_64 rng(3);
+  std::vector<float> out(28 * 28);
+  int flipped = 0;
+  for (int i = 0; i < 40; ++i) {
+    make_example(d, 0, flip_only, rng, out.data());
+    const bool right = out[27] > out[0];
+    flipped += right;
+    EXPECT_NE(out[27] > 0, out[0] > 0);  // one of the two columns is bright, never both
+  }
+  EXPECT_GT(flipped, 5);
+  EXPECT_LT(flipped, 35);
 }
 
 TEST(JpegFolder, ScansClassesDecodesAndCrops) {

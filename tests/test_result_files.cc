@@ -37,6 +37,24 @@ TEST(ResultFiles, CsvWithAnotherHeaderIsRefusedAndKept) {
   EXPECT_EQ(slurp(path), "old,columns\n1,2\n");
 }
 
+// A results.csv from an earlier version whose columns are the first of this version's gains the
+// new ones, empty in its old rows (quoted fields and line breaks kept); one whose columns are
+// not a prefix, or whose rows are damaged, is refused and left as it was.
+TEST(ResultFiles, CsvWithFewerColumnsGainsTheNewOnes) {
+  const std::string path = fresh_dir("csv_widen") + "/results.csv";
+  std::ofstream(path) << "a,b\n1,\"x\ny\"\n2,3\n";
+  append_csv_row(path, {"a", "b", "c"}, {"4", "5", "6"});
+  EXPECT_EQ(slurp(path), "a,b,c\n1,\"x\ny\",\n2,3,\n4,5,6\n");
+  const std::string other = fresh_dir("csv_widen_other") + "/results.csv";
+  std::ofstream(other) << "a,x\n1,2\n";
+  EXPECT_THROW(append_csv_row(other, {"a", "b", "c"}, {"4", "5", "6"}), std::runtime_error);
+  EXPECT_EQ(slurp(other), "a,x\n1,2\n");
+  const std::string damaged = fresh_dir("csv_widen_damaged") + "/results.csv";
+  std::ofstream(damaged) << "a,b\n1,2,3\n";
+  EXPECT_THROW(append_csv_row(damaged, {"a", "b", "c"}, {"4", "5", "6"}), std::runtime_error);
+  EXPECT_EQ(slurp(damaged), "a,b\n1,2,3\n");
+}
+
 TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
   const std::string dir = fresh_dir("atomic");
   write_file_atomically(dir + "/r.json", "first");

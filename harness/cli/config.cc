@@ -200,7 +200,14 @@ const std::vector<FlagSpec>& flag_specs() {
                 "evaluate on the test set every N epochs, at most 10000 (0: at the end only)"),
       REAL_FLAG(stop_at_top_1_accuracy,
                 if (c.stop_at_top_1_accuracy < 0 || c.stop_at_top_1_accuracy > 1) throw ConfigError("must be in [0, 1]"),
-                "stop training once test top-1 accuracy reaches this"),
+                "stop training once test top-1 accuracy reaches this (and report the time to reach it)"),
+      REAL_FLAG(target_top_1_accuracy,
+                if (c.target_top_1_accuracy < 0 || c.target_top_1_accuracy > 1) throw ConfigError("must be in [0, 1]"),
+                "report the seconds, epochs and images until test top-1 first reaches this (time-to-accuracy); "
+                "training goes on"),
+      TEXT_FLAG(train_augmentation, one_of(c.train_augmentation, {"auto", "none", "crop_flip"}),
+                "CIFAR-10 and Fashion-MNIST training images: auto (CIFAR-10 crop_flip, Fashion-MNIST none), none, "
+                "crop_flip (4-pixel zero pad, random crop, horizontal flip)"),
       INT_FLAG(num_data_workers, positive(c.num_data_workers); at_most(c.num_data_workers, max_data_workers),
                "input pipeline threads per rank, at most 64 (each keeps batches in flight)"),
       INT_FLAG(datasets_shuffle_buffer_size, positive(c.datasets_shuffle_buffer_size);

@@ -83,6 +83,8 @@ struct Config {
   int64_t learning_rate_base_batch = 0;  // > 0: rate x global batch / this (linear scaling)
   double eval_during_training_every_n_epochs = 0;  // 0 = evaluate once, at the end
   double stop_at_top_1_accuracy = 0;     // stop once test top-1 reaches this (0..1)
+  double target_top_1_accuracy = 0;      // report the time, epochs and images to reach this (0..1)
+  std::string train_augmentation = "auto";  // auto (the data set's recipe) | none | crop_flip
   int64_t num_data_workers = 2;          // input threads per rank
   int64_t datasets_shuffle_buffer_size = 10000;  // TFRecord training: records shuffled per rank
   bool resume = false;                   // continue from the newest valid checkpoint in train_dir

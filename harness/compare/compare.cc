@@ -144,8 +144,8 @@ CompareReport compare_results(const std::string& base, const std::string& next, 
   report.new_path = next;
   report.options = options;
   const ResultSet base_set = read_results(base), new_set = read_results(next);
-  report.base_runs = static_cast<int>(base_set.runs.size());
-  report.new_runs = static_cast<int>(new_set.runs.size());
+  report.base_runs = static_cast<int>(base_set.runs.size() + base_set.accuracy_runs.size());
+  report.new_runs = static_cast<int>(new_set.runs.size() + new_set.accuracy_runs.size());
   report.skipped = base_set.skipped;
   report.skipped.insert(report.skipped.end(), new_set.skipped.begin(), new_set.skipped.end());
   const std::vector<Group> base_groups = group_by_configuration(base_set.runs);
@@ -164,7 +164,23 @@ CompareReport compare_results(const std::string& base, const std::string& next, 
   }
   for (const auto& [config, runs] : new_groups)
     if (find(base_groups, config) == base_groups.end()) report.only_in_new.push_back(configuration_label(config));
-  if (report.matched.empty())
+  // time-to-accuracy runs: matched the same way, their target included
+  const auto base_accuracy = group_accuracy_runs(base_set.accuracy_runs);
+  const auto new_accuracy = group_accuracy_runs(new_set.accuracy_runs);
+  for (const auto& [config, runs] : base_accuracy) {
+    const auto match = std::find_if(new_accuracy.begin(), new_accuracy.end(),
+                                    [&](const auto& g) { return g.first == config; });
+    if (match == new_accuracy.end()) {
+      report.only_in_base.push_back(accuracy_label(config));
+      continue;
+    }
+    report.accuracy.push_back(compare_time_to_accuracy(runs, match->second, options.tolerance));
+    if (report.accuracy.back().verdict == Verdict::regression) ++report.regressions;
+  }
+  for (const auto& [config, runs] : new_accuracy)
+    if (std::none_of(base_accuracy.begin(), base_accuracy.end(), [&](const auto& g) { return g.first == config; }))
+      report.only_in_new.push_back(accuracy_label(config));
+  if (report.matched.empty() && report.accuracy.empty())
     throw ResultReadError(fmt::format("nothing to compare: no configuration of {} ({}) is in {} ({})", base,
                                       join(report.only_in_base, "; "), next, join(report.only_in_new, "; ")));
   return report;
@@ -176,29 +192,34 @@ std::string format_report(const CompareReport& r) {
   out += fmt::format("regression: slower by more than {} and significant (p < {:g}, or the 95% interval of "
                      "new/base below {:g})\n\n",
                      percent(r.options.tolerance), significance_level, 1 - r.options.tolerance);
-  size_t width = std::string("configuration").size(), test_width = 4;
-  for (const ComparedConfiguration& c : r.matched) {
-    width = std::max(width, c.label.size());
-    test_width = std::max(test_width, test_text(c).size());
+  if (!r.matched.empty()) {
+    size_t width = std::string("configuration").size(), test_width = 4;
+    for (const ComparedConfiguration& c : r.matched) {
+      width = std::max(width, c.label.size());
+      test_width = std::max(test_width, test_text(c).size());
+    }
+    out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", "configuration", width,
+                       "base img/s", "new img/s", "change", "p-value", "new/base 95%", "test", test_width, "verdict");
+    bool summaries = false;
+    for (const ComparedConfiguration& c : r.matched) {
+      const std::string interval =
+          c.from_samples ? fmt::format("{:.3f}-{:.3f}", c.ratio_ci.low, c.ratio_ci.high) : std::string("-");
+      out += fmt::format("{:<{}}  {:>10.2f}  {:>10.2f}  {:>+6.1f}%  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
+                         c.base_speed, c.new_speed, 100 * c.change, p_text(c.p_value), interval, test_text(c),
+                         test_width, verdict_name(c.verdict));
+      summaries = summaries || !c.from_samples;
+    }
+    out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
+    if (summaries) out += "summary: a CSV row whose JSON is not at hand: mean img/s and Welch's t-test on its summary\n";
   }
-  out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", "configuration", width,
-                     "base img/s", "new img/s", "change", "p-value", "new/base 95%", "test", test_width, "verdict");
-  bool summaries = false;
-  for (const ComparedConfiguration& c : r.matched) {
-    const std::string interval =
-        c.from_samples ? fmt::format("{:.3f}-{:.3f}", c.ratio_ci.low, c.ratio_ci.high) : std::string("-");
-    out += fmt::format("{:<{}}  {:>10.2f}  {:>10.2f}  {:>+6.1f}%  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
-                       c.base_speed, c.new_speed, 100 * c.change, p_text(c.p_value), interval, test_text(c),
-                       test_width, verdict_name(c.verdict));
-    summaries = summaries || !c.from_samples;
-  }
-  out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
-  if (summaries) out += "summary: a CSV row whose JSON is not at hand: mean img/s and Welch's t-test on its summary\n";
+  if (!r.matched.empty() && !r.accuracy.empty()) out += "\n";
+  out += format_accuracy_rows(r.accuracy);
   for (const std::string& label : r.only_in_base) out += "only in base (not compared): " + label + "\n";
   for (const std::string& label : r.only_in_new) out += "only in new (not compared): " + label + "\n";
   for (const std::string& file : r.skipped) out += "skipped, not a training result: " + file + "\n";
   if (r.regressions == 0)
-    out += fmt::format("no regression ({} compared)\n", plural(static_cast<int>(r.matched.size()), "configuration"));
+    out += fmt::format("no regression ({} compared)\n",
+                       plural(static_cast<int>(r.matched.size() + r.accuracy.size()), "configuration"));
   else if (r.options.check_only)
     out += fmt::format("{} reported, not gated (--check_only)\n", plural(r.regressions, "regression"));
   else
@@ -227,12 +248,15 @@ nlohmann::json report_json(const CompareReport& r) {
     if (c.from_samples) row["ratio_ci95"] = {c.ratio_ci.low, c.ratio_ci.high};
     matched.push_back(row);
   }
+  nlohmann::json accuracy = nlohmann::json::array();
+  for (const ComparedAccuracy& c : r.accuracy) accuracy.push_back(accuracy_json(c));
   return {{"schema", "cnnbench.compare/1"},
           {"base", r.base_path},
           {"new", r.new_path},
           {"tolerance", r.options.tolerance},
           {"check_only", r.options.check_only},
           {"matched", matched},
+          {"time_to_accuracy", accuracy},
           {"only_in_base", r.only_in_base},
           {"only_in_new", r.only_in_new},
           {"skipped", r.skipped},

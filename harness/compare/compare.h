@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "harness/compare/accuracy_compare.h"
 #include "harness/compare/result_reader.h"
 #include "harness/compare/significance.h"
+#include "harness/compare/verdict.h"
 
 namespace cnnbench {
 
@@ -22,8 +24,6 @@ struct CompareOptions {
   bool json = false;        // print the report as JSON instead of a table
 };
 
-enum class Verdict { faster, slower, no_change, regression };
-const char* verdict_name(Verdict v);  // "faster", "slower", "no significant change", "regression"
 
 struct ComparedConfiguration {
   RunConfiguration config;
@@ -43,9 +43,10 @@ struct CompareReport {
   CompareOptions options;
   int base_runs = 0, new_runs = 0;
   std::vector<ComparedConfiguration> matched;
+  std::vector<ComparedAccuracy> accuracy;               // time-to-accuracy runs matched
   std::vector<std::string> only_in_base, only_in_new;  // labels of unmatched configurations
   std::vector<std::string> skipped;                    // other cnnbench results found in folders
-  int regressions = 0;
+  int regressions = 0;  // of speed and of time to accuracy
   int exit_code() const { return regressions > 0 && !options.check_only ? 1 : 0; }
 };
 

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* result_schema = "cnnbench.result/1";
+constexpr const char* convergence_schema = "cnnbench.convergence/1";
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw ResultReadError(where + ": " + what); }
 
@@ -110,6 +111,37 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
   return run;
 }
 
+// A number in a JSON result that must be finite and within [low, high].
+double bounded(const json& v, const std::string& path, const std::string& name, double low, double high) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < low || v.get<double>() > high)
+    fail(path, fmt::format("{} is not a number from {:g} to {:g}", name, low, high));
+  return v.get<double>();
+}
+
+// A convergence result with a time-to-accuracy target; nullopt for one without a target (or
+// written before convergence results named their configuration).
+std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string& path) {
+  const auto tta = doc.find("time_to_accuracy");
+  if (tta == doc.end()) return std::nullopt;
+  if (!tta->is_object()) fail(path, "time_to_accuracy is not an object");
+  AccuracyRun run;
+  run.source = path;
+  for (const std::string& field : configuration_fields())
+    run.config.values[field] = setting_text(member(doc, path, "run", field), path, "run." + field);
+  const double target = bounded(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
+                                "time_to_accuracy.target_top_1_accuracy", 0, 1);
+  run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
+  const json& reached = member(doc, path, "time_to_accuracy", "reached");
+  if (!reached.is_boolean()) fail(path, "time_to_accuracy.reached is not true or false");
+  run.reached = reached.get<bool>();
+  if (run.reached) {
+    run.seconds = bounded(member(doc, path, "time_to_accuracy", "seconds"), path, "time_to_accuracy.seconds", 0, 1e12);
+    run.epochs = bounded(member(doc, path, "time_to_accuracy", "epochs"), path, "time_to_accuracy.epochs", 0, 1e12);
+    run.images = bounded(member(doc, path, "time_to_accuracy", "images"), path, "time_to_accuracy.images", 0, 1e18);
+  }
+  return run;
+}
+
 // A CSV row names its JSON as the run saw it (relative to the run's folder, usually the
 // folder above the CSV's, or the CSV's own): look there, then next to the CSV.
 std::optional<std::string> find_json(const std::string& json_file, const std::string& csv_path) {
@@ -147,7 +179,8 @@ double csv_number(const std::string& text, const std::string& where, const std::
 }
 
 // `read`: canonical paths of JSON files already read, so that one run is never counted twice.
-std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& read) {
+std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& read,
+                                std::vector<AccuracyRun>& accuracy_runs) {
   std::vector<CsvRow> rows;
   try {
     rows = parse_csv(read_text(path), path);
@@ -171,6 +204,29 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
     if (row.fields.size() != header.size())
       fail(where, fmt::format("{} fields, the header has {}", row.fields.size(), header.size()));
     auto at = [&](const std::string& name) { return row.fields[column.at(name)]; };
+    if (at("mode") == "convergence") {  // a convergence run: its time to a target, if it had one
+      if (!column.count("target_top_1_accuracy") || at("target_top_1_accuracy").empty()) continue;
+      if (const auto json_path = find_json(at("json_file"), path)) {
+        if (read.insert(canonical(*json_path)).second)
+          if (auto run = parse_convergence(parse_json(*json_path), *json_path)) accuracy_runs.push_back(*run);
+        continue;
+      }
+      AccuracyRun run;
+      run.source = where;
+      for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+      const double target = csv_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy");
+      if (target < 0 || target > 1) fail(where, "target_top_1_accuracy is not in [0, 1]");
+      run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
+      run.reached = !at("time_to_accuracy_sec").empty();  // empty: not reached
+      if (run.reached) {
+        run.seconds = csv_number(at("time_to_accuracy_sec"), where, "time_to_accuracy_sec");
+        run.epochs = csv_number(at("epochs_to_accuracy"), where, "epochs_to_accuracy");
+        run.images = csv_number(at("images_to_accuracy"), where, "images_to_accuracy");
+        if (run.seconds < 0 || run.epochs < 0 || run.images < 0) fail(where, "a negative time to accuracy");
+      }
+      accuracy_runs.push_back(std::move(run));
+      continue;
+    }
     if (const auto json_path = find_json(at("json_file"), path)) {
       if (read.insert(canonical(*json_path)).second) runs.push_back(read_result_json(*json_path));
       continue;
@@ -196,7 +252,7 @@ ResultSet read_folder(const std::string& dir) {
   std::set<std::string> read;
   const std::string csv = (fs::path(dir) / "results.csv").string();
   std::error_code ec;
-  if (fs::is_regular_file(csv, ec)) set.runs = read_csv(csv, read);
+  if (fs::is_regular_file(csv, ec)) set.runs = read_csv(csv, read, set.accuracy_runs);
   std::vector<std::string> jsons;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.is_regular_file() && entry.path().extension() == ".json") jsons.push_back(entry.path().string());
@@ -206,8 +262,15 @@ ResultSet read_folder(const std::string& dir) {
     if (!read.insert(canonical(path)).second) continue;
     const json doc = parse_json(path);
     const std::string schema = schema_of(doc);
+    if (schema == convergence_schema) {
+      if (auto run = parse_convergence(doc, path))
+        set.accuracy_runs.push_back(*run);
+      else
+        set.skipped.push_back(path + " (" + schema + ", no target accuracy)");
+      continue;
+    }
     if (schema != result_schema && schema.rfind("cnnbench.", 0) == 0) {
-      set.skipped.push_back(path + " (" + schema + ")");  // an allreduce or convergence result, not an error
+      set.skipped.push_back(path + " (" + schema + ")");  // an allreduce or input result, not an error
       continue;
     }
     set.runs.push_back(parse_result(doc, path));
@@ -230,6 +293,15 @@ std::string RunConfiguration::operator[](const std::string& field) const {
   return it == values.end() ? "" : it->second;
 }
 
+const std::vector<std::string>& accuracy_configuration_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> f = configuration_fields();
+    f.push_back("target_top_1_accuracy");
+    return f;
+  }();
+  return fields;
+}
+
 RunSpeeds read_result_json(const std::string& path) { return parse_result(parse_json(path), path); }
 
 ResultSet read_results(const std::string& path) {
@@ -241,11 +313,19 @@ ResultSet read_results(const std::string& path) {
     fail(path, "no such file or folder");
   } else if (fs::path(path).extension() == ".csv") {
     std::set<std::string> read;
-    set.runs = read_csv(path, read);
+    set.runs = read_csv(path, read, set.accuracy_runs);
   } else {
-    set.runs.push_back(read_result_json(path));
+    const json doc = parse_json(path);
+    if (schema_of(doc) == convergence_schema) {
+      auto run = parse_convergence(doc, path);
+      if (!run) fail(path, "a convergence result without a target accuracy: no time to accuracy to compare");
+      set.accuracy_runs.push_back(*run);
+    } else {
+      set.runs.push_back(parse_result(doc, path));
+    }
   }
-  if (set.runs.empty()) fail(path, "holds no training results (no result *.json, no rows in results.csv)");
+  if (set.runs.empty() && set.accuracy_runs.empty())
+    fail(path, "holds no training results (no result *.json, no rows in results.csv)");
   return set;
 }
 

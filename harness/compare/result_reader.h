@@ -1,8 +1,9 @@
 // harness/compare/result_reader.h — results read back, for `cnnbench compare`: a JSON result
 // ("cnnbench.result/1"), a results.csv, or a folder of them. Each run gives the configuration
 // that decides its speed and its images/sec: every timed step's when its JSON is at hand, else
-// the CSV row's summary (mean, standard error, steps). Any problem is one ResultReadError
-// naming the file (and the CSV line) and what is wrong with it.
+// the CSV row's summary (mean, standard error, steps). Convergence runs with a target accuracy
+// ("cnnbench.convergence/1", or results.csv rows of mode "convergence") give their time to it.
+// Any problem is one ResultReadError naming the file (and the CSV line) and what is wrong with it.
 #pragma once
 
 #include <compare>
@@ -36,14 +37,28 @@ struct RunSpeeds {
   int64_t steps = 0;
 };
 
+// A convergence run that measured its time to a target accuracy (--target_top_1_accuracy or
+// --stop_at_top_1_accuracy): the configuration is configuration_fields() (mode "convergence")
+// plus target_top_1_accuracy.
+struct AccuracyRun {
+  RunConfiguration config;
+  std::string source;
+  bool reached = false;
+  double seconds = 0, epochs = 0, images = 0;  // to the target, when reached
+};
+
 struct ResultSet {
   std::vector<RunSpeeds> runs;
-  std::vector<std::string> skipped;  // files in a folder that are other cnnbench results (allreduce, convergence)
+  std::vector<AccuracyRun> accuracy_runs;
+  std::vector<std::string> skipped;  // files in a folder that are other cnnbench results (allreduce, convergence
+                                     // without a target)
 };
 
 // `path`: a JSON result, a .csv file, or a folder (its *.json and results.csv; a JSON named by
 // a CSV row is read once). Throws ResultReadError.
 ResultSet read_results(const std::string& path);
 RunSpeeds read_result_json(const std::string& path);
+// The configuration fields of an AccuracyRun: configuration_fields() and target_top_1_accuracy.
+const std::vector<std::string>& accuracy_configuration_fields();
 
 }  // namespace cnnbench

@@ -4,10 +4,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -18,6 +20,24 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw std::runtime_error(path + ": " + what + (errno ? std::string(": ") + std::strerror(errno) : ""));
+}
+
+// `existing` (a whole CSV) with `header` in place of its first row and every row padded with
+// empty fields to the header's length; nullopt when its header is not a prefix of `header`.
+std::optional<std::string> widened(const std::string& existing, const std::vector<std::string>& header,
+                                   const std::string& path) {
+  const std::vector<CsvRow> rows = parse_csv(existing, path);
+  if (rows.empty()) return std::nullopt;
+  const std::vector<std::string>& old = rows[0].fields;
+  if (old.size() >= header.size() || !std::equal(old.begin(), old.end(), header.begin())) return std::nullopt;
+  std::string out = csv_line(header);
+  for (size_t r = 1; r < rows.size(); ++r) {
+    std::vector<std::string> fields = rows[r].fields;
+    if (fields.size() != old.size()) return std::nullopt;  // a damaged file is not ours to rewrite
+    fields.resize(header.size());
+    out += csv_line(fields);
+  }
+  return out;
 }
 
 }  // namespace
@@ -84,9 +104,17 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
       existing = header_line;
     } else {
       const std::string first = existing.substr(0, existing.find('\n') + 1);
-      if (first != header_line)
-        throw std::runtime_error(path + ": its header differs from this version's columns; "
-                                 "write to another file (--benchmark_log_dir)");
+      if (first != header_line) {
+        std::optional<std::string> wider;
+        try {
+          wider = widened(existing, header, path);
+        } catch (const CsvError&) {
+        }
+        if (!wider)
+          throw std::runtime_error(path + ": its header differs from this version's columns; "
+                                   "write to another file (--benchmark_log_dir)");
+        existing = *wider;
+      }
       if (existing.back() != '\n') existing += '\n';  // a file edited by hand
     }
     write_file_atomically(path, existing + csv_line(row));

@@ -1,8 +1,9 @@
 // harness/report/result_files.h — writing results without ever leaving a damaged file:
 // whole files go to a temporary name in the same folder and are renamed into place; a CSV
 // row is appended under an exclusive lock by rewriting the file the same way, so a crash
-// leaves the old file or the new one, never a torn row. A CSV whose header differs from the
-// row's columns is refused rather than mixed.
+// leaves the old file or the new one, never a torn row. A CSV written by an earlier version,
+// whose columns are the first of this version's, gains the new columns (empty in its old rows);
+// a CSV whose header differs otherwise is refused rather than mixed.
 #pragma once
 
 #include <string>

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include "harness/report/result_files.h"
 
@@ -128,7 +130,21 @@ std::vector<std::string> csv_header() {
           "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter", "step_time_p50_sec",
           "step_time_p90_sec", "step_time_p99_sec", "achieved_gflops", "fraction_of_peak", "comm_mean_sec",
           "exposed_comm_mean_sec", "rank_skew", "scaling_efficiency", "peak_rss_bytes",
-          "final_loss",        "host",            "git_revision",    "json_file"};
+          "final_loss",        "host",            "git_revision",    "json_file",
+          // convergence runs (mode "convergence"); empty in benchmark rows
+          "test_top1",         "target_top_1_accuracy", "time_to_accuracy_sec", "epochs_to_accuracy",
+          "images_to_accuracy"};
+}
+
+std::vector<std::string> csv_row_by_name(const std::map<std::string, std::string>& values) {
+  const std::vector<std::string> header = csv_header();
+  std::vector<std::string> row(header.size());
+  for (const auto& [name, value] : values) {
+    const auto at = std::find(header.begin(), header.end(), name);
+    if (at == header.end()) throw std::logic_error("results.csv has no column '" + name + "'");
+    row[static_cast<size_t>(at - header.begin())] = value;
+  }
+  return row;
 }
 
 std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path) {
@@ -169,7 +185,8 @@ std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json
           num(m.final_loss),
           in.context.host,
           in.context.git_revision,
-          json_path};
+          json_path,
+          "", "", "", "", ""};
 }
 
 std::string write_results(const ResultInputs& in) {

@@ -16,6 +16,9 @@
 #include "harness/run/real_data.h"
 #include "harness/report/event_file.h"
 #include "harness/report/result_files.h"
+#include "harness/report/result_record.h"
+#include "harness/report/run_summary.h"
+#include "harness/run/time_to_accuracy.h"
 #include "harness/report/run_context.h"
 #include "harness/run/run_setup.h"
 #include "harness/report/tf_log.h"
@@ -157,7 +160,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   try {
     if (!error.empty()) throw std::runtime_error(error);
     const Shape& in = setup.graph.input().out;
-    data = load_data(settings.dataset, config.data_dir, in.h, setup.graph.num_classes(), std::move(data));
+    data = load_data(settings.dataset, config.data_dir, in.h, setup.graph.num_classes(), std::move(data),
+                     config.train_augmentation);
     steps = data.train_count / comm.size() / std::max<int64_t>(1, settings.batch_size);
     // --num_batches (without --num_epochs) trains that many steps: a benchmark on real data
     if (config.num_epochs == 0 && config.num_batches_set && steps > 0) {
@@ -235,6 +239,10 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::vector<EpochMetrics> history;
   double run_seconds = 0, run_stall_sec = 0;
   int64_t run_images = 0;
+  TimeToAccuracy to_target;
+  to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
+  to_target.first_epoch = first_epoch;
+  const auto training_start = std::chrono::steady_clock::now();
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     const int64_t epoch_steps = std::min<int64_t>(steps, total_steps - epoch * steps);
     train_input.start_epoch(epoch);
@@ -306,6 +314,11 @@ void run_convergence(const Config& config, Communicator& comm) {
       m.test_loss = e.loss;
       m.test_top1 = e.top1;
       m.test_top5 = e.top5;
+      // the same figure on every rank: rank 0's clock, the images all ranks trained
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - training_start).count();
+      comm.broadcast(&elapsed, sizeof elapsed, 0);
+      if (to_target.observe(m.test_top1, elapsed, m.epoch, steps_done * settings.global_batch) && leader)
+        fmt::print("Reached the target: {}\n", to_target.line());
     }
     history.push_back(m);
     if (events_file) {
@@ -352,25 +365,70 @@ void run_convergence(const Config& config, Communicator& comm) {
   comm.allreduce_sum(&capacity, 1);
   const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec);
   if (timeline) write_timeline(comm, *timeline, config.timeline);
+  const int hosts = comm.hosts();
   if (!leader) return;
   fmt::print("{}\n", input.line());
+  if (to_target.target > 0) fmt::print("{}\n", to_target.line());
+  const RunContext context = collect_run_context();
+  const std::string allreduce = reducer ? comm.backend() : "none";
+  // "run" holds what `cnnbench compare` matches runs by, named as in training results
   nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
-                        {"context", to_json(collect_run_context())},
+                        {"context", to_json(context)},
                         {"config", nlohmann::json::object()},
                         {"run",
                          {{"model", settings.model.name},
                           {"dataset", settings.dataset},
+                          {"synthetic", false},
+                          {"mode", "convergence"},
+                          {"backend", config.backend},
+                          {"precision", dtype_name(settings.precision)},
                           {"ranks", comm.size()},
+                          {"hosts", hosts},
+                          {"threads_per_rank", setup.threads},
+                          {"batch_size_per_rank", settings.batch_size},
                           {"global_batch", settings.global_batch},
+                          {"variable_update", config.variable_update},
+                          {"allreduce", allreduce},
+                          {"fusion_threshold_mb", config.fusion_threshold_mb},
+                          {"compression", config.compression},
                           {"steps_per_epoch", steps},
                           {"first_epoch", first_epoch}}},
                         {"epochs", nlohmann::json::array()}};
   for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
   for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
   doc["input"] = input.to_json();
+  if (to_target.target > 0) doc["time_to_accuracy"] = to_target.to_json();
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
   write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  fmt::print("Results: {} (JSON), {} (per epoch)\n", json_path, csv_path);
+
+  auto num = [](double v) { return fmt::format("{:.6g}", v); };
+  std::map<std::string, std::string> row = {
+      {"time_utc", context.time_utc}, {"model", settings.model.name}, {"dataset", settings.dataset},
+      {"synthetic", "false"}, {"mode", "convergence"}, {"backend", config.backend},
+      {"precision", dtype_name(settings.precision)}, {"ranks", std::to_string(comm.size())},
+      {"hosts", std::to_string(hosts)}, {"threads_per_rank", std::to_string(setup.threads)},
+      {"batch_size_per_rank", std::to_string(settings.batch_size)},
+      {"global_batch", std::to_string(settings.global_batch)}, {"timed_steps", std::to_string(steps_done)},
+      {"variable_update", config.variable_update}, {"allreduce", allreduce},
+      {"fusion_threshold_mb", num(config.fusion_threshold_mb)}, {"compression", config.compression},
+      {"images_per_sec", run_seconds > 0 ? num(static_cast<double>(run_images) / run_seconds) : ""},
+      {"peak_rss_bytes", std::to_string(peak_rss_bytes())}, {"host", context.host},
+      {"git_revision", context.git_revision}, {"json_file", json_path}};
+  if (!history.empty()) row["final_loss"] = num(history.back().train_loss);
+  if (!history.empty() && history.back().evaluated) row["test_top1"] = num(history.back().test_top1);
+  if (to_target.target > 0) {
+    row["target_top_1_accuracy"] = num(to_target.target);
+    // not reached: the accuracy columns stay empty, which compare reads as "not reached"
+    if (to_target.reached) {
+      row["time_to_accuracy_sec"] = num(to_target.seconds);
+      row["epochs_to_accuracy"] = std::to_string(to_target.epochs);
+      row["images_to_accuracy"] = std::to_string(to_target.images);
+    }
+  }
+  make_folders(config.benchmark_log_dir);
+  append_csv_row(config.benchmark_log_dir + "/results.csv", csv_header(), csv_row_by_name(row));
+  fmt::print("Results: {} (JSON), {} (per epoch), {}/results.csv (row appended)\n", json_path, csv_path,
+             config.benchmark_log_dir);
   if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (events_file) fmt::print("Summaries: {} ({} events)\n", events_file->path(), events_file->events());
   if (!history.empty() && history.back().evaluated)

@@ -60,7 +60,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   try {
     if (!error.empty()) throw std::runtime_error(error);
     data = load_data(settings.dataset, config.data_dir, model.image_size, model.classes, std::move(data),
-                     /*with_test=*/false);
+                     config.train_augmentation, /*with_test=*/false);
     if (data.channels != model.channels || data.height != model.image_size || data.width != model.image_size)
       throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
                                            data.channels, data.height, data.width, model.name, model.channels,

@@ -46,7 +46,9 @@ DataSplits find_shards(const std::string& dataset, const std::string& dir, const
 }
 
 DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
-                     DataSplits found, bool with_test) {
+                     DataSplits found, const std::string& augmentation, bool with_test) {
+  // refused before anything is read: ImageNet's crops are its recipe's
+  const Augmentation train_augmentation = augmentation_for(dataset, true, augmentation);
   DataSplits d = std::move(found);
   if (d.tfrecords()) {
     if (with_test && d.test_shards.files.empty())
@@ -75,7 +77,7 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   const bool cifar = dataset == "cifar10";
   d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
   d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
-  d.train = std::make_unique<InMemorySource>(*d.train_images, augmentation_for(dataset, true));
+  d.train = std::make_unique<InMemorySource>(*d.train_images, train_augmentation);
   d.test = std::make_unique<InMemorySource>(*d.test_images, augmentation_for(dataset, false));
   d.train_count = d.train_images->count;
   d.test_count = d.test_images->count;

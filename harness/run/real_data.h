@@ -33,10 +33,10 @@ struct DataSplits {
 DataSplits find_shards(const std::string& dataset, const std::string& dir, const Communicator& comm,
                        std::string& error);
 // The rest: folders scanned, in-memory sets read; `found` is find_shards' result. Without
-// `with_test`, the training split alone (no val/ folder or validation shards needed). Throws with
-// a line naming what is missing or damaged.
+// `with_test`, the training split alone (no val/ folder or validation shards needed).
+// `augmentation` is --train_augmentation. Throws with a line naming what is missing or damaged.
 DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t image_size, int64_t classes,
-                     DataSplits found, bool with_test = true);
+                     DataSplits found, const std::string& augmentation, bool with_test = true);
 
 // The pipeline of one split for this rank: training shuffled and augmented, evaluation in order.
 std::unique_ptr<BatchPipeline> make_pipeline(const DataSplits& data, bool training, int64_t batch_size,

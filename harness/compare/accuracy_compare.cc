@@ -1,0 +1,141 @@
+#include "harness/compare/accuracy_compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "harness/compare/compare.h"
+#include "harness/compare/significance.h"
+#include "harness/compare/stats.h"
+
+namespace cnnbench {
+namespace {
+
+constexpr double never = std::numeric_limits<double>::infinity();
+
+// Seconds to the target per run; a run that missed it is slower than any that reached it.
+std::vector<double> seconds_of(const std::vector<AccuracyRun>& runs) {
+  std::vector<double> s;
+  for (const AccuracyRun& r : runs) s.push_back(r.reached ? r.seconds : never);
+  return s;
+}
+
+double median_epochs(const std::vector<AccuracyRun>& runs) {
+  std::vector<double> e;
+  for (const AccuracyRun& r : runs)
+    if (r.reached) e.push_back(r.epochs);
+  return e.empty() ? 0 : median(e);
+}
+
+// The median with missed runs as infinity: the middle run, or the mean of the middle two (any
+// interpolation between a finite time and infinity would give NaN).
+double median_seconds(std::vector<double> s) {
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  if (n == 0) return never;
+  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+int count_reached(const std::vector<AccuracyRun>& runs) {
+  return static_cast<int>(std::count_if(runs.begin(), runs.end(), [](const AccuracyRun& r) { return r.reached; }));
+}
+
+std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : fmt::format("{:.1f} s", s); }
+
+}  // namespace
+
+std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> group_accuracy_runs(
+    const std::vector<AccuracyRun>& runs) {
+  std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> groups;
+  for (const AccuracyRun& run : runs) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == run.config; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {run.config, {}});
+    it->second.push_back(run);
+  }
+  return groups;
+}
+
+std::string accuracy_label(const RunConfiguration& config) {
+  return configuration_label(config) + fmt::format(", to {:g}% top-1", 100 * std::atof(config["target_top_1_accuracy"].c_str()));
+}
+
+ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next,
+                                          double tolerance) {
+  ComparedAccuracy c;
+  c.config = base.front().config;
+  c.label = accuracy_label(c.config);
+  c.base_runs = static_cast<int>(base.size());
+  c.new_runs = static_cast<int>(next.size());
+  c.base_reached = count_reached(base);
+  c.new_reached = count_reached(next);
+  const std::vector<double> a = seconds_of(base), b = seconds_of(next);
+  c.base_seconds = median_seconds(a);
+  c.new_seconds = median_seconds(b);
+  c.base_epochs = median_epochs(base);
+  c.new_epochs = median_epochs(next);
+  if (std::isfinite(c.base_seconds) && std::isfinite(c.new_seconds) && c.base_seconds > 0)
+    c.change = c.new_seconds / c.base_seconds - 1;
+  else if (std::isfinite(c.base_seconds) != std::isfinite(c.new_seconds))
+    c.change = std::isfinite(c.base_seconds) ? never : -1;  // one side's median run missed the target
+  c.p_value = mann_whitney(b, a).p_value;
+  // the smallest p these counts can give: every run of one side faster than every run of the other
+  std::vector<double> low(base.size()), high(next.size());
+  for (size_t i = 0; i < low.size(); ++i) low[i] = static_cast<double>(i);
+  for (size_t i = 0; i < high.size(); ++i) high[i] = static_cast<double>(low.size() + i);
+  c.enough_runs = mann_whitney(high, low).p_value < significance_level;
+  const bool significant = c.enough_runs && c.p_value < significance_level;
+  if (significant && c.change > tolerance)
+    c.verdict = Verdict::regression;  // more seconds to the target: slower
+  else if (significant)
+    c.verdict = c.change <= 0 ? Verdict::faster : Verdict::slower;
+  else
+    c.verdict = Verdict::no_change;
+  return c;
+}
+
+std::string format_accuracy_rows(const std::vector<ComparedAccuracy>& compared) {
+  if (compared.empty()) return "";
+  size_t width = std::string("time to accuracy").size();
+  for (const ComparedAccuracy& c : compared) width = std::max(width, c.label.size());
+  std::string out = fmt::format("{:<{}}  {:>22}  {:>22}  {:>7}  {:>7}  {}\n", "time to accuracy", width,
+                                "base (reached/runs)", "new (reached/runs)", "change", "p-value", "verdict");
+  for (const ComparedAccuracy& c : compared) {
+    const std::string change = std::isfinite(c.change) ? fmt::format("{:+.1f}%", 100 * c.change) : "-";
+    const std::string verdict =
+        c.enough_runs ? verdict_name(c.verdict)
+                      : fmt::format("too few runs to decide ({} + {} cannot give p < {:g})", c.base_runs, c.new_runs,
+                                    significance_level);
+    out += fmt::format("{:<{}}  {:>22}  {:>22}  {:>7}  {:>7}  {}\n", c.label, width,
+                       fmt::format("{} ({}/{})", seconds_text(c.base_seconds), c.base_reached, c.base_runs),
+                       fmt::format("{} ({}/{})", seconds_text(c.new_seconds), c.new_reached, c.new_runs), change,
+                       c.p_value < 0.001 ? "<0.001" : fmt::format("{:.3f}", c.p_value), verdict);
+  }
+  out += "time to accuracy: median seconds over the runs (evaluations included); test: Mann-Whitney over the runs, "
+         "a run that missed the target slower than any that reached it\n";
+  return out;
+}
+
+nlohmann::json accuracy_json(const ComparedAccuracy& c) {
+  nlohmann::json config = nlohmann::json::object();
+  for (const auto& [name, value] : c.config.values) config[name] = value;
+  auto seconds = [](double s) { return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr); };
+  return {{"label", c.label},
+          {"config", config},
+          {"base_runs", c.base_runs},
+          {"new_runs", c.new_runs},
+          {"base_reached", c.base_reached},
+          {"new_reached", c.new_reached},
+          {"base_seconds", seconds(c.base_seconds)},
+          {"new_seconds", seconds(c.new_seconds)},
+          {"base_epochs", c.base_epochs},
+          {"new_epochs", c.new_epochs},
+          {"change", std::isfinite(c.change) ? nlohmann::json(c.change) : nlohmann::json(nullptr)},
+          {"p_value", c.p_value},
+          {"enough_runs", c.enough_runs},
+          {"verdict", c.enough_runs ? verdict_name(c.verdict) : "too few runs to decide"}};
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,42 @@
+// harness/compare/accuracy_compare.h — `cnnbench compare` for time-to-accuracy runs. Each run is
+// one sample (the seconds to its target), so the question is how many runs there are: a side's
+// figure is the median over its runs, the test is Mann-Whitney U over the runs (a run that never
+// reached the target ranks slower than every run that did), and where the run counts are too few
+// for any outcome to reach p < 0.05 the report says so instead of calling a change.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/compare/result_reader.h"
+#include "harness/compare/verdict.h"
+
+namespace cnnbench {
+
+struct ComparedAccuracy {
+  RunConfiguration config;
+  std::string label;
+  int base_runs = 0, new_runs = 0, base_reached = 0, new_reached = 0;
+  double base_seconds = 0, new_seconds = 0;  // medians; infinity when the median run missed the target
+  double base_epochs = 0, new_epochs = 0;    // medians over the runs that reached it (0: none did)
+  double change = 0;                         // new / base - 1 in seconds (negative: faster)
+  double p_value = 1;
+  bool enough_runs = false;  // could these run counts give p < 0.05 at all?
+  Verdict verdict = Verdict::no_change;
+};
+
+// One configuration's runs on each side; a regression is slower than the base by more than
+// `tolerance` and significant.
+ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next,
+                                          double tolerance);
+// Runs grouped by configuration (and target), in the order their configurations first appear.
+std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> group_accuracy_runs(
+    const std::vector<AccuracyRun>& runs);
+// configuration_label() and the target: "resnet20_fmnist b128 fp32, 1 rank x 2 threads, ..., to 94.5% top-1"
+std::string accuracy_label(const RunConfiguration& config);
+// The table rows of the text report and the JSON report's entries.
+std::string format_accuracy_rows(const std::vector<ComparedAccuracy>& compared);
+nlohmann::json accuracy_json(const ComparedAccuracy& c);
+
+}  // namespace cnnbench
