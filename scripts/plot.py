@@ -8,6 +8,9 @@
   fusion.png     images/sec against the fusion threshold, one line per backend, one panel per
                  configuration and rank count
   precision.png  fp32 against bf16 (every precision swept) per model and rank count
+  accuracy.png   convergence sweeps: test top-1 and the time to the target accuracy against
+                 the global batch, one line per setting that varies besides ranks and batch
+                 (e.g. optimizer); a target missed is drawn as an x at the top of its panel
 
   scripts/plot.py results/sweeps/scaling/sweep.csv [--out results/sweeps/scaling]
 
@@ -302,6 +305,56 @@ def plot_precision(plt, rows, params, path):
     return None
 
 
+def plot_accuracy(plt, rows, params, path):
+    rows = [r for r in rows if r.get("test_top1")]
+    if not rows:
+        return "no convergence points (no test_top1 column with values)"
+    for r in rows:
+        r["global_batch"] = int(float(r["global_batch"]))
+    line_keys = [k for k in varying(rows, params) if k not in ("ranks", "batch_size", "hosts")]
+    series = group(rows, line_keys) if line_keys else {(): rows}
+    fig, (acc, tta) = plt.subplots(1, 2, figsize=(12, 4.4))
+    color = Colors(plt)
+    targets = values_of(rows, "target_top_1_accuracy") if "target_top_1_accuracy" in rows[0] else []
+    top = 0
+    missed = []
+    for lvals, srows in series.items():
+        name = label(line_keys, lvals, short=True) if line_keys else "measured"
+        by_batch = group(srows, ["global_batch"])
+        xs = [int(k[0]) for k in by_batch]
+        # repeats of a point: the median run, as cnnbench compare takes it
+        acc.plot(xs, [100 * statistics.median(float(r["test_top1"]) for r in v) for v in by_batch.values()], "o-",
+                 color=color(name), label=f"{name}, final")
+        acc.plot(xs, [100 * statistics.median(float(r["best_test_top1"]) for r in v) for v in by_batch.values()], ".:",
+                 color=color(name), label=f"{name}, best")
+        reached = [(x, statistics.median(num(r.get("time_to_accuracy_sec") or "inf") for r in v))
+                   for x, v in zip(xs, by_batch.values())]
+        got = [(x, t) for x, t in reached if math.isfinite(t)]
+        missed += [(x, name) for x, t in reached if not math.isfinite(t)]
+        if got:
+            tta.plot([x for x, _ in got], [t for _, t in got], "o-", color=color(name), label=name)
+            top = max(top, max(t for _, t in got))
+    for x, name in missed:
+        tta.plot([x], [top * 1.05 if top else 1], "x", ms=10, color=color(name))
+        tta.annotate("not reached", (x, top * 1.05 if top else 1), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    for ax in (acc, tta):
+        ax.set_xscale("log", base=2)
+        xs = sorted({r["global_batch"] for r in rows})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) for x in xs])
+        ax.set_xlabel("global batch (ranks x batch per rank)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    acc.set_ylabel("test top-1 accuracy (%)")
+    tta.set_ylabel("seconds to the target")
+    if top:
+        tta.set_ylim(0, top * 1.15)
+    target = f" (target {100 * float(targets[0]):g}% top-1)" if len(targets) == 1 else ""
+    finish(fig, f"{title(rows, [], [])}: accuracy and time to accuracy against the global batch{target}", [], path)
+    plt.close(fig)
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", help="sweep.csv written by scripts/sweep.py")
@@ -328,7 +381,8 @@ def main(argv=None):
     out = args.out or os.path.dirname(os.path.abspath(args.csv))
     os.makedirs(out, exist_ok=True)
     drawn = 0
-    for name, fn in (("scaling.png", plot_scaling), ("fusion.png", plot_fusion), ("precision.png", plot_precision)):
+    for name, fn in (("scaling.png", plot_scaling), ("fusion.png", plot_fusion), ("precision.png", plot_precision),
+                     ("accuracy.png", plot_accuracy)):
         why = fn(plt, [dict(r) for r in rows], params, os.path.join(out, name))
         if why:
             print(f"plot.py: skipped {name}: {why}")

@@ -31,7 +31,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sweep_file, sweep_point beside it
 from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel  # noqa: E402
-from sweep_point import RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe, run_point  # noqa: E402
+from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,  # noqa: E402
+                         run_point)
 
 
 # CSV layout: point, repeat, the parameter columns (the standard ones, then any other swept key),
@@ -41,7 +42,7 @@ PARAM_COLUMNS = ["ranks", "hosts", "model", "batch_size", "precision", "allreduc
                  "compression", "variable_update", "num_intra_threads", "data_name", "data_dir"]
 HEAD_COLUMNS = ["point", "repeat"]
 RESULT_COLUMNS = ["status", "exit_code", "wall_sec", "other_cpus"] + SUMMARY_FIELDS + RUN_FIELDS + ["time_utc", "json", "log", "error"]
-NON_PARAM_COLUMNS = set(HEAD_COLUMNS) | set(RESULT_COLUMNS)
+NON_PARAM_COLUMNS = set(HEAD_COLUMNS) | set(RESULT_COLUMNS) | set(ACCURACY_FIELDS)
 
 
 def cell(value):
@@ -56,13 +57,20 @@ def cell(value):
 # ---------------------------------------------------------------------------------------------
 # The CSV
 
+def trains_to_accuracy(s):
+    """Whether the sweep's points are convergence runs (real data, epochs, a target): their rows
+    get ACCURACY_FIELDS too; other sweeps keep the columns their CSVs already have."""
+    keys = {"data_dir", "num_epochs", "target_top_1_accuracy", "stop_at_top_1_accuracy"}
+    return any(keys & set(p.flags) for p in s.points)
+
+
 def header_for(s):
     extra = []
     for p in s.points:
         for k in p.params:
             if k not in PARAM_COLUMNS and k not in extra:
                 extra.append(k)
-    return HEAD_COLUMNS + PARAM_COLUMNS + extra + RESULT_COLUMNS
+    return HEAD_COLUMNS + PARAM_COLUMNS + extra + RESULT_COLUMNS + (ACCURACY_FIELDS if trains_to_accuracy(s) else [])
 
 
 def read_csv(path):
@@ -218,7 +226,15 @@ def run_sweep(s, args):
             ran_ok += 1
             eff = row.get("scaling_efficiency") or 0
             busy = float(row.get("other_cpus") or 0)
+            accuracy = ""
+            if row.get("test_top1") is not None:
+                accuracy = f", test top-1 {100 * row['test_top1']:.2f}%"
+                if row.get("target_top_1_accuracy"):
+                    tta = row.get("time_to_accuracy_sec")
+                    accuracy += (f", {100 * row['target_top_1_accuracy']:g}% after {tta:.1f} s"
+                                 if tta is not None else f", {100 * row['target_top_1_accuracy']:g}% not reached")
             print(f"ok {float(row['images_per_sec']):.2f} img/s" + (f", efficiency {100 * eff:.1f}%" if eff else "")
+                  + accuracy
                   + f" ({row['wall_sec']} s)"
                   + (f"; other work kept {busy:.2f} CPUs busy meanwhile" if busy >= 0.25 else ""), flush=True)
             if busy >= 0.25:

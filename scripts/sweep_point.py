@@ -19,6 +19,32 @@ SUMMARY_FIELDS = ["images_per_sec", "images_per_sec_mean", "images_per_sec_stder
                   "fraction_of_peak", "comm_mean_sec", "exposed_comm_mean_sec", "rank_skew",
                   "scaling_efficiency", "peak_rss_bytes", "final_loss"]
 RUN_FIELDS = ["threads_per_rank", "global_batch", "timed_steps", "buckets"]
+# A convergence point's accuracy (its JSON is cnnbench.convergence/1): the last evaluation's test
+# top-1, the best, and the time, epochs and images to its target (empty when missed).
+ACCURACY_FIELDS = ["test_top1", "best_test_top1", "epochs", "target_top_1_accuracy", "time_to_accuracy_sec",
+                   "epochs_to_accuracy", "images_to_accuracy"]
+SCHEMAS = ("cnnbench.result/1", "cnnbench.convergence/1")
+
+
+def convergence_fields(doc):
+    """The sweep row's values of a convergence result: images/sec over its training epochs, the
+    run fields it has, and ACCURACY_FIELDS."""
+    epochs, run, tta = doc.get("epochs", []), doc.get("run", {}), doc.get("time_to_accuracy", {})
+    row = {k: run[k] for k in RUN_FIELDS if k in run}
+    seconds = sum(e["seconds"] for e in epochs)
+    if seconds > 0:
+        row["images_per_sec"] = sum(e["images_per_sec"] * e["seconds"] for e in epochs) / seconds
+    tested = [e["test_top1"] for e in epochs if "test_top1" in e]
+    if tested:
+        row["test_top1"], row["best_test_top1"] = tested[-1], max(tested)
+    row["epochs"] = len(epochs)
+    if tta:
+        row["target_top_1_accuracy"] = tta.get("target_top_1_accuracy")
+        if tta.get("reached"):
+            row["time_to_accuracy_sec"] = tta.get("seconds")
+            row["epochs_to_accuracy"] = tta.get("epochs")
+            row["images_to_accuracy"] = tta.get("images")
+    return row
 
 
 def command(s, point, baseline=None):
@@ -149,8 +175,8 @@ def run_point(s, point, baseline):
             try:
                 with open(result) as f:
                     doc = json.load(f)
-                if doc.get("schema") != "cnnbench.result/1":
-                    raise ValueError("schema is not cnnbench.result/1")
+                if doc.get("schema") not in SCHEMAS:
+                    raise ValueError("schema is not " + " or ".join(SCHEMAS))
             except (OSError, ValueError) as e:
                 status = "failed"
                 row["error"] = f"no result JSON ({e})"[:300]
@@ -160,7 +186,10 @@ def run_point(s, point, baseline):
         row["error"] = f"ran past the timeout of {canon(float(s.timeout))} s"
     elif status == "failed" and "error" not in row:
         row["error"] = error_line(log)
-    if doc:
+    if doc and doc["schema"] == "cnnbench.convergence/1":
+        row["json"] = rel(result)
+        row.update(convergence_fields(doc))
+    elif doc:
         row["json"] = rel(result)
         summary, run = doc.get("summary", {}), doc.get("run", {})
         for k in SUMMARY_FIELDS:

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """scripts/sweep.py and scripts/plot.py end to end on configs/sweep_smoke.toml: the dry run, a
 real run with one failing point, resume without re-running, a torn CSV line, a timeout, a bad
-sweep file, --fresh, and the scaling PNG. Run by ctest (label "scripts"):
+sweep file, --fresh, and the scaling PNG; then a convergence sweep on a small generated data set
+in Fashion-MNIST's idx format (accuracy columns, accuracy.png). Run by ctest (label "scripts"):
   /usr/bin/python3 tests/test_sweep.py --binary build/cnnbench
 """
 import argparse
 import csv
+import gzip
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,17 @@ def run(script, *args):
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def write_idx(folder, prefix, n):
+    """n learnable 28x28 images in Fashion-MNIST's gzipped idx files, as tests/test_files.h
+    writes them: label i % 10, a bright row at 2 x label."""
+    labels = bytes(i % 10 for i in range(n))
+    pixels = bytes(255 if p // 28 == labels[i] * 2 else (i + p) % 40 for i in range(n) for p in range(784))
+    with gzip.open(os.path.join(folder, f"{prefix}-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + pixels)
+    with gzip.open(os.path.join(folder, f"{prefix}-labels-idx1-ubyte.gz"), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + labels)
 
 
 class Sweep(unittest.TestCase):
@@ -141,6 +155,53 @@ ranks = [1, 2]
         rc, so, se = self.sweep("--fresh", sweep_file=path, out=out)
         self.assertIn("moved the old", so)
         self.assertEqual(len([f for f in os.listdir(out) if f.startswith("sweep-") and f.endswith(".csv")]), 1)
+
+    def test_9_convergence_sweep_records_accuracy_and_draws_it(self):
+        data = os.path.join(self.tmp.name, "idx")
+        os.makedirs(data)
+        write_idx(data, "train", 640)
+        write_idx(data, "t10k", 100)
+        sweep_file = self.write("convergence.toml", f"""
+[sweep]
+name = "convergence"
+timeout = 120
+[fixed]
+model = "small_cnn"
+data_dir = "{data}"
+batch_size = 32
+num_intra_threads = 1
+optimizer = "momentum"
+init_learning_rate = 0.02
+num_epochs = 2
+eval_during_training_every_n_epochs = 1
+target_top_1_accuracy = 0.3
+[grid]
+ranks = [1, 2]
+""")
+        out = os.path.join(self.tmp.name, "convergence")
+        rc, text, err = self.sweep(sweep_file=sweep_file, out=out)
+        self.assertEqual(rc, 0, text + err)
+        self.assertIn("test top-1", text)
+        r = rows(os.path.join(out, "sweep.csv"))
+        self.assertEqual([x["ranks"] for x in r], ["1", "2"])
+        for x in r:
+            self.assertEqual(x["status"], "ok", x)
+            self.assertEqual(x["epochs"], "2")
+            self.assertEqual(x["target_top_1_accuracy"], "0.3")
+            self.assertGreater(float(x["test_top1"]), 0.0)
+            self.assertGreaterEqual(float(x["best_test_top1"]), float(x["test_top1"]))
+            self.assertGreater(float(x["images_per_sec"]), 0.0)
+            # reached: seconds and the images of whole epochs of 640; missed: all three empty
+            if x["time_to_accuracy_sec"]:
+                self.assertIn(int(x["images_to_accuracy"]), (640, 1280))
+            else:
+                self.assertEqual(x["images_to_accuracy"], "")
+        self.assertEqual([x["global_batch"] for x in r], ["32", "64"])
+        png = os.path.join(self.tmp.name, "convergence_png")
+        rc, text, err = run(PLOT, os.path.join(out, "sweep.csv"), "--out", png)
+        self.assertEqual(rc, 0, text + err)
+        with open(os.path.join(png, "accuracy.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_8_bad_sweep_files_get_one_line_and_exit_2(self):
         cases = {
