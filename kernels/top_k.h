@@ -1,5 +1,6 @@
 // kernels/top_k.h — counts images whose label is among the k largest logits (plain n x classes).
-// Throws std::out_of_range for a label outside [0, classes).
+// An image with a NaN logit counts as wrong (a diverged run must not score 100%: NaN compares
+// false, so it would never be "larger"). Throws std::out_of_range for a label outside [0, classes).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,12 @@ inline int64_t count_top_k(const float* logits, const int32_t* labels, int64_t n
     const float* z = logits + i * classes;
     const float target = z[labels[i]];
     int64_t larger = 0;  // ties count in the label's favour
-    for (int64_t c = 0; c < classes; ++c) larger += z[c] > target;
-    correct += larger < k;
+    bool nan = false;
+    for (int64_t c = 0; c < classes; ++c) {
+      larger += z[c] > target;
+      nan |= z[c] != z[c];
+    }
+    correct += larger < k && !nan;
   }
   return correct;
 }

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sweep_file, sweep_point beside it
 from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel  # noqa: E402
@@ -58,10 +59,21 @@ def cell(value):
 # The CSV
 
 def trains_to_accuracy(s):
-    """Whether the sweep's points are convergence runs (real data, epochs, a target): their rows
-    get ACCURACY_FIELDS too; other sweeps keep the columns their CSVs already have."""
-    keys = {"data_dir", "num_epochs", "target_top_1_accuracy", "stop_at_top_1_accuracy"}
-    return any(keys & set(p.flags) for p in s.points)
+    """Whether the sweep's points are convergence runs (real data, from a flag or from the
+    config file a point names): their rows get ACCURACY_FIELDS too; synthetic sweeps keep the
+    columns their CSVs already have."""
+    for p in s.points:
+        if "data_dir" in p.flags:
+            return True
+        config = p.flags.get("config")
+        if config:
+            try:
+                with open(config if os.path.isabs(config) else os.path.join(ROOT, config), "rb") as f:
+                    if "data_dir" in tomllib.load(f):
+                        return True
+            except (OSError, tomllib.TOMLDecodeError):
+                pass  # cnnbench names a bad config file itself
+    return False
 
 
 def header_for(s):

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "fuzz/fuzz_plan.h"
@@ -42,7 +43,7 @@ TEST(Checkpoint, WrittenStateReadsBack) {
   fuzz::TinyPlan written, read;
   init_parameters(written.layout(), written.parameters().data(), written.buffers().data(), 5);
   for (size_t i = 0; i < written.momentum().size(); ++i) written.momentum()[i] = 0.5f * static_cast<float>(i);
-  const std::string path = write_checkpoint(dir, written, {fuzz::tiny_model, 3, 120, 42, ""});
+  const std::string path = write_checkpoint(dir, written, {fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt});
   EXPECT_EQ(path, dir + "/checkpoint-epoch-0003.ckpt");
   const CheckpointInfo info = read_checkpoint(path, read, fuzz::tiny_model);
   EXPECT_EQ(info.epochs_done, 3);
@@ -54,6 +55,44 @@ TEST(Checkpoint, WrittenStateReadsBack) {
   }
   EXPECT_EQ(testing::error_of([&] { read_checkpoint(path, read, "resnet20"); }),
             path + ": holds model \"fuzz_tiny\", not resnet20");
+  EXPECT_LT(info.training_seconds, 0);  // not written: unknown
+  EXPECT_FALSE(info.time_to_accuracy);
+
+  // the training time and the time-to-accuracy state, for a resumed run to count on
+  CheckpointInfo timed{fuzz::tiny_model, 4, 160, 42, "", -1, std::nullopt};
+  timed.training_seconds = 81.5;
+  TimeToAccuracy t;
+  t.target = 0.9;
+  t.observe(0.85, 0.4, 40.0, 2, 1000);
+  t.observe(0.91, 0.3, 80.0, 4, 2000);
+  timed.time_to_accuracy = t;
+  const CheckpointInfo back = read_checkpoint(write_checkpoint(dir, written, timed), read, fuzz::tiny_model);
+  EXPECT_EQ(back.training_seconds, 81.5);
+  ASSERT_TRUE(back.time_to_accuracy);
+  EXPECT_EQ(back.time_to_accuracy->to_json(), t.to_json());
+  EXPECT_TRUE(back.time_to_accuracy->reached);
+  EXPECT_EQ(back.time_to_accuracy->epochs, 4);
+  EXPECT_EQ(back.time_to_accuracy->evaluations, 2);
+}
+
+// A diverged evaluation (loss not finite) never reaches a target; NaN accuracy neither.
+TEST(TimeToAccuracy, OnlyAFiniteEvaluationAtTheTargetReachesIt) {
+  TimeToAccuracy t;
+  t.target = 0.9;
+  EXPECT_FALSE(t.observe(1.0, std::numeric_limits<double>::quiet_NaN(), 10, 1, 100));
+  EXPECT_FALSE(t.observe(std::numeric_limits<double>::quiet_NaN(), 0.5, 20, 2, 200));
+  EXPECT_FALSE(t.observe(0.89, 0.5, 30, 3, 300));
+  EXPECT_TRUE(t.observe(0.9, 0.4, 40, 4, 400));
+  EXPECT_FALSE(t.observe(0.95, 0.3, 50, 5, 500));  // the first time only
+  EXPECT_EQ(t.seconds, 40);
+  EXPECT_EQ(t.images, 400);
+  EXPECT_EQ(t.best_top1, 0.95);
+  EXPECT_EQ(t.evaluations, 5);
+  EXPECT_EQ(t.line(), "time to 90.00% test top-1: 40.0 s, 4 epochs, 400 images (reached 90.00%)");
+  TimeToAccuracy none;
+  none.target = 0.99;
+  none.observe(0.5, 1.0, 1, 1, 1);
+  EXPECT_EQ(none.line(), "time to 99.00% test top-1: not reached (best 50.00% in 1 evaluations)");
 }
 
 // Found by fuzz_checkpoint: a header that was not JSON escaped as nlohmann's parse_error (not the
@@ -70,6 +109,8 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
            ",\"seed\":1,\"steps_done\":10}";
   };
   const std::string good = header("2");
+  // the good header with `more` in place of its closing brace
+  auto with = [&](const std::string& more) { return good.substr(0, good.size() - 1) + more; };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {sealed(good, good.size(), payload), ""},
       {sealed("{\"model\":\"fuzz_tiny\",\"steps_done\"*}", 33, payload), "header is not JSON"},
@@ -84,6 +125,15 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
        "holds model \"a\\nb\", not fuzz_tiny"},
       {sealed("{}", 2, payload), "header has no model"},
       {sealed(good, good.size(), payload - 1), "payload size is wrong"},
+      {sealed(with(",\"training_seconds\":-1}"), with(",\"training_seconds\":-1}").size(), payload),
+       "header's training_seconds is not a number of seconds"},
+      {sealed(with(",\"training_seconds\":\"9\"}"), with(",\"training_seconds\":\"9\"}").size(), payload),
+       "header's training_seconds is not a number of seconds"},
+      {sealed(with(",\"time_to_accuracy\":[]}"), with(",\"time_to_accuracy\":[]}").size(), payload),
+       "header's time_to_accuracy is not an object"},
+      {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}"),
+              with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}").size(), payload),
+       "header's time_to_accuracy.target_top_1_accuracy is missing or out of range"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/checkpoint-epoch-000" + std::to_string(i % 10) + ".ckpt";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -352,6 +353,15 @@ TEST(Cli, TimeToAccuracyInTheLogJsonAndResultsCsv) {
   EXPECT_FALSE(at(1, "time_to_accuracy_sec").empty());
   EXPECT_EQ(at(3, "target_top_1_accuracy"), "0.99");
   EXPECT_EQ(at(3, "time_to_accuracy_sec"), "");
+  // a results.csv that cannot take the row is refused before training, and left as it was
+  std::filesystem::create_directories(dir + "/other");
+  std::ofstream(dir + "/other/results.csv") << "old,columns\n1,2\n";
+  r = run_cnnbench(common + "--init_learning_rate=0.02 --benchmark_log_dir=other", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("other/results.csv: its header differs from this version's columns"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Epoch 1/"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp_file(dir + "/other/results.csv"), "old,columns\n1,2\n");
   // and compare reads them back: one run a side is too few to decide anything
   r = run_cnnbench("compare on.json on.json", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -370,16 +380,27 @@ TEST(Cli, TrainAugmentationIsRefusedForImagenet) {
       << r.output;
 }
 
+// A checkpoint file's header (JSON) and its tensors (the bytes after the header, without the
+// checksum, which covers the header too).
+std::pair<nlohmann::json, std::string> checkpoint_parts(const std::string& bytes) {
+  uint64_t length = 0;
+  if (bytes.size() < 24) return {};
+  std::memcpy(&length, bytes.data() + 8, sizeof(length));
+  return {nlohmann::json::parse(bytes.substr(16, length)), bytes.substr(16 + length, bytes.size() - 24 - length)};
+}
+
 // Kill-and-resume: a run killed in the middle of epoch 3 and resumed (past a damaged newest
 // checkpoint) ends with the same weights, momentum and statistics, bit for bit, as one never
-// interrupted.
+// interrupted, and with the same time-to-accuracy epochs: the checkpoint carries the training
+// time and the target's state, so the seconds go on from the checkpoint's.
 TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   const std::string dir = fresh_dir("cli_resume");
   testing::write_idx_dataset(dir, "train", 640, true);
   testing::write_idx_dataset(dir, "t10k", 100, true);
   const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --optimizer=momentum "
-                             "--init_learning_rate=0.02 --num_data_workers=2 ";
-  CliRun r = run_cnnbench(common + "--num_epochs=3 --train_dir=whole", dir);
+                             "--init_learning_rate=0.02 --num_data_workers=2 --eval_during_training_every_n_epochs=1 "
+                             "--target_top_1_accuracy=0.5 ";
+  CliRun r = run_cnnbench(common + "--num_epochs=3 --train_dir=whole --result_json=whole.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // 20 steps per epoch: killed after step 50, in epoch 3
   r = run_cnnbench_with("CNNBENCH_TEST_EXIT_AT=0:50 ", "", common + "--num_epochs=3 --train_dir=parts", dir);
@@ -388,14 +409,32 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   // the newest checkpoint is damaged: resume must fall back to epoch 1 and redo epoch 2
   const std::string epoch2 = dir + "/parts/checkpoint-epoch-0002.ckpt";
   std::filesystem::resize_file(epoch2, std::filesystem::file_size(epoch2) - 10);
-  r = run_cnnbench(common + "--num_epochs=3 --train_dir=parts --resume", dir);
+  const auto [epoch1, tensors1] = checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0001.ckpt"));
+  r = run_cnnbench(common + "--num_epochs=3 --train_dir=parts --resume --result_json=parts.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("checksum mismatch"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Resuming from parts/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos)
       << r.output;
-  const std::string whole = slurp_file(dir + "/whole/checkpoint-epoch-0003.ckpt");
-  ASSERT_FALSE(whole.empty());
-  EXPECT_TRUE(whole == slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt"));
+  const auto [whole, whole_tensors] = checkpoint_parts(slurp_file(dir + "/whole/checkpoint-epoch-0003.ckpt"));
+  const auto [parts, parts_tensors] = checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt"));
+  ASSERT_FALSE(whole_tensors.empty());
+  EXPECT_TRUE(whole_tensors == parts_tensors);
+  EXPECT_EQ(whole["steps_done"], parts["steps_done"]);
+  // the time-to-accuracy state went through the checkpoint: same epochs, seconds counted on
+  const auto w = nlohmann::json::parse(slurp_file(dir + "/whole.json"))["time_to_accuracy"];
+  const auto p = nlohmann::json::parse(slurp_file(dir + "/parts.json"))["time_to_accuracy"];
+  ASSERT_EQ(w["reached"], true);
+  EXPECT_EQ(p["reached"], true);
+  EXPECT_EQ(p["clock_complete"], true);
+  EXPECT_EQ(p["epochs"], w["epochs"]);
+  EXPECT_EQ(p["evaluations"], w["evaluations"]);
+  EXPECT_GT(epoch1["training_seconds"].get<double>(), 0.0);
+  EXPECT_GT(parts["training_seconds"].get<double>(), epoch1["training_seconds"].get<double>());
+  if (w["epochs"] == 1) {  // reached before the kill: the resumed run keeps the time it had then
+    EXPECT_EQ(p["seconds"], epoch1["time_to_accuracy"]["seconds"]);
+  } else {
+    EXPECT_GT(p["seconds"].get<double>(), epoch1["training_seconds"].get<double>());
+  }
 }
 
 }  // namespace

@@ -498,6 +498,17 @@ TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
   r = run_compare({base, dir + "/missed5"});
   EXPECT_NE(r.out.find("not reached (2/5)"), std::string::npos) << r.out;
 
+  // most runs of both sides missed: the direction comes from the ranks, not the medians
+  const std::vector<double> some = {100, 101, 102, 103, -1, -1, -1, -1, -1, -1};
+  const std::vector<double> none(10, -1);
+  const CompareReport worse =
+      compare_results(accuracy_folder(dir + "/base_some", some), accuracy_folder(dir + "/new_none", none), {});
+  EXPECT_TRUE(std::isinf(worse.accuracy[0].base_seconds));
+  EXPECT_TRUE(std::isnan(worse.accuracy[0].change));
+  EXPECT_LT(worse.accuracy[0].p_value, 0.05);
+  EXPECT_EQ(worse.accuracy[0].verdict, Verdict::regression);
+  EXPECT_EQ(compare_results(dir + "/new_none", dir + "/base_some", {}).accuracy[0].verdict, Verdict::faster);
+
   // another target is another configuration
   write_json(dir + "/other.json", [] {
     nlohmann::json d = convergence_doc(50);
@@ -543,8 +554,14 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   EXPECT_EQ(r.skipped.size(), 2u);
   const CommandRun lone = run_compare({dir + "/a/plain.json", dir + "/a/plain.json"});
   EXPECT_EQ(lone.exit_code, 2);
-  EXPECT_EQ(lone.err, "cnnbench compare: " + dir + "/a/plain.json: a convergence result without a target accuracy: "
-                      "no time to accuracy to compare\n");
+  EXPECT_EQ(lone.err, "cnnbench compare: " + dir + "/a/plain.json: a convergence result without a target accuracy, "
+                      "or resumed from a checkpoint that did not hold the training time: no time to accuracy to "
+                      "compare\n");
+  // a resumed run whose seconds leave out the epochs before the resume is skipped the same way
+  nlohmann::json resumed = convergence_doc(50);
+  resumed["time_to_accuracy"]["clock_complete"] = false;
+  write_json(dir + "/a/resumed.json", resumed);
+  EXPECT_EQ(compare_results(dir + "/a", dir + "/b", {}).skipped.size(), 3u);
   Settings bad = row("-5");
   csv_append(dir + "/bad.csv", bad);
   EXPECT_EQ(run_compare({dir + "/bad.csv", dir + "/bad.csv"}).err,

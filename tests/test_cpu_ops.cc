@@ -1,4 +1,6 @@
 // The fast fp32 host kernels of the CPU backend against the double-precision reference.
+#include <limits>
+
 #include "kernels/cpu_ops.h"
 #include "kernels/dtype.h"
 #include "kernels/ref/batch_norm.h"
@@ -35,6 +37,13 @@ TEST(CpuOps, TopK) {
   EXPECT_EQ(count_top_k(logits, last, 2, 6, 5), 1);  // label 4 is the smallest of row 0
   const int32_t bad[2] = {0, 6};
   EXPECT_THROW(count_top_k(logits, bad, 2, 6, 1), std::out_of_range);
+  // a diverged network's NaN logits are never right (NaN compares false: without the check
+  // every label would count as the largest)
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float diverged[2 * 3] = {nan, nan, nan, 0.5f, nan, 0.1f};
+  const int32_t labels[2] = {0, 0};
+  EXPECT_EQ(count_top_k(diverged, labels, 2, 3, 1), 0);
+  EXPECT_EQ(count_top_k(diverged, labels, 2, 3, 3), 0);
 }
 
 TEST(CpuOps, SgdMatchesReference) {

@@ -196,6 +196,9 @@ ranks = [1, 2]
                 self.assertIn(int(x["images_to_accuracy"]), (640, 1280))
             else:
                 self.assertEqual(x["images_to_accuracy"], "")
+        # one rank learns this data set to 100% in one epoch (tests/test_files.h's pattern)
+        self.assertGreater(float(r[0]["time_to_accuracy_sec"]), 0.0)
+        self.assertEqual(r[0]["epochs_to_accuracy"], "1")
         self.assertEqual([x["global_batch"] for x in r], ["32", "64"])
         png = os.path.join(self.tmp.name, "convergence_png")
         rc, text, err = run(PLOT, os.path.join(out, "sweep.csv"), "--out", png)

@@ -76,21 +76,25 @@ ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, 
   c.new_seconds = median_seconds(b);
   c.base_epochs = median_epochs(base);
   c.new_epochs = median_epochs(next);
-  if (std::isfinite(c.base_seconds) && std::isfinite(c.new_seconds) && c.base_seconds > 0)
-    c.change = c.new_seconds / c.base_seconds - 1;
-  else if (std::isfinite(c.base_seconds) != std::isfinite(c.new_seconds))
-    c.change = std::isfinite(c.base_seconds) ? never : -1;  // one side's median run missed the target
-  c.p_value = mann_whitney(b, a).p_value;
-  // the smallest p these counts can give: every run of one side faster than every run of the other
+  // the change of the medians, where both reached the target; otherwise none to show
+  c.change = std::isfinite(c.base_seconds) && std::isfinite(c.new_seconds) && c.base_seconds > 0
+                 ? c.new_seconds / c.base_seconds - 1
+                 : std::numeric_limits<double>::quiet_NaN();
+  const MannWhitney test = mann_whitney(b, a);
+  c.p_value = test.p_value;
+  // the direction from the ranks, not the medians (which may both be "not reached")
+  const bool slower = test.z > 0;
+  // enough runs: these runs decided, or at least complete separation (every run of one side
+  // faster than every run of the other, no ties) could have
   std::vector<double> low(base.size()), high(next.size());
   for (size_t i = 0; i < low.size(); ++i) low[i] = static_cast<double>(i);
   for (size_t i = 0; i < high.size(); ++i) high[i] = static_cast<double>(low.size() + i);
-  c.enough_runs = mann_whitney(high, low).p_value < significance_level;
-  const bool significant = c.enough_runs && c.p_value < significance_level;
-  if (significant && c.change > tolerance)
-    c.verdict = Verdict::regression;  // more seconds to the target: slower
+  const bool significant = c.p_value < significance_level;
+  c.enough_runs = significant || mann_whitney(high, low).p_value < significance_level;
+  if (significant && slower && !(c.change <= tolerance))
+    c.verdict = Verdict::regression;  // more seconds to the target by more than the tolerance, or missed it
   else if (significant)
-    c.verdict = c.change <= 0 ? Verdict::faster : Verdict::slower;
+    c.verdict = slower ? Verdict::slower : Verdict::faster;
   else
     c.verdict = Verdict::no_change;
   return c;

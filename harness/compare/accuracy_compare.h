@@ -1,8 +1,9 @@
 // harness/compare/accuracy_compare.h — `cnnbench compare` for time-to-accuracy runs. Each run is
 // one sample (the seconds to its target), so the question is how many runs there are: a side's
 // figure is the median over its runs, the test is Mann-Whitney U over the runs (a run that never
-// reached the target ranks slower than every run that did), and where the run counts are too few
-// for any outcome to reach p < 0.05 the report says so instead of calling a change.
+// reached the target ranks slower than every run that did, and the direction of a change comes
+// from the ranks), and where these runs did not reach p < 0.05 and could not have with any times
+// (complete separation without ties), the report says so instead of calling no change.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,9 +21,9 @@ struct ComparedAccuracy {
   int base_runs = 0, new_runs = 0, base_reached = 0, new_reached = 0;
   double base_seconds = 0, new_seconds = 0;  // medians; infinity when the median run missed the target
   double base_epochs = 0, new_epochs = 0;    // medians over the runs that reached it (0: none did)
-  double change = 0;                         // new / base - 1 in seconds (negative: faster)
+  double change = 0;  // new / base - 1 of the median seconds (negative: faster); NaN where a median missed
   double p_value = 1;
-  bool enough_runs = false;  // could these run counts give p < 0.05 at all?
+  bool enough_runs = false;  // p < 0.05 here, or reachable with these run counts
   Verdict verdict = Verdict::no_change;
 };
 

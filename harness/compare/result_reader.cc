@@ -118,12 +118,15 @@ double bounded(const json& v, const std::string& path, const std::string& name, 
   return v.get<double>();
 }
 
-// A convergence result with a time-to-accuracy target; nullopt for one without a target (or
-// written before convergence results named their configuration).
+// A convergence result with a time-to-accuracy target; nullopt for one without a target, or
+// whose seconds leave out the epochs before a resume (clock_complete false).
 std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string& path) {
   const auto tta = doc.find("time_to_accuracy");
   if (tta == doc.end()) return std::nullopt;
   if (!tta->is_object()) fail(path, "time_to_accuracy is not an object");
+  const auto complete = tta->find("clock_complete");
+  if (complete != tta->end() && !complete->is_boolean()) fail(path, "time_to_accuracy.clock_complete is not true or false");
+  if (complete != tta->end() && !complete->get<bool>()) return std::nullopt;
   AccuracyRun run;
   run.source = path;
   for (const std::string& field : configuration_fields())
@@ -194,6 +197,8 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
   std::vector<std::string> needed = configuration_fields();
   for (const char* name : {"images_per_sec_mean", "images_per_sec_stderr", "timed_steps", "json_file"})
     needed.push_back(name);
+  if (column.count("target_top_1_accuracy"))  // the time-to-accuracy columns come together
+    for (const char* name : {"time_to_accuracy_sec", "epochs_to_accuracy", "images_to_accuracy"}) needed.push_back(name);
   for (const std::string& name : needed)
     if (!column.count(name)) fail(path, "not a cnnbench results.csv: its header has no column '" + name + "'");
 
@@ -266,7 +271,7 @@ ResultSet read_folder(const std::string& dir) {
       if (auto run = parse_convergence(doc, path))
         set.accuracy_runs.push_back(*run);
       else
-        set.skipped.push_back(path + " (" + schema + ", no target accuracy)");
+        set.skipped.push_back(path + " (" + schema + ", no target accuracy or no whole time to it)");
       continue;
     }
     if (schema != result_schema && schema.rfind("cnnbench.", 0) == 0) {
@@ -318,7 +323,9 @@ ResultSet read_results(const std::string& path) {
     const json doc = parse_json(path);
     if (schema_of(doc) == convergence_schema) {
       auto run = parse_convergence(doc, path);
-      if (!run) fail(path, "a convergence result without a target accuracy: no time to accuracy to compare");
+      if (!run)
+        fail(path, "a convergence result without a target accuracy, or resumed from a checkpoint that did not hold "
+                   "the training time: no time to accuracy to compare");
       set.accuracy_runs.push_back(*run);
     } else {
       set.runs.push_back(parse_result(doc, path));

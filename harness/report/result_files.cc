@@ -40,7 +40,42 @@ std::optional<std::string> widened(const std::string& existing, const std::vecto
   return out;
 }
 
+// `existing` (a whole CSV, or empty) ready for a row under `header`: the header alone for an
+// empty file, an older prefix header widened; throws for any other header.
+std::string under_header(std::string existing, const std::vector<std::string>& header, const std::string& path) {
+  const std::string header_line = csv_line(header);
+  if (existing.empty()) return header_line;
+  const std::string first = existing.substr(0, existing.find('\n') + 1);
+  if (first != header_line) {
+    std::optional<std::string> wider;
+    try {
+      wider = widened(existing, header, path);
+    } catch (const CsvError&) {
+    }
+    if (!wider)
+      throw std::runtime_error(path + ": its header differs from this version's columns; "
+                               "write to another file (--benchmark_log_dir)");
+    existing = *wider;
+  }
+  if (existing.back() != '\n') existing += '\n';  // a file edited by hand
+  return existing;
+}
+
+std::string read_whole(const std::string& path) {
+  std::string existing;
+  if (std::ifstream in{path, std::ios::binary}) {
+    std::ostringstream s;
+    s << in.rdbuf();
+    existing = s.str();
+  }
+  return existing;
+}
+
 }  // namespace
+
+void check_csv_header(const std::string& path, const std::vector<std::string>& header) {
+  under_header(read_whole(path), header, path);
+}
 
 void make_folders(const std::string& path) {
   std::error_code ec;
@@ -93,30 +128,7 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
     fail(lock_path, "cannot lock");
   }
   try {
-    std::string existing;
-    if (std::ifstream in{path, std::ios::binary}) {
-      std::ostringstream s;
-      s << in.rdbuf();
-      existing = s.str();
-    }
-    const std::string header_line = csv_line(header);
-    if (existing.empty()) {
-      existing = header_line;
-    } else {
-      const std::string first = existing.substr(0, existing.find('\n') + 1);
-      if (first != header_line) {
-        std::optional<std::string> wider;
-        try {
-          wider = widened(existing, header, path);
-        } catch (const CsvError&) {
-        }
-        if (!wider)
-          throw std::runtime_error(path + ": its header differs from this version's columns; "
-                                   "write to another file (--benchmark_log_dir)");
-        existing = *wider;
-      }
-      if (existing.back() != '\n') existing += '\n';  // a file edited by hand
-    }
+    const std::string existing = under_header(read_whole(path), header, path);
     write_file_atomically(path, existing + csv_line(row));
   } catch (...) {
     ::close(lock);

@@ -15,6 +15,9 @@ namespace cnnbench {
 void write_file_atomically(const std::string& path, const std::string& contents);
 void append_csv_row(const std::string& path, const std::vector<std::string>& header,
                     const std::vector<std::string>& row);
+// Throws as append_csv_row would if `path` (when it exists) cannot take rows under `header`:
+// for runs that check before hours of training, not after.
+void check_csv_header(const std::string& path, const std::vector<std::string>& header);
 // Creates a folder and its parents (like mkdir -p).
 void make_folders(const std::string& path);
 

@@ -1,5 +1,6 @@
 #include "harness/run/checkpoint.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -39,7 +40,10 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
                                  {"seed", info.seed},
                                  {"parameters", plan.parameters().size()},
                                  {"buffers", plan.buffers().size()}};
-  const std::string text = header.dump();
+  nlohmann::json full = header;
+  if (info.training_seconds >= 0) full["training_seconds"] = info.training_seconds;
+  if (info.time_to_accuracy) full["time_to_accuracy"] = info.time_to_accuracy->to_json();
+  const std::string text = full.dump();
   const uint64_t length = text.size();
   std::string out;
   append(out, kMagic, sizeof(kMagic));
@@ -99,12 +103,24 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   if (epochs_done > INT64_MAX || steps_done > INT64_MAX) return fail("epoch or step count out of range");
   const size_t payload = (2 * params + buffers) * sizeof(float);
   if (header_at + length + payload + sizeof(sum) != bytes.size()) return fail("payload size is wrong");
+  CheckpointInfo info;
+  if (const auto it = header.find("training_seconds"); it != header.end()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 || it->get<double>() > 1e15)
+      return fail("header's training_seconds is not a number of seconds");
+    info.training_seconds = it->get<double>();
+  }
+  if (const auto it = header.find("time_to_accuracy"); it != header.end()) {
+    try {
+      info.time_to_accuracy = TimeToAccuracy::from_json(*it);
+    } catch (const std::exception& e) {
+      return fail(std::string("header's ") + e.what());
+    }
+  }
   const char* p = bytes.data() + header_at + length;
   std::memcpy(plan.parameters().data(), p, params * sizeof(float));
   std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
   std::memcpy(plan.buffers().data(), p + 2 * params * sizeof(float), buffers * sizeof(float));
   if (DevicePlan* device = plan.device()) device->upload_state();
-  CheckpointInfo info;
   info.model = model;
   info.epochs_done = static_cast<int64_t>(epochs_done);
   info.steps_done = static_cast<int64_t>(steps_done);

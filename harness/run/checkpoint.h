@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "harness/run/time_to_accuracy.h"
+
 #include "kernels/plan.h"
 
 namespace cnnbench {
@@ -17,6 +19,10 @@ struct CheckpointInfo {
   int64_t epochs_done = 0, steps_done = 0;
   uint64_t seed = 0;
   std::string path;
+  // Optional (absent in checkpoints of earlier versions): the wall-clock seconds of training so
+  // far (< 0: unknown), and the time-to-accuracy state, so that a resumed run goes on counting.
+  double training_seconds = -1;
+  std::optional<TimeToAccuracy> time_to_accuracy;
 };
 
 // Writes <dir>/checkpoint-epoch-NNNN.ckpt.

@@ -183,6 +183,8 @@ void run_convergence(const Config& config, Communicator& comm) {
                                            settings.model.name, setup.graph.num_classes()));
     if (data.train_count / comm.size() < settings.batch_size)
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
+    // the row written at the end must fit: refused now, not after the training
+    if (leader) check_csv_header(config.benchmark_log_dir + "/results.csv", csv_header());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -190,6 +192,10 @@ void run_convergence(const Config& config, Communicator& comm) {
 
   start_from_rank0_weights(plan, comm, config.seed);
   int64_t first_epoch = 0, steps_done = 0;
+  // time-to-accuracy: the training time and the state before a resume come from the checkpoint
+  TimeToAccuracy to_target;
+  to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
+  double seconds_before = 0;
   if (config.resume) {
     std::string skipped;
     const auto found = load_newest_checkpoint(config.train_dir, plan, settings.model.name, &skipped);
@@ -197,6 +203,15 @@ void run_convergence(const Config& config, Communicator& comm) {
     if (found) {
       first_epoch = found->epochs_done;
       steps_done = found->steps_done;
+      const bool same_target = to_target.target <= 0 ||
+                               (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
+      if (found->training_seconds >= 0 && same_target) {
+        seconds_before = found->training_seconds;
+        if (to_target.target > 0) to_target = *found->time_to_accuracy;
+      } else {
+        // an earlier version's checkpoint, or another target: the seconds start at the resume
+        to_target.clock_complete = first_epoch == 0;
+      }
       if (leader) fmt::print("Resuming from {} ({} epochs done)\n", found->path, first_epoch);
     } else if (leader) {
       fmt::print("No checkpoint in {}: starting from scratch\n", config.train_dir);
@@ -239,10 +254,10 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::vector<EpochMetrics> history;
   double run_seconds = 0, run_stall_sec = 0;
   int64_t run_images = 0;
-  TimeToAccuracy to_target;
-  to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
-  to_target.first_epoch = first_epoch;
   const auto training_start = std::chrono::steady_clock::now();
+  auto training_seconds = [&] {
+    return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - training_start).count();
+  };
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     const int64_t epoch_steps = std::min<int64_t>(steps, total_steps - epoch * steps);
     train_input.start_epoch(epoch);
@@ -315,9 +330,9 @@ void run_convergence(const Config& config, Communicator& comm) {
       m.test_top1 = e.top1;
       m.test_top5 = e.top5;
       // the same figure on every rank: rank 0's clock, the images all ranks trained
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - training_start).count();
+      double elapsed = training_seconds();
       comm.broadcast(&elapsed, sizeof elapsed, 0);
-      if (to_target.observe(m.test_top1, elapsed, m.epoch, steps_done * settings.global_batch) && leader)
+      if (to_target.observe(m.test_top1, m.test_loss, elapsed, m.epoch, steps_done * settings.global_batch) && leader)
         fmt::print("Reached the target: {}\n", to_target.line());
     }
     history.push_back(m);
@@ -346,7 +361,10 @@ void run_convergence(const Config& config, Communicator& comm) {
       write_file_atomically(csv_path, epochs_csv(history));
       if (!config.train_dir.empty()) {
         const auto writing = std::chrono::steady_clock::now();
-        write_checkpoint(config.train_dir, plan, {settings.model.name, epoch + 1, steps_done, config.seed, ""});
+        CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt};
+        info.training_seconds = training_seconds();
+        if (to_target.target > 0) info.time_to_accuracy = to_target;
+        write_checkpoint(config.train_dir, plan, info);
         if (timeline)
           timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(),
                          {.step = steps_done});
@@ -416,7 +434,8 @@ void run_convergence(const Config& config, Communicator& comm) {
       {"git_revision", context.git_revision}, {"json_file", json_path}};
   if (!history.empty()) row["final_loss"] = num(history.back().train_loss);
   if (!history.empty() && history.back().evaluated) row["test_top1"] = num(history.back().test_top1);
-  if (to_target.target > 0) {
+  // a time that leaves out epochs before a resume is not a time to accuracy: no target in the row
+  if (to_target.target > 0 && to_target.clock_complete) {
     row["target_top_1_accuracy"] = num(to_target.target);
     // not reached: the accuracy columns stay empty, which compare reads as "not reached"
     if (to_target.reached) {

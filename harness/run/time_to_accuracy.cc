@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 namespace cnnbench {
 
-bool TimeToAccuracy::observe(double test_top1, double seconds_now, int64_t epochs_now, int64_t images_now) {
+bool TimeToAccuracy::observe(double test_top1, double test_loss, double seconds_now, int64_t epochs_now,
+                             int64_t images_now) {
   ++evaluations;
+  if (!std::isfinite(test_loss) || !std::isfinite(test_top1)) return false;  // diverged: not an accuracy
   best_top1 = std::max(best_top1, test_top1);
-  if (target <= 0 || reached || test_top1 < target) return false;
+  if (target <= 0 || reached || !(test_top1 >= target)) return false;
   reached = true;
   seconds = seconds_now;
   epochs = epochs_now;
@@ -19,11 +23,10 @@ bool TimeToAccuracy::observe(double test_top1, double seconds_now, int64_t epoch
 }
 
 std::string TimeToAccuracy::line() const {
-  const std::string resumed =
-      first_epoch > 0 ? fmt::format(" (seconds since resuming after epoch {})", first_epoch) : "";
+  const std::string clock = clock_complete ? "" : " (seconds since a resume: the checkpoint did not hold the time before)";
   if (reached)
     return fmt::format("time to {:.2f}% test top-1: {:.1f} s, {} epochs, {} images (reached {:.2f}%){}", 100 * target,
-                       seconds, epochs, images, 100 * top1, resumed);
+                       seconds, epochs, images, 100 * top1, clock);
   return fmt::format("time to {:.2f}% test top-1: not reached (best {:.2f}% in {} evaluations)", 100 * target,
                      100 * best_top1, evaluations);
 }
@@ -31,7 +34,7 @@ std::string TimeToAccuracy::line() const {
 nlohmann::json TimeToAccuracy::to_json() const {
   nlohmann::json j = {{"target_top_1_accuracy", target}, {"reached", reached},
                       {"best_test_top1", best_top1},     {"evaluations", evaluations},
-                      {"first_epoch", first_epoch}};
+                      {"clock_complete", clock_complete}};
   if (reached) {
     j["seconds"] = seconds;
     j["epochs"] = epochs;
@@ -39,6 +42,38 @@ nlohmann::json TimeToAccuracy::to_json() const {
     j["test_top1"] = top1;
   }
   return j;
+}
+
+TimeToAccuracy TimeToAccuracy::from_json(const nlohmann::json& j) {
+  auto bad = [](const std::string& field) -> std::runtime_error {
+    return std::runtime_error("time_to_accuracy." + field + " is missing or out of range");
+  };
+  auto number = [&](const char* field, double low, double high) {
+    const auto it = j.find(field);
+    if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < low ||
+        it->get<double>() > high)
+      throw bad(field);
+    return it->get<double>();
+  };
+  auto flag = [&](const char* field) {
+    const auto it = j.find(field);
+    if (it == j.end() || !it->is_boolean()) throw bad(field);
+    return it->get<bool>();
+  };
+  if (!j.is_object()) throw std::runtime_error("time_to_accuracy is not an object");
+  TimeToAccuracy t;
+  t.target = number("target_top_1_accuracy", 0, 1);
+  t.reached = flag("reached");
+  t.best_top1 = number("best_test_top1", 0, 1);
+  t.evaluations = static_cast<int64_t>(number("evaluations", 0, 1e15));
+  t.clock_complete = flag("clock_complete");
+  if (t.reached) {
+    t.seconds = number("seconds", 0, 1e15);
+    t.epochs = static_cast<int64_t>(number("epochs", 0, 1e15));
+    t.images = static_cast<int64_t>(number("images", 0, 1e18));
+    t.top1 = number("test_top1", 0, 1);
+  }
+  return t;
 }
 
 double accuracy_target(double target_top_1_accuracy, double stop_at_top_1_accuracy) {

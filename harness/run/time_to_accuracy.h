@@ -2,7 +2,8 @@
 // (evaluations and checkpoints included, as MLPerf counts them), epochs and images trained until
 // the test top-1 accuracy first reaches a target (--target_top_1_accuracy, or
 // --stop_at_top_1_accuracy, which also ends the run there). Its resolution is the evaluation
-// interval: set --eval_during_training_every_n_epochs=1 for a figure to the epoch.
+// interval: set --eval_during_training_every_n_epochs=1 for a figure to the epoch. Checkpoints
+// carry it, with the training time so far, so that a resumed run goes on counting.
 #pragma once
 
 #include <cstdint>
@@ -14,20 +15,25 @@ namespace cnnbench {
 struct TimeToAccuracy {
   double target = 0;      // 0..1; 0 = none asked for
   bool reached = false;
-  double seconds = 0;     // from the start of training (of this process, when resumed)
-  int64_t epochs = 0;     // epochs trained when the target was reached
+  double seconds = 0;     // of training when the target was reached
+  int64_t epochs = 0;     // epochs trained then
   int64_t images = 0;     // images trained then, all ranks
   double top1 = 0;        // the accuracy of that evaluation
   double best_top1 = 0;   // the best of all evaluations
-  int evaluations = 0;
-  int64_t first_epoch = 0;  // > 0: resumed there, so seconds leave out the earlier epochs
+  int64_t evaluations = 0;
+  // false: resumed from a checkpoint that did not hold the training time so far, so seconds
+  // leave out the epochs before it (epochs and images do not); compare skips such a run
+  bool clock_complete = true;
 
-  // One evaluation's accuracy after `epochs` epochs, `images` images, `seconds` into training.
+  // One evaluation: its test top-1 and loss after `epochs` epochs, `images` images, `seconds`
+  // into training. A diverged evaluation (a loss that is not finite) never reaches the target.
   // Returns true the first time the target is reached.
-  bool observe(double test_top1, double seconds_now, int64_t epochs_now, int64_t images_now);
+  bool observe(double test_top1, double test_loss, double seconds_now, int64_t epochs_now, int64_t images_now);
   // "time to 94.50% test top-1: 1834.2 s, 42 epochs, 2520000 images (reached 94.62%)", or why not.
   std::string line() const;
   nlohmann::json to_json() const;
+  // The state to_json() wrote (a checkpoint's); throws std::runtime_error naming the bad field.
+  static TimeToAccuracy from_json(const nlohmann::json& j);
 };
 
 // The target a run measures: --target_top_1_accuracy, else --stop_at_top_1_accuracy (0: none).
