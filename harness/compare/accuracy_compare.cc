@@ -47,17 +47,6 @@ std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : fmt:
 
 }  // namespace
 
-std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> group_accuracy_runs(
-    const std::vector<AccuracyRun>& runs) {
-  std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> groups;
-  for (const AccuracyRun& run : runs) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == run.config; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {run.config, {}});
-    it->second.push_back(run);
-  }
-  return groups;
-}
-
 std::string accuracy_label(const RunConfiguration& config) {
   return configuration_label(config) + fmt::format(", to {:g}% top-1", 100 * std::atof(config["target_top_1_accuracy"].c_str()));
 }

@@ -31,9 +31,6 @@ struct ComparedAccuracy {
 // `tolerance` and significant.
 ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next,
                                           double tolerance);
-// Runs grouped by configuration (and target), in the order their configurations first appear.
-std::vector<std::pair<RunConfiguration, std::vector<AccuracyRun>>> group_accuracy_runs(
-    const std::vector<AccuracyRun>& runs);
 // configuration_label() and the target: "resnet20_fmnist b128 fp32, 1 rank x 2 threads, ..., to 94.5% top-1"
 std::string accuracy_label(const RunConfiguration& config);
 // The table rows of the text report and the JSON report's entries.

@@ -11,17 +11,41 @@
 namespace cnnbench {
 namespace {
 
-using Group = std::pair<RunConfiguration, std::vector<RunSpeeds>>;
+template <typename Run>
+using Groups = std::vector<std::pair<RunConfiguration, std::vector<Run>>>;
 
 // Runs grouped by configuration, in the order their configurations first appear.
-std::vector<Group> group_by_configuration(const std::vector<RunSpeeds>& runs) {
-  std::vector<Group> groups;
-  for (const RunSpeeds& run : runs) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.first == run.config; });
+template <typename Run>
+Groups<Run> group_by_configuration(const std::vector<Run>& runs) {
+  Groups<Run> groups;
+  for (const Run& run : runs) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == run.config; });
     if (it == groups.end()) it = groups.insert(groups.end(), {run.config, {}});
     it->second.push_back(run);
   }
   return groups;
+}
+
+// Each configuration both sides have, compared (`compare`) into `out`, regressions counted; the
+// others listed by `label` as only in base or only in new.
+template <typename Run, typename Compared, typename CompareFn, typename LabelFn>
+void match_configurations(const std::vector<Run>& base_runs, const std::vector<Run>& new_runs, CompareFn compare,
+                          LabelFn label, std::vector<Compared>& out, CompareReport& report) {
+  const Groups<Run> base = group_by_configuration(base_runs), next = group_by_configuration(new_runs);
+  auto find = [](const Groups<Run>& groups, const RunConfiguration& config) {
+    return std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == config; });
+  };
+  for (const auto& [config, runs] : base) {
+    const auto match = find(next, config);
+    if (match == next.end()) {
+      report.only_in_base.push_back(label(config));
+      continue;
+    }
+    out.push_back(compare(runs, match->second));
+    if (out.back().verdict == Verdict::regression) ++report.regressions;
+  }
+  for (const auto& [config, runs] : next)
+    if (find(base, config) == base.end()) report.only_in_new.push_back(label(config));
 }
 
 // Several runs' summaries as one sample: the mean over all their steps and the sample standard
@@ -148,38 +172,16 @@ CompareReport compare_results(const std::string& base, const std::string& next, 
   report.new_runs = static_cast<int>(new_set.runs.size() + new_set.accuracy_runs.size());
   report.skipped = base_set.skipped;
   report.skipped.insert(report.skipped.end(), new_set.skipped.begin(), new_set.skipped.end());
-  const std::vector<Group> base_groups = group_by_configuration(base_set.runs);
-  const std::vector<Group> new_groups = group_by_configuration(new_set.runs);
-  auto find = [](const std::vector<Group>& groups, const RunConfiguration& config) {
-    return std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.first == config; });
-  };
-  for (const auto& [config, runs] : base_groups) {
-    const auto match = find(new_groups, config);
-    if (match == new_groups.end()) {
-      report.only_in_base.push_back(configuration_label(config));
-      continue;
-    }
-    report.matched.push_back(compare_speeds(runs, match->second, options.tolerance));
-    if (report.matched.back().verdict == Verdict::regression) ++report.regressions;
-  }
-  for (const auto& [config, runs] : new_groups)
-    if (find(base_groups, config) == base_groups.end()) report.only_in_new.push_back(configuration_label(config));
+  const double tolerance = options.tolerance;
+  match_configurations(
+      base_set.runs, new_set.runs,
+      [&](const auto& a, const auto& b) { return compare_speeds(a, b, tolerance); }, configuration_label,
+      report.matched, report);
   // time-to-accuracy runs: matched the same way, their target included
-  const auto base_accuracy = group_accuracy_runs(base_set.accuracy_runs);
-  const auto new_accuracy = group_accuracy_runs(new_set.accuracy_runs);
-  for (const auto& [config, runs] : base_accuracy) {
-    const auto match = std::find_if(new_accuracy.begin(), new_accuracy.end(),
-                                    [&](const auto& g) { return g.first == config; });
-    if (match == new_accuracy.end()) {
-      report.only_in_base.push_back(accuracy_label(config));
-      continue;
-    }
-    report.accuracy.push_back(compare_time_to_accuracy(runs, match->second, options.tolerance));
-    if (report.accuracy.back().verdict == Verdict::regression) ++report.regressions;
-  }
-  for (const auto& [config, runs] : new_accuracy)
-    if (std::none_of(base_accuracy.begin(), base_accuracy.end(), [&](const auto& g) { return g.first == config; }))
-      report.only_in_new.push_back(accuracy_label(config));
+  match_configurations(
+      base_set.accuracy_runs, new_set.accuracy_runs,
+      [&](const auto& a, const auto& b) { return compare_time_to_accuracy(a, b, tolerance); }, accuracy_label,
+      report.accuracy, report);
   if (report.matched.empty() && report.accuracy.empty())
     throw ResultReadError(fmt::format("nothing to compare: no configuration of {} ({}) is in {} ({})", base,
                                       join(report.only_in_base, "; "), next, join(report.only_in_new, "; ")));
