@@ -298,15 +298,6 @@ std::string RunConfiguration::operator[](const std::string& field) const {
   return it == values.end() ? "" : it->second;
 }
 
-const std::vector<std::string>& accuracy_configuration_fields() {
-  static const std::vector<std::string> fields = [] {
-    std::vector<std::string> f = configuration_fields();
-    f.push_back("target_top_1_accuracy");
-    return f;
-  }();
-  return fields;
-}
-
 RunSpeeds read_result_json(const std::string& path) { return parse_result(parse_json(path), path); }
 
 ResultSet read_results(const std::string& path) {

@@ -58,7 +58,5 @@ struct ResultSet {
 // a CSV row is read once). Throws ResultReadError.
 ResultSet read_results(const std::string& path);
 RunSpeeds read_result_json(const std::string& path);
-// The configuration fields of an AccuracyRun: configuration_fields() and target_top_1_accuracy.
-const std::vector<std::string>& accuracy_configuration_fields();
 
 }  // namespace cnnbench

@@ -34,16 +34,15 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   std::snprintf(name, sizeof(name), "checkpoint-epoch-%04lld.ckpt", static_cast<long long>(info.epochs_done));
   const std::string path = dir + "/" + name;
   if (DevicePlan* device = plan.device()) device->download_state();  // its state is on its GPU
-  const nlohmann::json header = {{"model", info.model},
-                                 {"epochs_done", info.epochs_done},
-                                 {"steps_done", info.steps_done},
-                                 {"seed", info.seed},
-                                 {"parameters", plan.parameters().size()},
-                                 {"buffers", plan.buffers().size()}};
-  nlohmann::json full = header;
-  if (info.training_seconds >= 0) full["training_seconds"] = info.training_seconds;
-  if (info.time_to_accuracy) full["time_to_accuracy"] = info.time_to_accuracy->to_json();
-  const std::string text = full.dump();
+  nlohmann::json header = {{"model", info.model},
+                           {"epochs_done", info.epochs_done},
+                           {"steps_done", info.steps_done},
+                           {"seed", info.seed},
+                           {"parameters", plan.parameters().size()},
+                           {"buffers", plan.buffers().size()}};
+  if (info.training_seconds >= 0) header["training_seconds"] = info.training_seconds;
+  if (info.time_to_accuracy) header["time_to_accuracy"] = info.time_to_accuracy->to_json();
+  const std::string text = header.dump();
   const uint64_t length = text.size();
   std::string out;
   append(out, kMagic, sizeof(kMagic));
