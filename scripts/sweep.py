@@ -5,6 +5,7 @@ point to <output>/sweep.csv.
   scripts/sweep.py configs/sweep_scaling.toml --plot   # run every point not yet done, then draw
   scripts/sweep.py configs/sweep_scaling.toml --dry-run  # print the commands, write nothing
   scripts/sweep.py configs/sweep_smoke.toml --out /tmp/smoke --retry-failed
+  scripts/sweep.py configs/sweep_fashion_mnist_ranks.toml --adopt 1a2b3c4d5e6f=run.json  # a run by hand
 
 Each point runs as `<launch command> <binary> <flags> --result_json=<output>/points/<id>.json
 --benchmark_log_dir=<output>/runs` from the repository root, its output saved to
@@ -12,7 +13,8 @@ Each point runs as `<launch command> <binary> <flags> --result_json=<output>/poi
 recorded as failed and the sweep goes on; the exit code is 1 when any point of the sweep has
 failed, 2 for a bad sweep file or option. When sweep.csv exists the sweep resumes: points with
 an ok row are skipped, failed ones re-run only with --retry-failed; --fresh moves the CSV aside
-and starts over. The sweep file format is described at the top of configs/sweep_smoke.toml.
+and starts over. --adopt takes a point's result measured outside the sweep, once its recorded
+settings are checked to be the point's (scripts/sweep_adopt.py). The sweep file format is described at the top of configs/sweep_smoke.toml.
 Standard library only (Python 3.11: tomllib); --plot runs scripts/plot.py (matplotlib).
 """
 import argparse
@@ -31,6 +33,7 @@ import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sweep_file, sweep_point beside it
+from sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions  # noqa: E402
 from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel  # noqa: E402
 from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,  # noqa: E402
                          run_point)
@@ -130,6 +133,9 @@ def main(argv=None):
     parser.add_argument("--out", help="output folder (default: sweep.output, or results/sweeps/<name>)")
     parser.add_argument("--binary", help="cnnbench binary (default: sweep.binary, or build/cnnbench)")
     parser.add_argument("--plot", action="store_true", help="run scripts/plot.py on sweep.csv at the end")
+    parser.add_argument("--adopt", action="append", default=[], metavar="POINT=RESULT_JSON",
+                        help="record this result JSON, run outside the sweep with the same settings, as the "
+                             "point's ok row instead of running it (repeatable; point ids: --dry-run)")
     args = parser.parse_args(argv)
     try:
         if args.fresh and args.resume:
@@ -179,17 +185,28 @@ def run_sweep(s, args):
             skipped_failed += 1
         else:
             todo.append(p)
+    adoptions = []  # (point, path, doc), checked before anything is written
+    if args.adopt:
+        if not have_binary:
+            raise SweepError(f"--adopt needs the binary's defaults: no cnnbench binary at {rel(s.binary)}")
+        defaults = binary_defaults(s.binary)
+        adoptions = [(p, path, check_adopted(p, path, defaults)) for p, path in parse_adoptions(args.adopt, s, last)]
+        adopting = {p.id: path for p, path, _ in adoptions}
+        todo = [p for p in todo if p.id not in adopting]
 
     if args.dry_run:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--dry-run | head` ends quietly
         print(f"# sweep '{s.name}': {len(s.points)} points, {len(todo)} to run, output {rel(s.out)}, "
               f"run from {ROOT}" + ("" if checked else " (flags not checked: no binary)"))
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in s.env.items())
-        planned = set(done_json) | {p.id for p in todo}
+        planned = set(done_json) | {p.id for p in todo} | {p.id for p, _, _ in adoptions}
         todo_ids = {p.id for p in todo}
         planned_json = {pid: os.path.join(s.out, "points", pid + ".json") for pid in planned}
         for i, p in enumerate(s.points, 1):
             state = last.get(p.id, {}).get("status")
+            if args.adopt and p.id in adopting:
+                print(f"# [{i}/{len(s.points)}] {p.id} {describe(s, p)}: adopt {rel(adopting[p.id])}")
+                continue
             if p.id not in todo_ids:
                 print(f"# [{i}/{len(s.points)}] {p.id} {describe(s, p)}: skip ({state})")
                 continue
@@ -216,6 +233,12 @@ def run_sweep(s, args):
         pass
     if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
         append_line(csv_path, header)
+    for p, path, doc in adoptions:
+        row = adopted_row(s, p, path, doc)
+        append_line(csv_path, [cell(row.get(c)) for c in header])
+        done_json[p.id] = os.path.join(ROOT, row["json"])
+        skipped_ok += 1
+        print(f"adopted {p.id} {describe(s, p)}: {rel(path)}", flush=True)
 
     print(f"sweep '{s.name}': {len(s.points)} points, {len(todo)} to run"
           + (f", {skipped_ok} done" if skipped_ok else "")

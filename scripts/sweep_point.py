@@ -186,18 +186,19 @@ def run_point(s, point, baseline):
         row["error"] = f"ran past the timeout of {canon(float(s.timeout))} s"
     elif status == "failed" and "error" not in row:
         row["error"] = error_line(log)
-    if doc and doc["schema"] == "cnnbench.convergence/1":
+    if doc:
         row["json"] = rel(result)
-        row.update(convergence_fields(doc))
-    elif doc:
-        row["json"] = rel(result)
-        summary, run = doc.get("summary", {}), doc.get("run", {})
-        for k in SUMMARY_FIELDS:
-            if k in summary:
-                row[k] = summary[k]
-        for k in RUN_FIELDS:
-            if k in run:
-                row[k] = run[k]
+        row.update(result_fields(doc))
+    return row
+
+
+def result_fields(doc):
+    """A sweep row's measured values from a result JSON (cnnbench.result/1 or .convergence/1)."""
+    if doc["schema"] == "cnnbench.convergence/1":
+        return convergence_fields(doc)
+    summary, run = doc.get("summary", {}), doc.get("run", {})
+    row = {k: summary[k] for k in SUMMARY_FIELDS if k in summary}
+    row.update({k: run[k] for k in RUN_FIELDS if k in run})
     return row
 
 

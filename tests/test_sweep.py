@@ -2,12 +2,13 @@
 """scripts/sweep.py and scripts/plot.py end to end on configs/sweep_smoke.toml: the dry run, a
 real run with one failing point, resume without re-running, a torn CSV line, a timeout, a bad
 sweep file, --fresh, and the scaling PNG; then a convergence sweep on a small generated data set
-in Fashion-MNIST's idx format (accuracy columns, accuracy.png). Run by ctest (label "scripts"):
+in Fashion-MNIST's idx format (accuracy columns, accuracy.png), and --adopt of its points. Run by ctest (label "scripts"):
   /usr/bin/python3 tests/test_sweep.py --binary build/cnnbench
 """
 import argparse
 import csv
 import gzip
+import json
 import os
 import struct
 import subprocess
@@ -179,6 +180,7 @@ target_top_1_accuracy = 0.3
 ranks = [1, 2]
 """)
         out = os.path.join(self.tmp.name, "convergence")
+        type(self).convergence = (sweep_file, out)  # test_9b adopts its points
         rc, text, err = self.sweep(sweep_file=sweep_file, out=out)
         self.assertEqual(rc, 0, text + err)
         self.assertIn("test top-1", text)
@@ -205,6 +207,51 @@ ranks = [1, 2]
         self.assertEqual(rc, 0, text + err)
         with open(os.path.join(png, "accuracy.png"), "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_9b_adopt_takes_a_run_with_the_points_settings_and_refuses_any_other(self):
+        sweep_file, done = self.convergence
+        rc, text, err = self.sweep("--dry-run", sweep_file=sweep_file, out=os.path.join(self.tmp.name, "ids"))
+        self.assertEqual(rc, 0, text + err)
+        one, two = [line.split()[2] for line in text.splitlines() if line.startswith("# [")]
+        ran = {x["ranks"]: x for x in rows(os.path.join(done, "sweep.csv"))}
+        one_json = os.path.join(done, "points", one + ".json")
+        out = os.path.join(self.tmp.name, "adopted")
+        # refused before anything is written: another point's ranks, a setting that differs, no
+        # such point, not a result
+        with open(one_json) as f:
+            doc = json.load(f)
+        doc["config"]["init_learning_rate"] = "0.05"
+        other_rate = self.write("other_rate.json", json.dumps(doc))
+        for spec, message in ((f"{two}={one_json}", "the run had ranks=1, the point ranks=2"),
+                              (f"{one}={other_rate}", "the run had init_learning_rate=0.05, the point init_learning_rate=0.02"),
+                              (f"0123456789ab={one_json}", "this sweep has no point 0123456789ab"),
+                              (f"{one}={sweep_file}", "convergence.toml"),
+                              (one_json, "expected POINT=RESULT_JSON")):
+            rc, text, err = self.sweep("--adopt", spec, sweep_file=sweep_file, out=out)
+            self.assertEqual(rc, 2, spec + text + err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(message, err)
+            self.assertFalse(os.path.exists(out))
+        # taken: the 1-rank point is not run again, its row carries the adopted run's figures
+        rc, text, err = self.sweep("--adopt", f"{one}={one_json}", sweep_file=sweep_file, out=out)
+        self.assertEqual(rc, 0, text + err)
+        self.assertIn(f"adopted {one} ranks=1", text)
+        self.assertIn("1 to run, 1 done", text)
+        r = {x["ranks"]: x for x in rows(os.path.join(out, "sweep.csv"))}
+        self.assertEqual(r["1"]["status"], "ok")
+        self.assertEqual(r["1"]["wall_sec"], "")  # not timed by this sweep
+        for field in ("test_top1", "best_test_top1", "time_to_accuracy_sec", "images_per_sec"):
+            self.assertEqual(r["1"][field], ran["1"][field], field)
+        with open(one_json) as f:
+            self.assertEqual(r["1"]["time_utc"], json.load(f)["context"]["time_utc"])  # when it ran
+        self.assertEqual(r["2"]["status"], "ok")
+        self.assertNotEqual(r["2"]["time_utc"], "")
+        with open(os.path.join(out, "logs", one + ".log")) as f:
+            self.assertTrue(f.readline().startswith("# adopted by sweep.py --adopt from"))
+        # a point with an ok row is not adopted over
+        rc, text, err = self.sweep("--adopt", f"{one}={one_json}", sweep_file=sweep_file, out=out)
+        self.assertEqual(rc, 2, text + err)
+        self.assertIn("already has an ok row", err)
 
     def test_8_bad_sweep_files_get_one_line_and_exit_2(self):
         cases = {
