@@ -129,9 +129,7 @@ std::string CollectiveWatchdog::diagnose(CollectivePlane plane, int64_t number) 
     MPI_Isend(&question, 1, MPI_CHAR, r, kQuestion, comm_, &questions[r]);
     MPI_Irecv(&answers[r], sizeof(Position), MPI_BYTE, r, kAnswer, comm_, &replies[r]);
   }
-  // A live rank answers within its watch thread's 100 ms tick; allow for a loaded machine.
-  const double answer_sec = std::clamp(timeout_sec_ / 4, 1.0, 5.0);
-  const int64_t deadline = now_ns() + static_cast<int64_t>(answer_sec * 1e9);
+  const int64_t deadline = now_ns() + static_cast<int64_t>(answer_sec() * 1e9);
   for (int missing = size_ - 1; missing > 0 && now_ns() < deadline;) {
     answer_questions();  // the other ranks may be asking at the same moment
     for (int r = 0; r < size_; ++r) {
@@ -158,18 +156,26 @@ std::string CollectiveWatchdog::diagnose(CollectivePlane plane, int64_t number) 
   return who;
 }
 
+// A live rank answers within its watch thread's 100 ms tick; allow for a loaded machine.
+double CollectiveWatchdog::answer_sec() const { return std::clamp(timeout_sec_ / 4, 1.0, 5.0); }
+
 void CollectiveWatchdog::end_job(CollectivePlane plane, int64_t number, double waited_sec) {
+  // Should anything from here on hang (an MPI call while asking the ranks, or MPI_Abort with its
+  // launcher cut off), leave anyway: the launcher then sees a rank exit without finalizing and
+  // ends the others. Armed before the first MPI call, so no step below can keep the job alive.
+  const int rank = rank_;
+  const double leave_sec = answer_sec() + 10;
+  std::thread([rank, leave_sec] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(leave_sec));
+    std::fprintf(stderr, "cnnbench: rank %d: the job did not end through MPI within %.0f s; leaving\n", rank, leave_sec);
+    std::fflush(stderr);
+    _exit(1);
+  }).detach();
   const std::string why = diagnose(plane, number);
   std::fprintf(stderr, "cnnbench: rank %d: the %s (%s collective #%lld) waited %.0f s (--collective_timeout_sec=%g): %s; ending the job\n",
                rank_, planes_[static_cast<int>(plane)].what.load(), plane_name(plane), static_cast<long long>(number),
                waited_sec, timeout_sec_, why.c_str());
   std::fflush(stderr);
-  // Should MPI_Abort itself hang (its launcher cut off), leave anyway: the launcher then sees a
-  // rank exit without finalizing and ends the others.
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    _exit(1);
-  }).detach();
   if (can_ask_) MPI_Abort(MPI_COMM_WORLD, 1);
   _exit(1);
 }

@@ -67,6 +67,7 @@ class CollectiveWatchdog {
   Position position() const;
   [[noreturn]] void end_job(CollectivePlane plane, int64_t waited_for, double waited_sec);
   std::string diagnose(CollectivePlane plane, int64_t number);
+  double answer_sec() const;  // how long diagnose() waits for the other ranks' answers
 
   double timeout_sec_;
   std::vector<std::string> hosts_;

@@ -80,7 +80,12 @@ for trial in $(seq 1 "$trials"); do
   fi
   start=$(date +%s.%N)
   code=0
-  timeout $((limit_sec + 30)) tail --pid=$job -f /dev/null || true
+  overran=
+  if ! timeout $((limit_sec + 30)) tail --pid=$job -f /dev/null; then
+    # still running well past the limit: a failed trial, not a test that waits forever
+    overran=yes
+    kill -KILL -- "-$job" 2>/dev/null || true
+  fi
   wait $job || code=$?
   seconds=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
   job=
@@ -99,7 +104,7 @@ for trial in $(seq 1 "$trials"); do
      python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$seconds" "$limit_sec"; then
     ok=yes; passed=$((passed + 1))
   fi
-  echo "trial $trial: $signal rank $rank ($allreduce): job ended after ${seconds} s with exit code $code, rank named: $named, processes left: ${left:-none} -> $ok"
+  echo "trial $trial: $signal rank $rank ($allreduce): job ended after ${seconds} s${overran:+ (killed by the test: it had not ended)} with exit code $code, rank named: $named, $([ -n "$pid" ] || echo "no rank process found to signal, ")processes left: ${left:-none} -> $ok"
   [ $ok = yes ] || { echo "--- its log:"; tail -20 "$log"; }
   [ -n "$csv" ] && echo "$signal,$allreduce,$trial,$rank,$seconds,$code,$named,$ok" >>"$csv"
 done
