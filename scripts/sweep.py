@@ -14,7 +14,8 @@ recorded as failed and the sweep goes on; the exit code is 1 when any point of t
 failed, 2 for a bad sweep file or option. When sweep.csv exists the sweep resumes: points with
 an ok row are skipped, failed ones re-run only with --retry-failed; --fresh moves the CSV aside
 and starts over. --adopt takes a point's result measured outside the sweep, once its recorded
-settings are checked to be the point's (scripts/sweep_adopt.py). The sweep file format is described at the top of configs/sweep_smoke.toml.
+settings are checked to be the point's (scripts/sweep_adopt.py). The sweep file format is
+described at the top of configs/sweep_smoke.toml.
 Standard library only (Python 3.11: tomllib); --plot runs scripts/plot.py (matplotlib).
 """
 import argparse
@@ -191,20 +192,20 @@ def run_sweep(s, args):
             raise SweepError(f"--adopt needs the binary's defaults: no cnnbench binary at {rel(s.binary)}")
         defaults = binary_defaults(s.binary)
         adoptions = [(p, path, check_adopted(p, path, defaults)) for p, path in parse_adoptions(args.adopt, s, last)]
-        adopting = {p.id: path for p, path, _ in adoptions}
-        todo = [p for p in todo if p.id not in adopting]
+    adopting = {p.id: path for p, path, _ in adoptions}
+    todo = [p for p in todo if p.id not in adopting]
 
     if args.dry_run:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--dry-run | head` ends quietly
         print(f"# sweep '{s.name}': {len(s.points)} points, {len(todo)} to run, output {rel(s.out)}, "
               f"run from {ROOT}" + ("" if checked else " (flags not checked: no binary)"))
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in s.env.items())
-        planned = set(done_json) | {p.id for p in todo} | {p.id for p, _, _ in adoptions}
+        planned = set(done_json) | {p.id for p in todo} | set(adopting)
         todo_ids = {p.id for p in todo}
         planned_json = {pid: os.path.join(s.out, "points", pid + ".json") for pid in planned}
         for i, p in enumerate(s.points, 1):
             state = last.get(p.id, {}).get("status")
-            if args.adopt and p.id in adopting:
+            if p.id in adopting:
                 print(f"# [{i}/{len(s.points)}] {p.id} {describe(s, p)}: adopt {rel(adopting[p.id])}")
                 continue
             if p.id not in todo_ids:

@@ -11,10 +11,9 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import tomllib
 
-from sweep_file import ROOT, SweepError, canon, rel
+from sweep_file import ROOT, SweepError, binary_help, canon, rel
 from sweep_point import SCHEMAS, json_path, log_path, result_fields
 
 # Where a run writes, not what it measures: a run by hand may have set them otherwise. (help and
@@ -46,10 +45,9 @@ def parse_adoptions(specs, s, last):
 def binary_defaults(binary):
     """flag -> default, from `cnnbench --help` lines ending in [default]; flags whose default
     is computed (data_name: the model's) show none and are left out."""
-    try:
-        out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise SweepError(f"--adopt needs the defaults of {rel(binary)} --help: {e}")
+    out = binary_help(binary)
+    if out is None:
+        raise SweepError(f"--adopt needs the defaults of {rel(binary)} --help, which did not run")
     return dict(re.findall(r"^\s+--([a-z0-9_]+)\s.*\[([^\]\n]*)\]\s*$", out, re.M))
 
 

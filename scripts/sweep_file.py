@@ -250,11 +250,20 @@ def expand(s, axes, fixed, excludes):
     return points, notes
 
 
+def binary_help(binary, _cache={}):
+    """The text of `binary --help`, read once per binary; None when it cannot be run."""
+    if binary not in _cache:
+        try:
+            _cache[binary] = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            _cache[binary] = None
+    return _cache[binary]
+
+
 def check_flags(s):
     """Refuses flag names the binary does not know (from its --help)."""
-    try:
-        out = subprocess.run([s.binary, "--help"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    out = binary_help(s.binary)
+    if out is None:
         return False
     known = set(re.findall(r"^\s+--([a-z0-9_]+)", out, re.M))
     if not known:
