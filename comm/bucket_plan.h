@@ -12,6 +12,8 @@ namespace cnnbench {
 
 struct TensorExtent {
   size_t offset = 0, count = 0;  // in elements of the gradient arena
+  // The tensor as a matrix, its first dimension by the rest (PowerSGD); rows 0: a vector.
+  size_t rows = 0, cols = 0;
 };
 
 struct Bucket {

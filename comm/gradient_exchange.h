@@ -30,12 +30,32 @@ class GradientExchange {
   // After the step's device work has finished: figures that only the device knows by then.
   virtual ReducerStepStats finish_step() { return {}; }
   virtual const std::vector<Bucket>& buckets() const = 0;
+  // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
+  virtual size_t sent_bytes_per_step() const = 0;
+  // Elements of all buckets together: the gradients (with a device plan's alignment gaps).
+  size_t gradient_elements() const {
+    size_t elements = 0;
+    for (const Bucket& b : buckets()) elements += b.count;
+    return elements;
+  }
   // --timeline: each bucket's "gradients ready" and its allreduce are recorded there.
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
  protected:
   Timeline* timeline_ = nullptr;
 };
+
+// A parameter tensor's extent at `offset`, with its matrix shape for PowerSGD: the first
+// dimension by the rest (rows 0 for a vector).
+inline TensorExtent param_extent(const ArenaEntry& e, size_t offset, size_t count) {
+  TensorExtent out{offset, count};
+  const std::vector<int64_t>& dims = e.spec->dims;
+  if (dims.size() > 1 && count == static_cast<size_t>(e.elements)) {
+    out.rows = static_cast<size_t>(dims[0]);
+    out.cols = static_cast<size_t>(e.elements / dims[0]);
+  }
+  return out;
+}
 
 // Extents of a plan's gradient tensors as sgd_step() and the exchange address them, each up to
 // the next tensor (device plans align tensors; the gaps travel along as zeros).
@@ -45,7 +65,7 @@ inline std::vector<TensorExtent> gradient_extents(const Plan& plan) {
   for (int i = 0; i < count; ++i) {
     const int64_t begin = plan.exchange_offset(i);
     const int64_t end = i + 1 < count ? plan.exchange_offset(i + 1) : plan.exchange_elements();
-    out.push_back({static_cast<size_t>(begin), static_cast<size_t>(end - begin)});
+    out.push_back(param_extent(plan.layout().params[i], static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
   }
   return out;
 }

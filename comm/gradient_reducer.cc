@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <omp.h>
 #include <stdexcept>
 
 #include "comm/wire_cast.h"
@@ -9,8 +10,11 @@
 namespace cnnbench {
 
 GradientReducer::GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
-                                 size_t fusion_threshold_bytes, WireType wire)
+                                 size_t fusion_threshold_bytes, WireType wire, const PowerSgdSettings* powersgd)
     : comm_(comm), gradients_(gradients), buckets_(plan_buckets(tensors, fusion_threshold_bytes)), wire_(wire) {
+  if (powersgd && wire != WireType::f32)
+    throw std::invalid_argument("PowerSGD sends fp32 factors: it does not combine with fp16 or bf16 on the wire");
+  if (powersgd) powersgd_ = std::make_unique<PowerSgd>(buckets_, tensors, *powersgd);
   bucket_of_tensor_.resize(tensors.size());
   size_t largest = 0;
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
@@ -51,6 +55,7 @@ void GradientReducer::tensor_ready(int index) {
 }
 
 void GradientReducer::communicate() {
+  omp_set_num_threads(1);  // PowerSGD's thin products: one thread beside the compute threads
   for (;;) {
     int b;
     {
@@ -61,10 +66,13 @@ void GradientReducer::communicate() {
       queue_.pop_front();
     }
     const auto start = std::chrono::steady_clock::now();
+    size_t sent = buckets_[b].count;  // elements
     try {
       const Bucket& bucket = buckets_[b];
       float* data = gradients_ + bucket.offset;
-      if (wire_ == WireType::f32) {
+      if (powersgd_) {
+        sent = powersgd_->reduce(comm_, gradients_, b);
+      } else if (wire_ == WireType::f32) {
         comm_.allreduce_sum(data, bucket.count, WireType::f32);
       } else {
         cast_to_wire(data, wire_buffer_.data(), bucket.count, wire_);
@@ -78,8 +86,7 @@ void GradientReducer::communicate() {
     const auto end = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(end - start).count();
     if (timeline_) {
-      const Bucket& bucket = buckets_[b];
-      TimelineArgs args{.bucket = b, .bytes = static_cast<int64_t>(bucket.count * wire_type_size(wire_))};
+      TimelineArgs args{.bucket = b, .bytes = static_cast<int64_t>(sent * wire_type_size(wire_))};
       args.queued_us = std::chrono::duration<double, std::micro>(start - ready_at_[b]).count();
       timeline_->span(Track::communication, "allreduce", start, end, args);
     }
@@ -90,6 +97,11 @@ void GradientReducer::communicate() {
     }
     bucket_done_.notify_all();
   }
+}
+
+size_t GradientReducer::sent_bytes_per_step() const {
+  if (powersgd_) return powersgd_->wire_elements() * sizeof(float);
+  return gradient_elements() * wire_type_size(wire_);
 }
 
 ReducerStepStats GradientReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {

@@ -4,7 +4,8 @@
 // allreduces it in place (casting to fp16/bf16 and back when compressing). After backward, the
 // caller takes the reduced buckets one by one (wait_for_buckets), so the optimizer can update
 // bucket k while later buckets are still on the wire. Sums become averages because the loss
-// gradient is pre-scaled by 1/ranks.
+// gradient is pre-scaled by 1/ranks. With PowerSGD settings, buckets go through the low-rank
+// factors instead (comm/powersgd.h), on the same thread.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,13 +22,14 @@
 #include "comm/bucket_plan.h"
 #include "comm/communicator.h"
 #include "comm/gradient_exchange.h"
+#include "comm/powersgd.h"
 
 namespace cnnbench {
 
 class GradientReducer final : public GradientExchange {
  public:
   GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
-                  size_t fusion_threshold_bytes, WireType wire);
+                  size_t fusion_threshold_bytes, WireType wire, const PowerSgdSettings* powersgd = nullptr);
   ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -38,6 +41,8 @@ class GradientReducer final : public GradientExchange {
   ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) override;
 
   const std::vector<Bucket>& buckets() const override { return buckets_; }
+  const PowerSgd* powersgd() const { return powersgd_.get(); }
+  size_t sent_bytes_per_step() const override;
 
  private:
   void communicate();
@@ -49,6 +54,7 @@ class GradientReducer final : public GradientExchange {
   std::vector<int> remaining_;  // tensors still missing, per bucket
   WireType wire_;
   std::vector<uint16_t> wire_buffer_;
+  std::unique_ptr<PowerSgd> powersgd_;
 
   std::mutex mutex_;
   std::condition_variable work_ready_, bucket_done_;

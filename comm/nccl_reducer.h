@@ -31,6 +31,7 @@ class NcclReducer final : public GradientExchange {
   ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) override;
   ReducerStepStats finish_step() override;
   const std::vector<Bucket>& buckets() const override { return buckets_; }
+  size_t sent_bytes_per_step() const override { return gradient_elements() * wire_type_size(wire_); }
 
  private:
   void launch(int bucket);

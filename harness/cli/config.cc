@@ -177,8 +177,13 @@ const std::vector<FlagSpec>& flag_specs() {
       REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
                 real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
                 "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
-      TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16"}),
-                "gradient type on the wire: none (fp32), fp16, bf16"),
+      TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16", "powersgd"}),
+                "gradients on the wire: none (fp32), fp16, bf16, powersgd (low-rank factors with error feedback, "
+                "as PyTorch DDP's PowerSGD hook)"),
+      INT_FLAG(powersgd_rank, positive(c.powersgd_rank); at_most(c.powersgd_rank, 64),
+               "--compression=powersgd: rank of each gradient matrix's approximation (1 to 64; default 2)"),
+      INT_FLAG(powersgd_warmup_steps, non_negative(c.powersgd_warmup_steps); at_most(c.powersgd_warmup_steps, max_steps),
+               "--compression=powersgd: steps whose gradients are sent uncompressed first (default 10)"),
       TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it"),
       TEXT_FLAG(mode, one_of(c.mode, {"train", "allreduce", "input"}),
                 "train; allreduce: the allreduce microbenchmark (4 KB to --allreduce_max_mb); input: the input "
@@ -363,6 +368,8 @@ void resolve_device(Config& config) {
   if (config.backend == "cuda") config.device = "gpu";
   if (config.device == "gpu" && config.backend != "cuda")
     throw ConfigError("--device=gpu runs the cuda backend, not --backend=" + config.backend);
+  if (config.compression == "powersgd" && config.allreduce == "nccl")
+    throw ConfigError("--compression=powersgd runs on the host allreduce (mpi, gloo), not nccl");
   if (config.allreduce == "nccl" && config.device != "gpu")
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
   if (config.repeats > 1 && config.mode == "allreduce")

@@ -71,7 +71,9 @@ struct Config {
   std::string allreduce = "mpi";        // mpi | gloo
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
-  std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients)
+  std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients) | powersgd
+  int64_t powersgd_rank = 2;            // PowerSGD: columns of the low-rank factors
+  int64_t powersgd_warmup_steps = 10;   // PowerSGD: steps sent uncompressed first
   double collective_timeout_sec = 300;  // a collective stuck this long ends the job, naming the rank
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "train";           // train | allreduce (the allreduce microbenchmark) | input

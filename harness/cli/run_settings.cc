@@ -50,6 +50,9 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   }
   s.warmup_steps = config.num_warmup_batches >= 0 ? config.num_warmup_batches
                                                   : std::min<int64_t>(10, std::max<int64_t>(1, s.timed_steps / 4));
+  // PowerSGD's uncompressed steps belong in the warm-up, so the timed steps are all compressed
+  if (config.num_warmup_batches < 0 && config.compression == "powersgd")
+    s.warmup_steps = std::max(s.warmup_steps, config.powersgd_warmup_steps);
   s.epochs = static_cast<double>(s.timed_steps * s.global_batch) / static_cast<double>(dataset_train_size(s.dataset));
   s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
                     : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0

@@ -57,7 +57,8 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"allreduce", in.allreduce},
         {"fusion_threshold_mb", in.config.fusion_threshold_mb},
         {"compression", in.config.compression},
-        {"buckets", m.buckets}}},
+        {"buckets", m.buckets},
+        {"sent_mib_per_step", m.sent_mib_per_step}}},
       {"steps", steps},
       {"summary",
        {{"images_per_sec", m.images_per_sec},
@@ -107,15 +108,20 @@ nlohmann::json result_json(const ResultInputs& in) {
       const LayerTime& t = (*in.layers)[node.id];
       if (t.forward_sec + t.backward_sec <= 0 && node.params.empty()) continue;
       // gradient sizes per layer let scripts/predict_scaling.py replay the bucket pipeline
-      nlohmann::json gradients = nlohmann::json::array();
-      for (const ParamSpec& p : node.params) gradients.push_back(p.elements());
+      // (and their first dimension, 0 for a vector: the rows of PowerSGD's matrices)
+      nlohmann::json gradients = nlohmann::json::array(), rows = nlohmann::json::array();
+      for (const ParamSpec& p : node.params) {
+        gradients.push_back(p.elements());
+        rows.push_back(p.dims.size() > 1 ? p.dims[0] : 0);
+      }
       layers.push_back({{"name", node.name},
                         {"op", op_name(node.kind)},
                         {"forward_sec_per_step", t.forward_sec / n},
                         {"backward_sec_per_step", t.backward_sec / n},
                         {"weight_grad_sec_per_step", t.weight_grad_sec / n},
                         {"forward_macs", node.forward_macs},
-                        {"gradient_elements", gradients}});
+                        {"gradient_elements", gradients},
+                        {"gradient_rows", rows}});
     }
     doc["layers"] = layers;
   }

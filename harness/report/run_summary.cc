@@ -138,8 +138,11 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
   if (settings.ranks > 1 && s.buckets == 0)
     fmt::print(out, "  allreduce       none: ranks train independently (the upper bound for gradient exchange)\n");
   if (settings.ranks > 1 && s.buckets > 0)
-    fmt::print(out, "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed after backward\n",
-               s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step);
+    fmt::print(out,
+               "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed after backward; "
+               "{:.2f} MiB sent per step ({:.1f}% of the fp32 gradients)\n",
+               s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step,
+               s.sent_mib_per_step, s.gradient_mib > 0 ? 100 * s.sent_mib_per_step / s.gradient_mib : 0.0);
   if (settings.ranks > 1)
     fmt::print(out, "  rank skew       slowest rank computes {:.1f}% longer than the fastest\n", 100 * s.rank_skew);
   if (s.loss_scale > 0)

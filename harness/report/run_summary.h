@@ -33,6 +33,8 @@ struct RunSummary {
   double exposed_mean_sec = 0;    // of it, not hidden behind backward (max over ranks)
   double rank_skew = 0;           // slowest rank's compute time / fastest's - 1
   int buckets = 0;                // allreduce buckets per step
+  double sent_mib_per_step = 0;   // gradient bytes one rank sends per step, MiB
+  double gradient_mib = 0;        // the gradients in fp32, MiB
   double baseline_images_per_sec = 0;  // from --baseline (0: none)
   int baseline_ranks = 0;
   double scaling_efficiency = 0;  // images/sec / (ranks x baseline per-rank images/sec)

@@ -12,6 +12,7 @@
 #include "comm/wire_cast.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
+#include "harness/run/run_setup.h"
 #include "kernels/arena.h"
 #include "kernels/param_layout.h"
 #include "models/model_zoo.h"
@@ -25,10 +26,6 @@ float allreduce_expected_sum(int ranks, size_t i) {
 }
 
 namespace {
-
-WireType wire_of(const std::string& compression) {
-  return compression == "fp16" ? WireType::f16 : compression == "bf16" ? WireType::bf16 : WireType::f32;
-}
 
 double now_sec() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -91,14 +88,15 @@ struct ExchangeResult {
   std::string label;
   int allreduces;
   double time_sec;
+  size_t bytes;  // what one rank sends per step
 };
 
 // The gradient exchange of one training step, through the GradientReducer as training runs
 // it (every tensor reported ready at once: no backward to overlap with).
-double time_exchange(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
-                     size_t threshold_bytes, WireType wire, int* buckets) {
-  GradientReducer reducer(comm, gradients, tensors, threshold_bytes, wire);
-  *buckets = static_cast<int>(reducer.buckets().size());
+ExchangeResult time_exchange(const std::string& label, Communicator& comm, float* gradients,
+                             const std::vector<TensorExtent>& tensors, size_t threshold_bytes, WireType wire,
+                             const PowerSgdSettings* powersgd = nullptr) {
+  GradientReducer reducer(comm, gradients, tensors, threshold_bytes, wire, powersgd);
   auto one = [&] {
     for (int t = 0; t < static_cast<int>(tensors.size()); ++t) reducer.tensor_ready(t);
     reducer.wait_for_buckets(nullptr);
@@ -110,14 +108,17 @@ double time_exchange(Communicator& comm, float* gradients, const std::vector<Ten
   for (int i = 0; i < iterations; ++i) one();
   double seconds = (now_sec() - start) / iterations;
   comm.allreduce_max(&seconds, 1);
-  return seconds;
+  const int buckets = static_cast<int>(reducer.buckets().size());
+  if (const PowerSgd* p = reducer.powersgd())  // two allreduces per bucket that has matrices
+    return {label, 2 * buckets, seconds, p->wire_elements() * sizeof(float)};
+  return {label, buckets, seconds, tensors.empty() ? 0 : (tensors.back().offset + tensors.back().count) * wire_type_size(wire)};
 }
 
 }  // namespace
 
 void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   const bool leader = comm.rank() == 0;
-  const WireType wire = wire_of(config.compression);
+  const WireType wire = wire_type(config.compression);
   const size_t largest = static_cast<size_t>(config.allreduce_max_mb * (1 << 20));
   Arena buffer(largest / sizeof(float));
   if (leader) {
@@ -141,24 +142,29 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   const Graph graph = build_model(config.model, 1);
   const ParamLayout layout = ParamLayout::of(graph);
   std::vector<TensorExtent> tensors;
-  for (const ArenaEntry& e : layout.params) tensors.push_back({static_cast<size_t>(e.offset), static_cast<size_t>(e.elements)});
+  for (const ArenaEntry& e : layout.params)
+    tensors.push_back(param_extent(e, static_cast<size_t>(e.offset), static_cast<size_t>(e.elements)));
   Arena gradients(layout.param_elements);
   const double total_bytes = static_cast<double>(layout.param_elements) * sizeof(float);
-  std::vector<ExchangeResult> exchange;
-  int buckets = 0;
-  const double whole = time_exchange(comm, gradients.data(), tensors, SIZE_MAX / 2, wire, &buckets);
-  exchange.push_back({"one allreduce of all gradients", buckets, whole});
   const size_t threshold = static_cast<size_t>(config.fusion_threshold_mb * (1 << 20));
-  const double fused = time_exchange(comm, gradients.data(), tensors, threshold, wire, &buckets);
-  exchange.push_back({fmt::format("fused, {} MiB buckets", config.fusion_threshold_mb), buckets, fused});
-  const double per_tensor = time_exchange(comm, gradients.data(), tensors, 0, wire, &buckets);
-  exchange.push_back({"one allreduce per tensor", buckets, per_tensor});
+  std::vector<ExchangeResult> exchange;
+  exchange.push_back(time_exchange("one allreduce of all gradients", comm, gradients.data(), tensors, SIZE_MAX / 2, wire));
+  exchange.push_back(time_exchange(fmt::format("fused, {} MiB buckets", config.fusion_threshold_mb), comm,
+                                   gradients.data(), tensors, threshold, wire));
+  exchange.push_back(time_exchange("one allreduce per tensor", comm, gradients.data(), tensors, 0, wire));
+  if (std::unique_ptr<PowerSgdSettings> powersgd = powersgd_settings(config)) {
+    powersgd->warmup_steps = 0;  // every timed step compressed
+    exchange.push_back(time_exchange(fmt::format("fused, PowerSGD rank {}", powersgd->rank), comm, gradients.data(),
+                                     tensors, threshold, wire, powersgd.get()));
+  }
+  const double whole = exchange.front().time_sec;
   if (leader) {
     fmt::print("# gradient exchange of {}: {} tensors, {:.1f} MiB\n", config.model, tensors.size(),
                total_bytes / (1 << 20));
     for (const ExchangeResult& e : exchange)
-      fmt::print("#   {:<34} {:>5} allreduce{} {:>10.2f} ms  ({:.2f}x the single allreduce)\n", e.label, e.allreduces,
-                 e.allreduces == 1 ? " " : "s", e.time_sec * 1e3, e.time_sec / whole);
+      fmt::print("#   {:<34} {:>5} allreduce{} {:>10.2f} ms  ({:.2f}x the single allreduce; {:.2f} MiB sent)\n", e.label,
+                 e.allreduces, e.allreduces == 1 ? " " : "s", e.time_sec * 1e3, e.time_sec / whole,
+                 static_cast<double>(e.bytes) / (1 << 20));
   }
   if (!leader) return;
 
@@ -179,7 +185,7 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
                             {"busbw_gbps", r.busbw}, {"wrong", r.wrong}});
   for (const ExchangeResult& e : exchange)
     doc["gradient_exchange"].push_back({{"what", e.label}, {"allreduces", e.allreduces}, {"time_sec", e.time_sec},
-                                        {"bytes", total_bytes}, {"tensors", tensors.size()}});
+                                        {"bytes", e.bytes}, {"tensors", tensors.size()}});
   std::string path = config.result_json;
   if (path.empty()) {
     char stamp[32];

@@ -27,11 +27,6 @@ std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
-WireType wire_type(const std::string& compression) {
-  if (compression == "fp16") return WireType::f16;
-  if (compression == "bf16") return WireType::bf16;
-  return WireType::f32;
-}
 
 // --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
 // (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
@@ -95,6 +90,21 @@ void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t see
   if (DevicePlan* device = plan.device()) device->upload_state();
 }
 
+WireType wire_type(const std::string& compression) {
+  if (compression == "fp16") return WireType::f16;
+  if (compression == "bf16") return WireType::bf16;
+  return WireType::f32;
+}
+
+std::unique_ptr<PowerSgdSettings> powersgd_settings(const Config& config) {
+  if (config.compression != "powersgd") return nullptr;
+  auto out = std::make_unique<PowerSgdSettings>();
+  out->rank = static_cast<int>(config.powersgd_rank);
+  out->warmup_steps = static_cast<int>(config.powersgd_warmup_steps);
+  out->seed = config.seed;
+  return out;
+}
+
 bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings) {
   return comm.size() > 1 && config.variable_update != "independent" && settings.training;
 }
@@ -109,7 +119,7 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
     reducer = make_device_reducer(comm, *device, tensors, threshold, wire_type(config.compression));
   else
     reducer = std::make_unique<GradientReducer>(comm, plan.gradients().data(), tensors, threshold,
-                                                wire_type(config.compression));
+                                                wire_type(config.compression), powersgd_settings(config).get());
   plan.set_loss_gradient_scale(1.0f / static_cast<float>(comm.size()));
   plan.set_gradient_ready_hook([r = reducer.get()](int index) { r->tensor_ready(index); });
   return reducer;
@@ -129,6 +139,8 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
   if (exchanging)
     note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
                         config.compression);
+  if (exchanging && config.compression == "powersgd")
+    note += fmt::format(" (rank {}, after {} uncompressed steps)", config.powersgd_rank, config.powersgd_warmup_steps);
   if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
   return note;
 }

@@ -31,6 +31,10 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
 // Whether ranks average gradients: more than one rank, training, not --variable_update=independent.
 bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings);
+// --compression as the element type on the wire (powersgd: fp32 factors), and PowerSGD's
+// settings (null unless --compression=powersgd).
+WireType wire_type(const std::string& compression);
+std::unique_ptr<PowerSgdSettings> powersgd_settings(const Config& config);
 // A reducer hooked to the plan's backward, or null when gradients are not exchanged.
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings);

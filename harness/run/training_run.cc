@@ -145,6 +145,10 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   comm.allreduce_min(&fastest, 1);
   summary.rank_skew = fastest > 0 ? slowest / fastest - 1 : 0;
   summary.buckets = reducer ? static_cast<int>(reducer->buckets().size()) : 0;
+  if (reducer) {
+    summary.sent_mib_per_step = static_cast<double>(reducer->sent_bytes_per_step()) / (1 << 20);
+    summary.gradient_mib = static_cast<double>(reducer->gradient_elements() * sizeof(float)) / (1 << 20);
+  }
   if (scaler) {
     summary.loss_scale = scaler->scale();
     summary.skipped_steps = scaler->skipped_steps();
