@@ -16,14 +16,18 @@ The step at N ranks is replayed as cnnbench runs it: gradients become ready laye
 during backward, are packed into buckets of --fusion-threshold-mb (Horovod's rule), one
 communication thread reduces them in order as they fill, and the optimizer updates each bucket
 once it is back. Step(N) = the 1-rank step + what of the reduction (and the update behind it) is
-left when backward ends. Per bucket of S bytes (fp32 gradients; halved with --compression):
+left when backward ends. Per bucket of S bytes (fp32 gradients; halved with --compression
+fp16/bf16):
   ring  2(N-1) alpha + 2(N-1)/N S beta
   tree  2 ceil(log2 N) alpha + 2 S beta     (pipelined reduce + broadcast)
+With --compression powersgd a bucket is two such allreduces, of its whole tensors with the P
+factors and of the Q factors (comm/powersgd.h; --powersgd-rank), after PowerSGD's own work at
+--powersgd-ns-per-element per compressed element.
 Not modelled: contention between the communication thread and compute on shared cores,
 congestion beyond one link per host, stragglers, compression casts.
 
   scripts/predict_scaling.py --step STEP.json --allreduce AR.json [--fusion-threshold-mb 16]
-        [--compression none|fp16|bf16] [--link 10gbit,50us] [--measured A.json B.json ...]
+        [--compression none|fp16|bf16|powersgd] [--link 10gbit,50us] [--measured A.json B.json ...]
         [--out results/scaling_model/NAME]
 Writes NAME.csv and NAME.png (predicted curves, measured points beside them) and prints the
 table; with --measured it prints predicted against measured for each run and the error.
@@ -36,6 +40,10 @@ import os
 import sys
 
 RANKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+# PowerSGD's work on the communication thread per compressed element (error feedback, the three
+# thin products, Gram-Schmidt): resnet50 on this machine, `--mode=allreduce --compression=powersgd`
+# on 1 rank, where the allreduces cost nothing: 44-45 ms over 25.5 M elements (2026-11-24).
+POWERSGD_NS_PER_ELEMENT = 1.75
 
 
 def fail(message):
@@ -75,13 +83,15 @@ class Step:
         # Layer timing adds a little per layer: scale the ready times to the untimed backward.
         layer_total = sum(l["backward_sec_per_step"] for l in layers) or 1.0
         scale = self.backward / layer_total
-        self.tensors = []  # (elements, ready time from the start of backward)
+        self.tensors = []  # (elements, ready time from the start of backward, rows: 0 for a vector)
+        self.has_rows = all("gradient_rows" in l for l in layers if l.get("gradient_elements"))
         elapsed = 0.0
         for layer in reversed(layers):
             elapsed += layer["backward_sec_per_step"] * scale
-            for elements in layer.get("gradient_elements", []):
-                self.tensors.append((elements, elapsed))
-        self.gradient_bytes = 4 * sum(e for e, _ in self.tensors)
+            rows = layer.get("gradient_rows", [0] * len(layer.get("gradient_elements", [])))
+            for elements, r in zip(layer.get("gradient_elements", []), rows):
+                self.tensors.append((elements, elapsed, r))
+        self.gradient_bytes = 4 * sum(t[0] for t in self.tensors)
 
 
 def parse_rate(text):
@@ -158,30 +168,55 @@ def fit_relative(points):
 
 def plan_buckets(tensors, threshold_bytes):
     """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold."""
-    buckets = []  # [elements, ready time]
-    for elements, ready in tensors:
+    buckets = []  # [elements, ready time, [(elements, rows) of its tensors]]
+    for elements, ready, rows in tensors:
         if buckets and threshold_bytes > 0 and (buckets[-1][0] + elements) * 4 <= threshold_bytes:
             buckets[-1][0] += elements
             buckets[-1][1] = ready
+            buckets[-1][2].append((elements, rows))
         else:
-            buckets.append([elements, ready])
+            buckets.append([elements, ready, [(elements, rows)]])
     return buckets
 
 
-def predict(step, link, algorithm, ranks, threshold_mb, wire_bytes):
+def powersgd_messages(tensors, rank):
+    """Elements of PowerSGD's two allreduces for one bucket (comm/powersgd.cc): the whole tensors
+    with the P factors, then the Q factors; and the elements of its compressed matrices."""
+    first = second = compressed = 0
+    for elements, rows in tensors:
+        cols = elements // rows if rows else 0
+        r = min(rows, cols, rank)
+        if rows and (rows + cols) * r * 2 < elements:
+            first += rows * r
+            second += cols * r
+            compressed += elements
+        else:
+            first += elements
+    return first, second, compressed
+
+
+def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_rank=2, powersgd_sec_per_element=0.0):
     """Step time and the part of it spent waiting for the reduction, at `ranks` ranks."""
     if ranks == 1:
         return step.step, 0.0
     buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20))
-    total = sum(e for e, _ in buckets)
+    total = sum(b[0] for b in buckets)
+    wire_bytes = 2 if compression in ("fp16", "bf16") else 4
     comm_free = 0.0
     done = []
-    for elements, ready in buckets:  # one communication thread, buckets in order
+    for elements, ready, tensors in buckets:  # one communication thread, buckets in order
         start = max(ready, comm_free)
-        comm_free = start + link.allreduce(algorithm, ranks, elements * wire_bytes)
+        if compression == "powersgd":
+            first, second, compressed = powersgd_messages(tensors, powersgd_rank)
+            busy = compressed * powersgd_sec_per_element + link.allreduce(algorithm, ranks, first * 4)
+            if compressed:
+                busy += link.allreduce(algorithm, ranks, second * 4)
+        else:
+            busy = link.allreduce(algorithm, ranks, elements * wire_bytes)
+        comm_free = start + busy
         done.append(comm_free)
     clock = step.backward  # the optimizer takes each bucket after backward, as soon as it is back
-    for (elements, _), finished in zip(buckets, done):
+    for (elements, _, _), finished in zip(buckets, done):
         clock = max(clock, finished) + step.update * elements / total
     # the rest of the 1-rank step (loss, bookkeeping) is the same at any rank count
     step_time = step.step - step.backward - step.update + clock
@@ -206,7 +241,11 @@ def main():
     parser.add_argument("--allreduce", required=True, help="cnnbench --mode=allreduce JSON on the link")
     parser.add_argument("--link", help="model this link instead: RATE[,LATENCY], e.g. 10gbit,50us")
     parser.add_argument("--fusion-threshold-mb", type=float, default=16)
-    parser.add_argument("--compression", choices=["none", "fp16", "bf16"], default="none")
+    parser.add_argument("--compression", choices=["none", "fp16", "bf16", "powersgd"], default="none")
+    parser.add_argument("--powersgd-rank", type=int, default=2)
+    parser.add_argument("--powersgd-ns-per-element", type=float, default=POWERSGD_NS_PER_ELEMENT,
+                        help="PowerSGD's own work per compressed gradient element (default: measured here, "
+                             "one thread)")
     parser.add_argument("--measured", nargs="*", default=[], help="result JSONs of runs to set beside the prediction")
     parser.add_argument("--out", help="write OUT.csv and OUT.png")
     parser.add_argument("--title", help="plot title")
@@ -214,7 +253,9 @@ def main():
 
     step = Step(args.step)
     link = Link(args.allreduce, args.link)
-    wire_bytes = 4 if args.compression == "none" else 2
+    if args.compression == "powersgd" and not step.has_rows:
+        fail(f"{args.step}: no gradient_rows in its layers (made before PowerSGD): run --layer_timing again")
+    psgd = {"powersgd_rank": args.powersgd_rank, "powersgd_sec_per_element": args.powersgd_ns_per_element * 1e-9}
     print(f"# {step.model}, batch {step.batch}/rank, {step.precision}, {step.threads} thread(s)/rank: 1-rank step "
           f"{step.step * 1e3:.1f} ms (forward {step.forward * 1e3:.1f}, backward {step.backward * 1e3:.1f}, "
           f"update {step.update * 1e3:.1f}); {step.gradient_bytes / 2**20:.1f} MiB of gradients in "
@@ -227,7 +268,7 @@ def main():
     rows = []
     for algorithm in ("ring", "tree"):
         for ranks in RANKS:
-            t, exposed = predict(step, link, algorithm, ranks, args.fusion_threshold_mb, wire_bytes)
+            t, exposed = predict(step, link, algorithm, ranks, args.fusion_threshold_mb, args.compression, **psgd)
             ips = ranks * step.batch / t
             eff = step.step / t
             rows.append({"ranks": ranks, "algorithm": algorithm, "step_sec": t, "exposed_sec": exposed,
@@ -245,8 +286,11 @@ def main():
     for m in measured:
         if m["batch"] != step.batch:
             fail(f"{m['path']}: batch {m['batch']}/rank, the step breakdown has {step.batch}")
-        wire = 4 if m["compression"] == "none" else 2
-        t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], wire)[0] for a in ("ring", "tree"))
+        if m["compression"] == "powersgd" and not step.has_rows:
+            print(f"  {os.path.basename(m['path'])}: skipped, PowerSGD needs gradient_rows in --step")
+            continue
+        t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd)[0]
+                for a in ("ring", "tree"))
         predicted = m["ranks"] * step.batch / t
         error = predicted / m["images_per_sec"] - 1
         errors.append(abs(error))
