@@ -99,7 +99,8 @@ TEST_P(Backends, PowerSgdReducerIsExactOnRankOneSums) {
     return static_cast<float>(scale * std::cos(0.3 * (j / cols) + 1) * (1.0 + (j % cols)) * 0.01);
   };
   auto expected = [&](size_t i) {  // the sum of local() over ranks: f(i) (1 + 2 + ... + ranks) / ranks
-    return static_cast<double>(local(i)) / (1.0 + c.rank()) * (c.size() + 1) / 2.0;
+    const double f = static_cast<double>(local(i)) / ((1.0 + c.rank()) / c.size());
+    return f * (c.size() + 1) / 2.0;
   };
   PowerSgdSettings settings;
   settings.rank = 1;
