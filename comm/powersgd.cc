@@ -131,12 +131,6 @@ size_t PowerSgd::wire_elements() const {
   return total;
 }
 
-size_t PowerSgd::gradient_elements() const {
-  size_t total = 0;
-  for (const Bucket& b : buckets_) total += b.count;
-  return total;
-}
-
 size_t PowerSgd::compressed_tensors() const {
   size_t total = 0;
   for (const State& s : state_) total += s.matrices.size();

@@ -36,9 +36,8 @@ class PowerSgd {
   // then through the low-rank factors. Returns the elements this rank sent (fp32).
   size_t reduce(Communicator& comm, float* gradients, int b);
 
-  // Elements one step sends once compressing, and the elements of the gradients.
+  // Elements one step sends once compressing.
   size_t wire_elements() const;
-  size_t gradient_elements() const;
   size_t compressed_tensors() const;
   // The bucket's Q factors as the next compressed reduction starts from (for the tests).
   const std::vector<float>& q_factors(int b) const { return state_.at(b).q; }

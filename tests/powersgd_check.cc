@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     }
     if (comm->rank() == 0)
       std::printf("%zu buckets, %zu of %zu tensors compressed, %zu of %zu elements sent per step\n", buckets.size(),
-                  powersgd.compressed_tensors(), tensors.size(), powersgd.wire_elements(), powersgd.gradient_elements());
+                  powersgd.compressed_tensors(), tensors.size(), powersgd.wire_elements(), elements);
   }
   finalize_mpi();
   return code;

@@ -109,9 +109,8 @@ ExchangeResult time_exchange(const std::string& label, Communicator& comm, float
   double seconds = (now_sec() - start) / iterations;
   comm.allreduce_max(&seconds, 1);
   const int buckets = static_cast<int>(reducer.buckets().size());
-  if (const PowerSgd* p = reducer.powersgd())  // two allreduces per bucket that has matrices
-    return {label, 2 * buckets, seconds, p->wire_elements() * sizeof(float)};
-  return {label, buckets, seconds, tensors.empty() ? 0 : (tensors.back().offset + tensors.back().count) * wire_type_size(wire)};
+  // PowerSGD: two allreduces per bucket that has matrices
+  return {label, powersgd ? 2 * buckets : buckets, seconds, reducer.sent_bytes_per_step()};
 }
 
 }  // namespace
