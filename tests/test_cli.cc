@@ -58,6 +58,9 @@ TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
   EXPECT_LT(working, unshared);
   EXPECT_NE(r.output.find("of which working memory"), std::string::npos) << r.output;
   EXPECT_FALSE(doc["context"]["cpu_model"].get<std::string>().empty());
+  // Open MPI settings cnnbench chose (none set by the test): recorded as in effect
+  EXPECT_EQ(doc["context"]["mpi_settings"]["btl_tcp_flags"], "send,inplace,need-ack,need-csum,hetero-rdma");
+  EXPECT_EQ(doc["context"]["mpi_settings"]["mpi_yield_when_idle"], "1");
   EXPECT_FALSE(doc["layers"].empty());
   for (const auto& layer : doc["layers"]) {
     const double backward = layer["backward_sec_per_step"], weights = layer["weight_grad_sec_per_step"];

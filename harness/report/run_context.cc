@@ -3,6 +3,8 @@
 #include <dnnl.hpp>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <ctime>
 #include <fstream>
 
@@ -44,6 +46,15 @@ RunContext collect_run_context() {
   c.compiler = "gcc " __VERSION__;
   const dnnl_version_t* v = dnnl_version();
   c.onednn_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  const std::string prefix = "OMPI_MCA_";
+  for (char** e = environ; *e; ++e) {
+    const std::string var = *e;
+    const size_t eq = var.find('=');
+    if (var.rfind(prefix, 0) != 0 || eq == std::string::npos) continue;
+    const std::string name = var.substr(prefix.size(), eq - prefix.size());
+    for (const char* kind : {"btl", "coll", "pml", "mtl", "mpi_"})
+      if (name.rfind(kind, 0) == 0) c.mpi_settings[name] = var.substr(eq + 1);
+  }
   return c;
 }
 
@@ -56,7 +67,8 @@ nlohmann::json to_json(const RunContext& c) {
           {"cnnbench_version", c.cnnbench_version},
           {"git_revision", c.git_revision},
           {"compiler", c.compiler},
-          {"library_versions", {{"onednn", c.onednn_version}}}};
+          {"library_versions", {{"onednn", c.onednn_version}}},
+          {"mpi_settings", c.mpi_settings}};
 }
 
 }  // namespace cnnbench
