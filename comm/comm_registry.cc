@@ -11,8 +11,8 @@
 
 namespace cnnbench {
 
-std::unique_ptr<Communicator> make_mpi_communicator();
-std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec);
+std::unique_ptr<Communicator> make_mpi_communicator(bool hierarchical);
+std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec, bool hierarchical);
 #ifdef CNNBENCH_WITH_CUDA
 std::unique_ptr<Communicator> make_nccl_communicator(double timeout_sec);
 #endif
@@ -25,11 +25,13 @@ std::vector<std::string> communicator_backends() {
 #endif
 }
 
-std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec) {
+std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec, bool hierarchical) {
   std::unique_ptr<Communicator> comm;
-  if (backend == "mpi") comm = make_mpi_communicator();
-  if (backend == "gloo") comm = make_gloo_communicator(timeout_sec);
+  if (backend == "mpi") comm = make_mpi_communicator(hierarchical);
+  if (backend == "gloo") comm = make_gloo_communicator(timeout_sec, hierarchical);
 #ifdef CNNBENCH_WITH_CUDA
+  if (backend == "nccl" && hierarchical)
+    throw std::invalid_argument("--hierarchical_allreduce sums in host memory (mpi, gloo); NCCL builds its rings and trees from the node topology itself");
   if (backend == "nccl") comm = make_nccl_communicator(timeout_sec);
 #else
   if (backend == "nccl")

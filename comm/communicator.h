@@ -83,6 +83,9 @@ std::vector<std::string> communicator_backends();
 // timeout_sec: Gloo's own timeout stays behind it; nccl (one rank per GPU) checks NCCL's health
 // against it. The watchdog itself starts with watch_collectives(), once every rank has its
 // communicator.
-std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec = 300);
+// hierarchical (mpi, gloo): sum within each host first (comm/host_communicator.h); throws
+// std::invalid_argument if hosts run different numbers of ranks.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend, double timeout_sec = 300,
+                                                bool hierarchical = false);
 
 }  // namespace cnnbench

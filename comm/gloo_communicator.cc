@@ -1,5 +1,7 @@
-// The Gloo data plane: Gloo's ring allreduce over its TCP transport. Ranks find each other
-// through MPI (which launched them), so no shared file system or extra server is needed. All ranks on one host connect over loopback; across hosts each
+// The Gloo data plane: Gloo's ring allreduce over its TCP transport, over the group (all ranks,
+// or one per host under --hierarchical_allreduce). Ranks find each other through MPI (which
+// launched them), so no shared file system or extra server is needed. All ranks on one host
+// connect over loopback; across hosts each
 // rank listens on its host name, or on the interface named by CNNBENCH_GLOO_IFACE.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
@@ -15,19 +17,19 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "comm/communicator.h"
+#include "comm/host_communicator.h"
 #include "comm/wire_cast.h"
 
 namespace cnnbench {
 namespace {
 
-// A Gloo context whose ranks find each other through MPI: every rank creates one transport
-// pair per peer, the pairs' listening addresses are exchanged with one MPI_Allgatherv, and each
-// pair connects to the address its peer made for it. (Gloo's own rendezvous needs a key-value
+// A Gloo context over the ranks of an MPI communicator, which find each other through it: every
+// rank creates one transport pair per peer, the pairs' listening addresses are exchanged with one
+// MPI_Allgatherv, and each pair connects to the address its peer made for it. (Gloo's own rendezvous needs a key-value
 // store: a file system shared by all hosts, or Redis.)
 class MpiBootstrappedContext final : public gloo::Context {
  public:
-  MpiBootstrappedContext(int rank, int size, std::shared_ptr<gloo::transport::Device> device,
+  MpiBootstrappedContext(MPI_Comm comm, int rank, int size, std::shared_ptr<gloo::transport::Device> device,
                          std::chrono::milliseconds timeout)
       : gloo::Context(rank, size) {
     setTimeout(timeout);
@@ -44,13 +46,13 @@ class MpiBootstrappedContext final : public gloo::Context {
     }
     std::vector<int> lengths(size), offsets(size);
     int length = static_cast<int>(mine.size()), total = 0;
-    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
     for (int r = 0; r < size; ++r) {
       offsets[r] = total;
       total += lengths[r];
     }
     std::string all(total, '\0');
-    MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+    MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
     for (int j = 0; j < size; ++j) {
       if (j == rank) continue;
       // in rank j's blob, find the entry it made for me
@@ -71,17 +73,18 @@ class MpiBootstrappedContext final : public gloo::Context {
   }
 };
 
-class GlooCommunicator final : public Communicator {
+class GlooCommunicator final : public HostCommunicator {
  public:
   // Gloo's own timeout stays behind the collective watchdog's, which names the missing rank.
-  explicit GlooCommunicator(double watchdog_timeout_sec) {
+  GlooCommunicator(double watchdog_timeout_sec, bool hierarchical) : HostCommunicator(hierarchical) {
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("CNNBENCH_GLOO_IFACE"); iface && *iface)
       attr.iface = iface;
     else
       attr.hostname = hosts_ == 1 ? "127.0.0.1" : host_;
     try {
-      context_ = std::make_shared<MpiBootstrappedContext>(rank_, size_, gloo::transport::tcp::CreateDevice(attr),
+      context_ = std::make_shared<MpiBootstrappedContext>(group(), group_rank(), group_size(),
+                                                          gloo::transport::tcp::CreateDevice(attr),
                                                           std::chrono::seconds(static_cast<int64_t>(
                                                               std::max(60.0, watchdog_timeout_sec + 30))));
     } catch (const std::exception& e) {
@@ -90,9 +93,9 @@ class GlooCommunicator final : public Communicator {
   }
   std::string backend() const override { return "gloo"; }
 
-  void allreduce_sum(void* data, size_t count, WireType type) override {
-    if (size_ == 1 || count == 0) return;
-    const auto watching = watch(CollectivePlane::data, "allreduce of gradients");
+ protected:
+  void group_sum(void* data, size_t count, WireType type) override {
+    if (group_size() == 1 || count == 0) return;
     gloo::AllreduceOptions options(context_);
     options.setTag(tag_++);
     try {
@@ -121,8 +124,8 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec) {
-  return std::make_unique<GlooCommunicator>(watchdog_timeout_sec);
+std::unique_ptr<Communicator> make_gloo_communicator(double watchdog_timeout_sec, bool hierarchical) {
+  return std::make_unique<GlooCommunicator>(watchdog_timeout_sec, hierarchical);
 }
 
 }  // namespace cnnbench

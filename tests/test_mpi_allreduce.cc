@@ -1,6 +1,8 @@
-// Allreduce correctness under mpiexec (2, 3 and 4 ranks): each backend x wire type against
-// the closed-form sum of seeded data, on sizes that do not divide evenly; the gradient reducer
-// for every fusion threshold and compression; broadcast and scalar reductions.
+// Allreduce correctness under mpiexec (2, 3 and 4 ranks): each backend, flat and hierarchical,
+// x wire type against the closed-form sum of seeded data, on sizes that do not divide evenly; the
+// gradient reducer for every fusion threshold and compression; broadcast and scalar reductions.
+// All ranks share one host here, so hierarchical sums within the host only (its shares cross no
+// host); tests/test_netns_cluster.sh runs it across 2 hosts of 2 ranks.
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -16,10 +18,12 @@ namespace {
 
 class Backends : public ::testing::TestWithParam<std::string> {
  protected:
+  // "mpi", "gloo", "mpi_hierarchical", "gloo_hierarchical"
   static Communicator& comm(const std::string& name) {
     static std::map<std::string, std::unique_ptr<Communicator>> made;
     auto& c = made[name];
-    if (!c) c = make_communicator(name);
+    const size_t underscore = name.find('_');
+    if (!c) c = make_communicator(name.substr(0, underscore), 300, underscore != std::string::npos);
     return *c;
   }
 };
@@ -124,7 +128,7 @@ TEST_P(Backends, PowerSgdReducerIsExactOnRankOneSums) {
   EXPECT_THROW(GradientReducer(c, grads.data(), tensors, 0, WireType::f16, &settings), std::invalid_argument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Comm, Backends, ::testing::Values("mpi", "gloo"));
+INSTANTIATE_TEST_SUITE_P(Comm, Backends, ::testing::Values("mpi", "gloo", "mpi_hierarchical", "gloo_hierarchical"));
 
 TEST(ControlPlane, BroadcastScalarsAndGather) {
   auto c = make_communicator("mpi");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest: a 2-host job across network namespaces (scripts/netns_cluster.sh): training over TCP
-# with the MPI and the Gloo data plane, each run seeing 2 hosts, and a shaped link that really
-# limits the allreduce bandwidth. Exits 77 (skipped) where the machine allows no namespaces.
+# with the MPI and the Gloo data plane, each run seeing 2 hosts; --hierarchical_allreduce on 2
+# hosts of 2 ranks (sums right, training runs); a shaped link that really limits the allreduce
+# bandwidth; a cut link ending the job. Exits 77 (skipped) where the machine allows no namespaces.
 #   tests/test_netns_cluster.sh CNNBENCH_BINARY
 set -euo pipefail
 bin=$1
@@ -24,6 +25,31 @@ for backend in mpi gloo; do
     fail "$backend: no images/sec or no communication time"
   grep -q "on 2 hosts" "$out/$backend.log" || fail "$backend: header does not say 2 hosts"
   echo "ok: $backend across 2 hosts: $(grep 'total images/sec' "$out/$backend.log")"
+done
+
+# Hierarchical allreduce on 2 hosts x 2 ranks: within each host, then across from both ranks'
+# shares. The microbenchmark checks every element against the closed-form sum (fp32 exact, bf16
+# within its rounding) for sizes of 4 KB to 1 MiB, most of which do not split evenly.
+for backend in mpi gloo; do
+  for compression in none bf16; do
+    name=hier-$backend-$compression
+    "${cluster[0]}" run "${cluster[@]:1}" --hosts 2 --ranks-per-host 2 -- "$bin" --mode=allreduce --allreduce=$backend \
+      --hierarchical_allreduce --compression=$compression --allreduce_max_mb=1 --model=trivial \
+      --benchmark_log_dir="$out" --result_json="$out/$name.json" > "$out/$name.log" 2>&1 ||
+      { cat "$out/$name.log"; fail "$name run"; }
+    [ "$(field "$out/$name.json" "(run['hierarchical'], run['ranks'], run['hosts'])")" = "(True, 4, 2)" ] ||
+      fail "$name: not a hierarchical run of 4 ranks on 2 hosts"
+    wrong=$(field "$out/$name.json" "sum(s['wrong'] for s in sizes)")
+    [ "$wrong" = 0 ] || fail "$name: $wrong wrong elements"
+  done
+  "${cluster[0]}" run "${cluster[@]:1}" --hosts 2 --ranks-per-host 2 -- "$bin" --model=resnet20 --batch_size=8 \
+    --num_batches=3 --num_warmup_batches=1 --num_intra_threads=1 --allreduce=$backend --hierarchical_allreduce \
+    --benchmark_log_dir="$out" --result_json="$out/hier-train-$backend.json" > "$out/hier-train-$backend.log" 2>&1 ||
+    { cat "$out/hier-train-$backend.log"; fail "hierarchical training with $backend"; }
+  [ "$(field "$out/hier-train-$backend.json" "run['hierarchical_allreduce'] and summary['images_per_sec'] > 0")" = True ] ||
+    fail "$backend: hierarchical training did not run"
+  grep -q "allreduce $backend (hierarchical)" "$out/hier-train-$backend.log" || fail "$backend: header does not say hierarchical"
+  echo "ok: hierarchical allreduce with $backend on 2 hosts x 2 ranks: sums right (fp32, bf16), training runs"
 done
 
 # A 200 Mbit/s link carries at most 25 MB/s each way: the bus bandwidth of a 4 MiB allreduce must

@@ -177,6 +177,9 @@ const std::vector<FlagSpec>& flag_specs() {
       REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
                 real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
                 "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
+      BOOL_FLAG(hierarchical_allreduce,
+                "mpi, gloo: sum within each host first (shared memory), then across hosts from every rank's share "
+                "(needs the same number of ranks on every host)"),
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16", "powersgd"}),
                 "gradients on the wire: none (fp32), fp16, bf16, powersgd (low-rank factors with error feedback, "
                 "as PyTorch DDP's PowerSGD hook)"),
@@ -370,6 +373,8 @@ void resolve_device(Config& config) {
     throw ConfigError("--device=gpu runs the cuda backend, not --backend=" + config.backend);
   if (config.compression == "powersgd" && config.allreduce == "nccl")
     throw ConfigError("--compression=powersgd runs on the host allreduce (mpi, gloo), not nccl");
+  if (config.hierarchical_allreduce && config.allreduce == "nccl")
+    throw ConfigError("--hierarchical_allreduce sums in host memory (mpi, gloo), not nccl");
   if (config.allreduce == "nccl" && config.device != "gpu")
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
   if (config.repeats > 1 && config.mode == "allreduce")

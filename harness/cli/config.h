@@ -71,6 +71,7 @@ struct Config {
   std::string allreduce = "mpi";        // mpi | gloo
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
+  bool hierarchical_allreduce = false;  // sum within each host first, then across hosts
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients) | powersgd
   int64_t powersgd_rank = 2;            // PowerSGD: columns of the low-rank factors
   int64_t powersgd_warmup_steps = 10;   // PowerSGD: steps sent uncompressed first

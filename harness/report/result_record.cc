@@ -57,6 +57,7 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"allreduce", in.allreduce},
         {"fusion_threshold_mb", in.config.fusion_threshold_mb},
         {"compression", in.config.compression},
+        {"hierarchical_allreduce", in.config.hierarchical_allreduce},
         {"buckets", m.buckets},
         {"sent_mib_per_step", m.sent_mib_per_step}}},
       {"steps", steps},

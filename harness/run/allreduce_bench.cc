@@ -121,8 +121,9 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   const size_t largest = static_cast<size_t>(config.allreduce_max_mb * (1 << 20));
   Arena buffer(largest / sizeof(float));
   if (leader) {
-    fmt::print("# cnnbench allreduce: {} ranks on {} host{}, backend {}, type {}\n", comm.size(), comm.hosts(),
-               comm.hosts() == 1 ? "" : "s", comm.backend(), wire_type_name(wire));
+    fmt::print("# cnnbench allreduce: {} ranks on {} host{}, backend {}{}, type {}\n", comm.size(), comm.hosts(),
+               comm.hosts() == 1 ? "" : "s", comm.backend(),
+               config.hierarchical_allreduce ? " (hierarchical: within hosts, then across)" : "", wire_type_name(wire));
     fmt::print("# busbw = algbw x 2(n-1)/n; #wrong: elements differing from the closed-form sum\n");
     fmt::print("#{:>12} {:>12} {:>6} {:>12} {:>12} {:>12} {:>8}\n", "size(B)", "count", "type", "time(us)",
                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
@@ -172,6 +173,7 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
                         {"context", to_json(context)},
                         {"run",
                          {{"backend", comm.backend()},
+                          {"hierarchical", config.hierarchical_allreduce},
                           {"ranks", comm.size()},
                           {"hosts", comm.hosts()},
                           {"type", wire_type_name(wire)},

@@ -409,6 +409,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                           {"allreduce", allreduce},
                           {"fusion_threshold_mb", config.fusion_threshold_mb},
                           {"compression", config.compression},
+                          {"hierarchical_allreduce", config.hierarchical_allreduce},
                           {"steps_per_epoch", steps},
                           {"first_epoch", first_epoch}}},
                         {"epochs", nlohmann::json::array()}};

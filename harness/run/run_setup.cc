@@ -137,7 +137,8 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
                          ? config.backend + ", one GPU per rank"
                          : fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
   if (exchanging)
-    note += fmt::format("; allreduce {}, fusion {} MiB, compression {}", comm.backend(), config.fusion_threshold_mb,
+    note += fmt::format("; allreduce {}{}, fusion {} MiB, compression {}", comm.backend(),
+                        config.hierarchical_allreduce ? " (hierarchical)" : "", config.fusion_threshold_mb,
                         config.compression);
   if (exchanging && config.compression == "powersgd")
     note += fmt::format(" (rank {}, after {} uncompressed steps)", config.powersgd_rank, config.powersgd_warmup_steps);
