@@ -60,15 +60,13 @@ void Communicator::watch_collectives(double timeout_sec) {
   watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_sec, host_of_rank_);
 }
 
-namespace {
-void check(int code, const char* what) {
+void check_mpi(int code, const char* what) {
   if (code == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(code, text, &length);
   throw std::runtime_error(std::string(what) + " failed: " + std::string(text, length));
 }
-}  // namespace
 
 void Communicator::broadcast(void* data, size_t bytes, int root) const {
   // MPI counts are int: send large buffers in pieces
@@ -76,27 +74,27 @@ void Communicator::broadcast(void* data, size_t bytes, int root) const {
   for (size_t done = 0; done < bytes;) {
     const int n = static_cast<int>(std::min<size_t>(bytes - done, 1 << 30));
     const auto watching = watch(CollectivePlane::control, "broadcast");
-    check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    check_mpi(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
     done += n;
   }
 }
 
 void Communicator::barrier() const {
   const auto watching = watch(CollectivePlane::control, "barrier");
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
 void Communicator::allreduce_max(double* v, size_t n) const {
   const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
-  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 void Communicator::allreduce_min(double* v, size_t n) const {
   const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
-  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 void Communicator::allreduce_sum(double* v, size_t n) const {
   const auto watching = watch(CollectivePlane::control, "allreduce of scalars");
-  check(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 
 double Communicator::clock_offset_to_rank0_sec() const {
@@ -109,17 +107,17 @@ double Communicator::clock_offset_to_rank0_sec() const {
     if (rank_ == 0) {
       for (int i = 0; i < kRounds; ++i) {
         double ping = 0;
-        check(MPI_Recv(&ping, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        check_mpi(MPI_Recv(&ping, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
         const double reading = now();
-        check(MPI_Send(&reading, 1, MPI_DOUBLE, r, 78, MPI_COMM_WORLD), "MPI_Send");
+        check_mpi(MPI_Send(&reading, 1, MPI_DOUBLE, r, 78, MPI_COMM_WORLD), "MPI_Send");
       }
     } else if (rank_ == r) {
       double best_round_trip = 1e30;
       for (int i = 0; i < kRounds; ++i) {
         const double sent = now();
-        check(MPI_Send(&sent, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD), "MPI_Send");
+        check_mpi(MPI_Send(&sent, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD), "MPI_Send");
         double reading = 0;
-        check(MPI_Recv(&reading, 1, MPI_DOUBLE, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        check_mpi(MPI_Recv(&reading, 1, MPI_DOUBLE, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
         const double back = now();
         if (back - sent < best_round_trip) {
           best_round_trip = back - sent;
@@ -135,14 +133,14 @@ std::vector<std::string> Communicator::gather_strings(const std::string& mine) c
   const auto watching = watch(CollectivePlane::control, "gather of strings");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size_), offsets(size_);
-  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[r] = total;
     total += lengths[r];
   }
   std::string all(total, '\0');
-  check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+  check_mpi(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
                        MPI_COMM_WORLD),
         "MPI_Allgatherv");
   std::vector<std::string> out;

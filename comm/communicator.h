@@ -74,6 +74,9 @@ struct ErrorsReported {
   int exit_code;
 };
 
+// Throws std::runtime_error("<what> failed: <MPI's message>") unless `code` is MPI_SUCCESS.
+void check_mpi(int code, const char* what);
+
 // Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
 void init_mpi(int* argc, char*** argv);
 void finalize_mpi();

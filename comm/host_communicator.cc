@@ -42,14 +42,6 @@ MPI_Op mpi_sum_op(WireType type) {
   return type == WireType::f32 ? MPI_SUM : type == WireType::f16 ? f16 : bf16;
 }
 
-void check_mpi(int code, const char* what) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  throw std::runtime_error(std::string(what) + " failed: " + std::string(text, length));
-}
-
 HostCommunicator::HostCommunicator(bool hierarchical) {
   group_rank_ = rank_;
   group_size_ = size_;

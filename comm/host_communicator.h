@@ -14,8 +14,6 @@ namespace cnnbench {
 // rounded back, by operations created once).
 MPI_Datatype mpi_datatype(WireType type);
 MPI_Op mpi_sum_op(WireType type);
-// Throws std::runtime_error("<what> failed: <MPI's message>") unless `code` is MPI_SUCCESS.
-void check_mpi(int code, const char* what);
 
 class HostCommunicator : public Communicator {
  public:

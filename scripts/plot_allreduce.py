@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Draws allreduce microbenchmark results (cnnbench --mode=allreduce JSONs) listed in a runs.csv
-(columns setting, rate, repeat, exit_code, json; as scripts/mpi_tcp_tuning.sh writes it):
+(columns setting, rate, repeat, exit_code, json; as scripts/netns_allreduce.sh writes it):
 
-  tcp_tuning.png  busbw against message size, one panel per link rate, one line per setting
+  allreduce.png  busbw against message size, one panel per link rate, one line per setting
                   (the median over repeats, the shaded band their range); the dashed line is
                   the link's rate where it was shaped
   summary.md      per rate and setting: busbw at 1 MiB, 8 MiB and the largest size, median
-                  [min-max] over repeats, and the share of the line rate
+                  [min-max] over repeats, and, for 2 ranks, the share of the line rate (busbw
+                  is then what each host sends per second; with more ranks per host it assumes
+                  a flat ring, so a hierarchical allreduce can show more than the line)
 
   scripts/plot_allreduce.py results/netns/mpi_tcp_tuning/runs.csv [--out DIR]
 
@@ -37,8 +39,9 @@ def line_rate_gbps(rate):
 
 
 def load(runs_csv):
-    """{(rate, setting): [{bytes: busbw}, ...]} in the order the CSV lists them, and the failures."""
-    runs, failed = collections.OrderedDict(), []
+    """{(rate, setting): [{bytes: busbw}, ...]} in the order the CSV lists them, the failures, and
+    {(rate, setting): ranks}."""
+    runs, failed, ranks = collections.OrderedDict(), [], {}
     try:
         with open(runs_csv, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -59,12 +62,13 @@ def load(runs_csv):
             with open(path) as f:
                 doc = json.load(f)
             sizes = {int(s["bytes"]): float(s["busbw_gbps"]) for s in doc["sizes"]}
+            ranks[key] = int(doc["run"]["ranks"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             fail(f"{path}: not an allreduce result ({e})")
         runs.setdefault(key, []).append(sizes)
     if not runs:
         fail(f"{runs_csv}: no run succeeded")
-    return runs, failed
+    return runs, failed, ranks
 
 
 def medians(repeats):
@@ -74,9 +78,9 @@ def medians(repeats):
             for b in common]
 
 
-def summary(runs):
-    lines = ["| link | setting | runs | busbw 1 MiB (GB/s) | busbw 8 MiB | busbw largest | largest of line rate |",
-             "|---|---|---|---|---|---|---|"]
+def summary(runs, ranks):
+    lines = ["| link | setting | ranks | runs | busbw 1 MiB (GB/s) | busbw 8 MiB | busbw largest | largest of line rate |",
+             "|---|---|---|---|---|---|---|---|"]
     for (rate, setting), repeats in runs.items():
         points = {b: (m, lo, hi) for b, m, lo, hi in medians(repeats)}
         largest = max(points)
@@ -87,8 +91,8 @@ def summary(runs):
             m, lo, hi = points[b]
             return f"{m:.3f}" + (f" [{lo:.3f}-{hi:.3f}]" if len(repeats) > 1 else "")
         line = line_rate_gbps(rate)
-        share = f"{100 * points[largest][0] / line:.0f}%" if line else "-"
-        lines.append(f"| {rate} | {setting} | {len(repeats)} | {cell(1 << 20)} | {cell(8 << 20)} | "
+        share = f"{100 * points[largest][0] / line:.0f}%" if line and ranks[(rate, setting)] == 2 else "-"
+        lines.append(f"| {rate} | {setting} | {ranks[(rate, setting)]} | {len(repeats)} | {cell(1 << 20)} | {cell(8 << 20)} | "
                      f"{cell(largest)} ({largest >> 20} MiB) | {share} |")
     return "\n".join(lines) + "\n"
 
@@ -114,7 +118,7 @@ def plot(runs, path):
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("busbw (GB/s)")
         ax.set_ylim(bottom=0)
-        ax.set_title(f"MPI allreduce, 2 hosts, link {rate}")
+        ax.set_title(f"allreduce between 2 hosts, link {rate}")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -126,13 +130,13 @@ def main():
     parser.add_argument("--out", default=None, help="directory for the PNG and summary (default: the CSV's)")
     args = parser.parse_args()
     out = args.out or os.path.dirname(os.path.abspath(args.runs_csv))
-    runs, failed = load(args.runs_csv)
+    runs, failed, ranks = load(args.runs_csv)
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(summary(runs))
-    plot(runs, os.path.join(out, "tcp_tuning.png"))
+        f.write(summary(runs, ranks))
+    plot(runs, os.path.join(out, "allreduce.png"))
     for what in failed:
         print(f"plot_allreduce: left out {what}", file=sys.stderr)
-    print(f"plot_allreduce: {out}/tcp_tuning.png, {out}/summary.md")
+    print(f"plot_allreduce: {out}/allreduce.png, {out}/summary.md")
 
 
 if __name__ == "__main__":
