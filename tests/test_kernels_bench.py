@@ -64,7 +64,10 @@ class KernelsBench(unittest.TestCase):
                 # 2 x 2 images x 16 x 16 x 9 x 32 x 32 FLOP in real_time milliseconds
                 flop = 2 * 2 * 16 * 16 * 9 * 32 * 32
                 self.assertAlmostEqual(b["GFLOP/s"], flop / (b["real_time"] / 1e3) / 1e9, delta=0.02 * b["GFLOP/s"])
-                self.assertTrue(0 < b["peak_fraction"] < 1.5, name)
+                # of the peak measured at start (no upper bound: a peak measured while another
+                # process had the core comes out low, and the fraction above 1)
+                peak = float(doc["context"]["peak_gflops_fp32"].split()[0])  # "234.4 (avx512, 2 threads)"
+                self.assertAlmostEqual(b["peak_fraction"], b["GFLOP/s"] / peak, delta=0.02 * b["peak_fraction"])
             else:
                 self.assertTrue(0 < b["bandwidth_fraction"] < 5, name)
         table = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kernels_table.py"), out],
