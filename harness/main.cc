@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   // Waiting ranks yield their core: ranks may share cores with compute threads.
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   // Open MPI over TCP: its emulated RDMA pipeline for large messages ("put") moved an
-  // allreduce between two hosts at 52-55% of a shaped 1 Gbit/s or 200 Mbit/s link; plain
-  // send/receive reaches 95-96% (scripts/mpi_tcp_tuning.sh). A user's own setting wins.
+  // allreduce between two hosts at 53% of a shaped 1 Gbit/s or 200 Mbit/s link; plain
+  // send/receive reaches 94-95% (scripts/netns_allreduce.sh). A user's own setting wins.
   setenv("OMPI_MCA_btl_tcp_flags", "send,inplace,need-ack,need-csum,hetero-rdma", 0);
   try {
     init_mpi(&argc, &argv);
