@@ -92,7 +92,7 @@ void HostCommunicator::two_level_sum(char* data, size_t count, WireType type) {
   check_mpi(MPI_Reduce_scatter(data, share_.data(), counts.data(), mpi_datatype(type), mpi_sum_op(type), local_),
             "MPI_Reduce_scatter within the host");
   group_sum(share_.data(), mine, type);  // every rank of the group has the same share size
-  std::memcpy(data + offsets[local_rank_] * element, share_.data(), mine * element);
+  if (mine > 0) std::memcpy(data + offsets[local_rank_] * element, share_.data(), mine * element);  // none: null
   check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(),
                            mpi_datatype(type), local_),
             "MPI_Allgatherv within the host");
