@@ -1,8 +1,8 @@
 // The Gloo data plane: Gloo's ring allreduce over its TCP transport, over the group (all ranks,
 // or one per host under --hierarchical_allreduce). Ranks find each other through MPI (which
 // launched them), so no shared file system or extra server is needed. All ranks on one host
-// connect over loopback; across hosts each
-// rank listens on its host name, or on the interface named by CNNBENCH_GLOO_IFACE.
+// connect over loopback; across hosts each rank listens on its host name, or on the interface
+// named by CNNBENCH_GLOO_IFACE.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/context.h>
@@ -25,8 +25,8 @@ namespace {
 
 // A Gloo context over the ranks of an MPI communicator, which find each other through it: every
 // rank creates one transport pair per peer, the pairs' listening addresses are exchanged with one
-// MPI_Allgatherv, and each pair connects to the address its peer made for it. (Gloo's own rendezvous needs a key-value
-// store: a file system shared by all hosts, or Redis.)
+// MPI_Allgatherv, and each pair connects to the address its peer made for it. (Gloo's own
+// rendezvous needs a key-value store: a file system shared by all hosts, or Redis.)
 class MpiBootstrappedContext final : public gloo::Context {
  public:
   MpiBootstrappedContext(MPI_Comm comm, int rank, int size, std::shared_ptr<gloo::transport::Device> device,

@@ -60,6 +60,8 @@ HostCommunicator::HostCommunicator(bool hierarchical) {
   MPI_Comm_set_errhandler(group_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(group_, &group_rank_);
   MPI_Comm_size(group_, &group_size_);
+  share_counts_.resize(local_size_);
+  share_offsets_.resize(local_size_);
 }
 
 HostCommunicator::~HostCommunicator() {
@@ -71,18 +73,20 @@ HostCommunicator::~HostCommunicator() {
 void HostCommunicator::allreduce_sum(void* data, size_t count, WireType type) {
   if (size_ == 1 || count == 0) return;
   const auto watching = watch(CollectivePlane::data, "allreduce of gradients");
-  if (!hierarchical() || local_size_ == 1) return group_sum(data, count, type);
+  const bool two_levels = hierarchical() && local_size_ > 1;
   char* p = static_cast<char*>(data);
   for (size_t done = 0; done < count;) {  // MPI counts are int: pieces of at most 2^30 elements
     const size_t n = std::min<size_t>(count - done, size_t{1} << 30);
-    two_level_sum(p + done * wire_type_size(type), n, type);
+    two_levels ? two_level_sum(p + done * wire_type_size(type), n, type)
+               : group_sum(p + done * wire_type_size(type), n, type);
     done += n;
   }
 }
 
 void HostCommunicator::two_level_sum(char* data, size_t count, WireType type) {
   const size_t element = wire_type_size(type);
-  std::vector<int> counts(local_size_), offsets(local_size_);
+  std::vector<int>& counts = share_counts_;
+  std::vector<int>& offsets = share_offsets_;
   for (int i = 0; i < local_size_; ++i) {
     offsets[i] = static_cast<int>(count * i / local_size_);
     counts[i] = static_cast<int>(count * (i + 1) / local_size_) - offsets[i];

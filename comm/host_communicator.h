@@ -39,14 +39,18 @@ class HostCommunicator : public Communicator {
   MPI_Comm group() const { return group_; }
   int group_rank() const { return group_rank_; }
   int group_size() const { return group_size_; }
-  // In-place sum over group(); called by allreduce_sum() only, inside its collective watch.
+  // In-place sum over group() of at most 2^30 elements; called by allreduce_sum() only, inside
+  // its collective watch.
   virtual void group_sum(void* data, size_t count, WireType type) = 0;
 
  private:
   void two_level_sum(char* data, size_t count, WireType type);
   MPI_Comm group_ = MPI_COMM_WORLD, local_ = MPI_COMM_NULL;
   int group_rank_ = 0, group_size_ = 1;
-  std::vector<char> share_;  // this rank's share while it crosses hosts (kept: no page faults per call)
+  // this rank's share while it crosses hosts, and every local rank's share in elements (kept:
+  // no allocation or page faults per call)
+  std::vector<char> share_;
+  std::vector<int> share_counts_, share_offsets_;
 };
 
 }  // namespace cnnbench

@@ -1,9 +1,6 @@
 // The MPI data plane: MPI_Allreduce in place over the group (all ranks, or one per host under
-// --hierarchical_allreduce); 16-bit wire types are summed by user-defined operations. Counts
-// above INT_MAX go in pieces.
+// --hierarchical_allreduce); 16-bit wire types are summed by user-defined operations.
 #include <mpi.h>
-
-#include <algorithm>
 
 #include "comm/host_communicator.h"
 
@@ -18,14 +15,8 @@ class MpiCommunicator final : public HostCommunicator {
  protected:
   void group_sum(void* data, size_t count, WireType type) override {
     if (group_size() == 1) return;
-    char* p = static_cast<char*>(data);
-    for (size_t done = 0; done < count;) {
-      const int n = static_cast<int>(std::min<size_t>(count - done, 1 << 30));
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, p + done * wire_type_size(type), n, mpi_datatype(type), mpi_sum_op(type),
-                              group()),
-                "MPI_Allreduce");
-      done += n;
-    }
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), mpi_datatype(type), mpi_sum_op(type), group()),
+              "MPI_Allreduce");
   }
 };
 

@@ -3,10 +3,10 @@
 #include <dnnl.hpp>
 #include <unistd.h>
 
-extern char** environ;
-
 #include <ctime>
 #include <fstream>
+
+extern char** environ;  // the process's environment (POSIX)
 
 #ifndef CNNBENCH_GIT_REVISION
 #define CNNBENCH_GIT_REVISION "unknown"

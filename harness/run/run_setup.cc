@@ -27,7 +27,6 @@ std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
-
 // --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
 // (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
 int default_threads(const Config& config, const Communicator& comm) {
