@@ -34,6 +34,12 @@ void init_mpi(int* argc, char*** argv) {
     throw std::runtime_error("the MPI library offers no thread support; cnnbench's communication thread needs it");
 }
 
+bool mpi_thread_multiple() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
 void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);

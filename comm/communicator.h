@@ -80,6 +80,8 @@ void check_mpi(int code, const char* what);
 // Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
 void init_mpi(int* argc, char*** argv);
 void finalize_mpi();
+// Whether MPI lets several threads call it at once (MPI_THREAD_MULTIPLE was granted).
+bool mpi_thread_multiple();
 
 std::vector<std::string> communicator_backends();
 // Throws std::invalid_argument for an unknown name or a backend this build lacks.

@@ -3,8 +3,10 @@
 // thread, MPI or Gloo) or the NcclReducer (device memory, a communication stream).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "comm/bucket_plan.h"
@@ -17,6 +19,7 @@ namespace cnnbench {
 struct ReducerStepStats {
   double comm_sec = 0;     // time spent reducing (casts included)
   double exposed_sec = 0;  // of which the compute side waited for, after backward
+  double comm_after_sec = 0;  // end_step(): reducing time after the time point it was given
 };
 
 class GradientExchange {
@@ -29,6 +32,18 @@ class GradientExchange {
   virtual ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) = 0;
   // After the step's device work has finished: figures that only the device knows by then.
   virtual ReducerStepStats finish_step() { return {}; }
+
+  // --overlap_forward (host reducers): the updates wait for the next forward pass, which takes
+  // the buckets in the order it needs them. wait_for_bucket(b) returns once bucket b is
+  // reduced (the seconds it waited); end_step(since), once every bucket was waited for, returns
+  // the step's communication time (comm_after_sec: the part after `since`) and readies the next
+  // step. With forward priority, the communication thread sends the queued bucket that the
+  // forward pass needs first (the last in backward order) instead of the oldest.
+  virtual double wait_for_bucket(int /*bucket*/) { throw std::logic_error(no_overlap); }
+  virtual ReducerStepStats end_step(std::chrono::steady_clock::time_point /*since*/) {
+    throw std::logic_error(no_overlap);
+  }
+  virtual void set_forward_priority(bool /*on*/) { throw std::logic_error(no_overlap); }
   virtual const std::vector<Bucket>& buckets() const = 0;
   // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
   virtual size_t sent_bytes_per_step() const = 0;
@@ -43,6 +58,9 @@ class GradientExchange {
 
  protected:
   Timeline* timeline_ = nullptr;
+
+ private:
+  static constexpr const char* no_overlap = "this gradient exchange does not overlap with the forward pass";
 };
 
 // A parameter tensor's extent at `offset`, with its matrix shape for PowerSGD: the first

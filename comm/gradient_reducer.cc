@@ -24,7 +24,10 @@ GradientReducer::GradientReducer(Communicator& comm, float* gradients, const std
   }
   reduced_.assign(buckets_.size(), 0);
   ready_at_.resize(buckets_.size());
+  started_at_.resize(buckets_.size());
+  ended_at_.resize(buckets_.size());
   if (wire_ != WireType::f32) wire_buffer_.resize(largest);
+  votes_.resize(buckets_.size());
   thread_ = std::thread([this] { communicate(); });
 }
 
@@ -57,15 +60,29 @@ void GradientReducer::tensor_ready(int index) {
 void GradientReducer::communicate() {
   omp_set_num_threads(1);  // PowerSGD's thin products: one thread beside the compute threads
   for (;;) {
-    int b;
+    int b = -1;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      b = queue_.front();
-      queue_.pop_front();
+      if (!forward_priority_) {  // backward order: the oldest, the same bucket on every rank
+        b = queue_.front();
+        queue_.pop_front();
+      }
     }
     const auto start = std::chrono::steady_clock::now();
+    if (b < 0) {
+      try {
+        b = agree_on_next_bucket();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        error_ = std::current_exception();
+      }
+      if (b < 0) {  // the ranks could not agree: every wait ends with the error
+        bucket_done_.notify_all();
+        return;
+      }
+    }
     size_t sent = buckets_[b].count;  // elements
     try {
       const Bucket& bucket = buckets_[b];
@@ -93,10 +110,36 @@ void GradientReducer::communicate() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       comm_sec_ += seconds;
+      started_at_[b] = start;
+      ended_at_[b] = end;
       reduced_[b] = 1;
     }
     bucket_done_.notify_all();
   }
+}
+
+// Which queued bucket the ranks send next is timing: each rank's queue holds the buckets its
+// own backward has finished. So the ranks vote (a small sum over the data plane, as Horovod's
+// coordinator asks which tensors are ready everywhere) and take the one ready on every rank
+// that the next forward needs first. Each rank's ready buckets are a prefix of backward order
+// less the ones already sent (the same on every rank), so the one with the fewest finished has
+// an unsent bucket that all others have finished too: there always is one to agree on.
+int GradientReducer::agree_on_next_bucket() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::fill(votes_.begin(), votes_.end(), 0.0f);
+    for (int q : queue_) votes_[q] = 1.0f;
+  }
+  comm_.allreduce_sum(votes_.data(), votes_.size(), WireType::f32);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int b = static_cast<int>(votes_.size()) - 1; b >= 0; --b)
+    if (votes_[b] == static_cast<float>(comm_.size())) {
+      const auto queued = std::find(queue_.begin(), queue_.end(), b);
+      if (queued == queue_.end()) break;
+      queue_.erase(queued);
+      return b;
+    }
+  throw std::logic_error("GradientReducer: the ranks found no bucket ready on all of them");
 }
 
 size_t GradientReducer::sent_bytes_per_step() const {
@@ -107,16 +150,28 @@ size_t GradientReducer::sent_bytes_per_step() const {
 ReducerStepStats GradientReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {
   ReducerStepStats stats;
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
-    const auto start = std::chrono::steady_clock::now();
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      bucket_done_.wait(lock, [&] { return reduced_[b] || error_; });
-      if (error_) std::rethrow_exception(error_);
-    }
-    stats.exposed_sec += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats.exposed_sec += wait_for_bucket(b);
     if (on_reduced) on_reduced(buckets_[b]);
   }
+  stats.comm_sec = end_step(std::chrono::steady_clock::now()).comm_sec;
+  return stats;
+}
+
+double GradientReducer::wait_for_bucket(int b) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  bucket_done_.wait(lock, [&] { return reduced_.at(b) || error_; });
+  if (error_) std::rethrow_exception(error_);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+ReducerStepStats GradientReducer::end_step(std::chrono::steady_clock::time_point since) {
+  ReducerStepStats stats;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (std::find(reduced_.begin(), reduced_.end(), 0) != reduced_.end())
+    throw std::logic_error("GradientReducer: the step ended before every bucket was reduced");
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
+    stats.comm_after_sec += std::max(0.0, std::chrono::duration<double>(ended_at_[b] - std::max(started_at_[b], since)).count());
   stats.comm_sec = comm_sec_;
   comm_sec_ = 0;
   std::fill(reduced_.begin(), reduced_.end(), 0);

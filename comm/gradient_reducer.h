@@ -5,7 +5,8 @@
 // caller takes the reduced buckets one by one (wait_for_buckets), so the optimizer can update
 // bucket k while later buckets are still on the wire. Sums become averages because the loss
 // gradient is pre-scaled by 1/ranks. With PowerSGD settings, buckets go through the low-rank
-// factors instead (comm/powersgd.h), on the same thread.
+// factors instead (comm/powersgd.h), on the same thread. Buckets go in backward order, or with
+// forward priority (--overlap_forward) in the order the ranks agree on bucket by bucket.
 #pragma once
 
 #include <chrono>
@@ -39,6 +40,12 @@ class GradientReducer final : public GradientExchange {
   // Compute thread, after backward: calls on_reduced(bucket) for every bucket in order as soon
   // as it is reduced, then readies the reducer for the next step. Rethrows a communication error.
   ReducerStepStats wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) override;
+  double wait_for_bucket(int bucket) override;
+  ReducerStepStats end_step(std::chrono::steady_clock::time_point since) override;
+  void set_forward_priority(bool on) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forward_priority_ = on;
+  }
 
   const std::vector<Bucket>& buckets() const override { return buckets_; }
   const PowerSgd* powersgd() const { return powersgd_.get(); }
@@ -46,6 +53,7 @@ class GradientReducer final : public GradientExchange {
 
  private:
   void communicate();
+  int agree_on_next_bucket();  // forward priority: a collective on the communication thread
 
   Communicator& comm_;
   float* gradients_;
@@ -54,6 +62,7 @@ class GradientReducer final : public GradientExchange {
   std::vector<int> remaining_;  // tensors still missing, per bucket
   WireType wire_;
   std::vector<uint16_t> wire_buffer_;
+  std::vector<float> votes_;  // forward priority: per bucket, 1 if queued here; summed over ranks
   std::unique_ptr<PowerSgd> powersgd_;
 
   std::mutex mutex_;
@@ -61,7 +70,10 @@ class GradientReducer final : public GradientExchange {
   std::deque<int> queue_;
   std::vector<char> reduced_;  // per bucket, this step
   std::vector<std::chrono::steady_clock::time_point> ready_at_;  // per bucket, with a timeline
+  // per bucket, this step: when its reduction started and ended
+  std::vector<std::chrono::steady_clock::time_point> started_at_, ended_at_;
   double comm_sec_ = 0;  // this step
+  bool forward_priority_ = false;
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread thread_;

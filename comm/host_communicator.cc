@@ -45,7 +45,14 @@ MPI_Op mpi_sum_op(WireType type) {
 HostCommunicator::HostCommunicator(bool hierarchical) {
   group_rank_ = rank_;
   group_size_ = size_;
-  if (!hierarchical) return;
+  if (!hierarchical) {
+    // the data plane's own communicator: the communication thread's allreduces may run while
+    // the compute thread uses the control plane (--overlap_forward leaves them running into
+    // the next step, past the step's report)
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &group_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(group_, MPI_ERRORS_RETURN);
+    return;
+  }
   double ranks_per_host[2] = {static_cast<double>(local_size_), -static_cast<double>(local_size_)};
   allreduce_max(ranks_per_host, 2);  // the most and (negated) the fewest ranks on a host
   if (ranks_per_host[0] != -ranks_per_host[1])

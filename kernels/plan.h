@@ -80,6 +80,11 @@ class Plan {
   std::span<float> momentum() { return momentum_.span(); }
   std::span<float> buffers() { return buffers_.span(); }
   void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
+  // Called in forward() with a node's id before the first work that reads its parameters (CPU
+  // backends; nodes without parameters are not announced): --overlap_forward applies the
+  // previous step's update of those parameters there (harness/run/forward_overlap.h).
+  using ParamsNeededHook = std::function<void(int node)>;
+  void set_params_needed_hook(ParamsNeededHook hook) { params_needed_hook_ = std::move(hook); }
 
   // Per-node timing (Caffe's `time`): off by default; switching it on resets the sums.
   void set_layer_timing(bool on) {
@@ -152,11 +157,15 @@ class Plan {
   void gradient_ready(int param_index) {
     if (hook_) hook_(param_index);
   }
+  void params_needed(int node) {
+    if (params_needed_hook_ && !layout_.params_of_node[node].empty()) params_needed_hook_(node);
+  }
 
   Graph graph_;
   ParamLayout layout_;
   Arena params_, grads_, momentum_, buffers_;
   GradientReadyHook hook_;
+  ParamsNeededHook params_needed_hook_;
   LayerSpanHook layer_span_hook_;
   float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f, label_smoothing_ = 0.0f;
   bool layer_timing_ = false;

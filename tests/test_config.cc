@@ -176,6 +176,16 @@ TEST(Config, RepeatsAreBoundedAndOnlyWhereARunRepeats) {
   EXPECT_EQ(error_of({"--repeats=1", "--data_dir=/data"}), "");
 }
 
+TEST(Config, OverlapWithForwardIsForHostReducersWithoutLossScaling) {
+  EXPECT_EQ(error_of({"--overlap_forward", "--allreduce=gloo"}), "");
+  EXPECT_EQ(error_of({"--overlap_forward", "--forward_priority=false"}), "");
+  EXPECT_NE(error_of({"--overlap_forward", "--device=gpu"}).find("--overlap_forward: CPU ranks"), std::string::npos);
+  EXPECT_NE(error_of({"--overlap_forward", "--fp16_loss_scale=128"}).find("not with loss scaling"), std::string::npos);
+  EXPECT_NE(error_of({"--overlap_forward", "--fp16_enable_auto_loss_scale"}).find("not with loss scaling"),
+            std::string::npos);
+  EXPECT_TRUE(parse({"--overlap_forward"}).forward_priority);
+}
+
 TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
   Config c = parse({"--device=gpu"});
   EXPECT_EQ(c.backend, "cuda");

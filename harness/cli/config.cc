@@ -180,6 +180,13 @@ const std::vector<FlagSpec>& flag_specs() {
       BOOL_FLAG(hierarchical_allreduce,
                 "mpi, gloo: sum within each host first (shared memory), then across hosts from every rank's share "
                 "(needs the same number of ranks on every host)"),
+      BOOL_FLAG(overlap_forward,
+                "CPU, mpi/gloo: leave each bucket's update to the next forward pass, which applies it just before "
+                "the first layer that reads it, so gradients still on the wire overlap forward too (bit-identical "
+                "training)"),
+      BOOL_FLAG(forward_priority,
+                "with --overlap_forward: the communication thread sends the queued bucket the next forward needs "
+                "first (the first layers') instead of the oldest"),
       TEXT_FLAG(compression, one_of(c.compression, {"none", "fp16", "bf16", "powersgd"}),
                 "gradients on the wire: none (fp32), fp16, bf16, powersgd (low-rank factors with error feedback, "
                 "as PyTorch DDP's PowerSGD hook)"),
@@ -375,6 +382,11 @@ void resolve_device(Config& config) {
     throw ConfigError("--compression=powersgd runs on the host allreduce (mpi, gloo), not nccl");
   if (config.hierarchical_allreduce && config.allreduce == "nccl")
     throw ConfigError("--hierarchical_allreduce sums in host memory (mpi, gloo), not nccl");
+  if (config.overlap_forward && config.device == "gpu")
+    throw ConfigError("--overlap_forward: CPU ranks (mpi, gloo); on a GPU the update is ordered after each bucket's "
+                      "allreduce on the device's streams already");
+  if (config.overlap_forward && (config.fp16_loss_scale > 0 || config.fp16_enable_auto_loss_scale))
+    throw ConfigError("--overlap_forward: not with loss scaling, which must see every bucket finite before any update");
   if (config.allreduce == "nccl" && config.device != "gpu")
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
   if (config.repeats > 1 && config.mode == "allreduce")

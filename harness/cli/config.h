@@ -72,6 +72,8 @@ struct Config {
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
   bool hierarchical_allreduce = false;  // sum within each host first, then across hosts
+  bool overlap_forward = false;         // updates wait for the next forward pass, layer by layer
+  bool forward_priority = true;         // with overlap_forward: send the first layers' buckets first
   std::string compression = "none";     // none | fp16 | bf16 (wire type of gradients) | powersgd
   int64_t powersgd_rank = 2;            // PowerSGD: columns of the low-rank factors
   int64_t powersgd_warmup_steps = 10;   // PowerSGD: steps sent uncompressed first

@@ -19,6 +19,7 @@ nlohmann::json result_json(const ResultInputs& in) {
   nlohmann::json steps = {{"time_sec", nlohmann::json::array()},     {"forward_sec", nlohmann::json::array()},
                           {"backward_sec", nlohmann::json::array()}, {"update_sec", nlohmann::json::array()},
                           {"comm_sec", nlohmann::json::array()},     {"exposed_comm_sec", nlohmann::json::array()},
+                          {"comm_hidden_by_forward_sec", nlohmann::json::array()},
                           {"loss", nlohmann::json::array()},         {"top1_correct", nlohmann::json::array()}};
   for (const StepRecord& r : in.steps) {
     steps["time_sec"].push_back(r.time_sec);
@@ -27,6 +28,7 @@ nlohmann::json result_json(const ResultInputs& in) {
     steps["update_sec"].push_back(r.update_sec);
     steps["comm_sec"].push_back(r.comm_sec);
     steps["exposed_comm_sec"].push_back(r.exposed_sec);
+    steps["comm_hidden_by_forward_sec"].push_back(r.hidden_by_forward_sec);
     steps["loss"].push_back(r.loss);
     steps["top1_correct"].push_back(r.top1_correct);
   }
@@ -58,6 +60,8 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"fusion_threshold_mb", in.config.fusion_threshold_mb},
         {"compression", in.config.compression},
         {"hierarchical_allreduce", in.config.hierarchical_allreduce},
+        {"overlap_forward", m.overlap_forward},
+        {"forward_priority", m.overlap_forward && in.config.forward_priority},
         {"buckets", m.buckets},
         {"sent_mib_per_step", m.sent_mib_per_step}}},
       {"steps", steps},
@@ -84,6 +88,7 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"final_loss", m.final_loss},
         {"comm_mean_sec", m.comm_mean_sec},
         {"exposed_comm_mean_sec", m.exposed_mean_sec},
+        {"comm_hidden_by_forward_mean_sec", m.hidden_by_forward_mean_sec},
         {"rank_skew", m.rank_skew},
         {"baseline_images_per_sec", m.baseline_images_per_sec},
         {"baseline_ranks", m.baseline_ranks},

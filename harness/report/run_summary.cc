@@ -47,13 +47,15 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
   if (peak.supported && peak.gflops > 0) s.fraction_of_peak = s.achieved_gflops / (peak.gflops * settings.ranks);
   s.peak_rss_bytes = peak_rss_bytes();
   s.final_loss = steps.empty() ? 0 : steps.back().loss;
-  std::vector<double> comm, exposed;
+  std::vector<double> comm, exposed, hidden;
   for (const StepRecord& r : steps) {
     comm.push_back(r.comm_sec);
     exposed.push_back(r.exposed_sec);
+    hidden.push_back(r.hidden_by_forward_sec);
   }
   s.comm_mean_sec = mean(comm);
   s.exposed_mean_sec = mean(exposed);
+  s.hidden_by_forward_mean_sec = mean(hidden);
   return s;
 }
 
@@ -139,9 +141,12 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  allreduce       none: ranks train independently (the upper bound for gradient exchange)\n");
   if (settings.ranks > 1 && s.buckets > 0)
     fmt::print(out,
-               "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed after backward; "
+               "  allreduce       {:.4f} s per step in {} bucket{}, {:.4f} s ({:.1f}% of the step) exposed {}; "
                "{:.2f} MiB sent per step ({:.1f}% of the fp32 gradients)\n",
                s.comm_mean_sec, s.buckets, s.buckets == 1 ? "" : "s", s.exposed_mean_sec, 100 * s.exposed_mean_sec / step,
+               s.overlap_forward ? fmt::format("in the next forward, {:.4f} s hidden behind its compute",
+                                               s.hidden_by_forward_mean_sec)
+                                 : std::string("after backward"),
                s.sent_mib_per_step, s.gradient_mib > 0 ? 100 * s.sent_mib_per_step / s.gradient_mib : 0.0);
   if (settings.ranks > 1)
     fmt::print(out, "  rank skew       slowest rank computes {:.1f}% longer than the fastest\n", 100 * s.rank_skew);

@@ -31,6 +31,8 @@ struct RunSummary {
   // across ranks
   double comm_mean_sec = 0;       // allreduce time per step (communication thread, max over ranks)
   double exposed_mean_sec = 0;    // of it, not hidden behind backward (max over ranks)
+  bool overlap_forward = false;   // --overlap_forward: exposed in the next forward pass instead
+  double hidden_by_forward_mean_sec = 0;  // of comm, what ran beside forward's compute (min over ranks)
   double rank_skew = 0;           // slowest rank's compute time / fastest's - 1
   int buckets = 0;                // allreduce buckets per step
   double sent_mib_per_step = 0;   // gradient bytes one rank sends per step, MiB

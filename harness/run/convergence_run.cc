@@ -220,6 +220,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   if (reducer) reducer->set_timeline(timeline.get());
+  const std::unique_ptr<ForwardOverlap> overlap = attach_forward_overlap(plan, reducer.get(), config, timeline.get());
   const std::unique_ptr<EventWriter> events_file = open_event_writer(comm, config.summary_dir, config.summary_verbosity);
 
   const int64_t epochs = (total_steps + steps - 1) / steps;
@@ -269,7 +270,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       lr = schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps));
       plan.set_input(next_batch(train_input, timeline.get()));
       const StepRecord r = train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(),
-                                      true, scaler.get(), timeline.get());
+                                      true, scaler.get(), timeline.get(), overlap.get());
       if (timeline)
         timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
       loss_sum += r.loss;
@@ -292,6 +293,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       }
     }
     if (terminal) fmt::print("\n");
+    if (overlap) overlap->finish();  // the epoch's last updates, before anything reads the weights
     // batch-norm statistics averaged over ranks: one model to evaluate and to checkpoint
     if (comm.size() > 1) {
       const auto averaging = std::chrono::steady_clock::now();
@@ -410,6 +412,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                           {"fusion_threshold_mb", config.fusion_threshold_mb},
                           {"compression", config.compression},
                           {"hierarchical_allreduce", config.hierarchical_allreduce},
+                          {"overlap_forward", reducer && config.overlap_forward},
                           {"steps_per_epoch", steps},
                           {"first_epoch", first_epoch}}},
                         {"epochs", nlohmann::json::array()}};

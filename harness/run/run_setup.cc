@@ -124,6 +124,14 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
   return reducer;
 }
 
+std::unique_ptr<ForwardOverlap> attach_forward_overlap(Plan& plan, GradientExchange* reducer, const Config& config,
+                                                       Timeline* timeline) {
+  if (!reducer || !config.overlap_forward) return nullptr;
+  if (!mpi_thread_multiple())  // the report's collectives meet allreduces still running
+    throw std::runtime_error("--overlap_forward needs an MPI library with MPI_THREAD_MULTIPLE");
+  return std::make_unique<ForwardOverlap>(plan, *reducer, config.forward_priority, timeline);
+}
+
 std::string devices_text(const Communicator& comm, const Plan& plan) {
   const std::string device = "['" + plan.device_name() + "']";
   if (comm.size() == 1) return device;
@@ -141,6 +149,9 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
                         config.compression);
   if (exchanging && config.compression == "powersgd")
     note += fmt::format(" (rank {}, after {} uncompressed steps)", config.powersgd_rank, config.powersgd_warmup_steps);
+  if (exchanging && config.overlap_forward)
+    note += config.forward_priority ? "; updates in the next forward (first layers' buckets sent first)"
+                                    : "; updates in the next forward";
   if (const std::string kernels = plan.kernel_notes(); !kernels.empty()) note += "; " + kernels;
   return note;
 }

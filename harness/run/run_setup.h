@@ -11,6 +11,7 @@
 #include "comm/gradient_reducer.h"
 #include "harness/cli/config.h"
 #include "harness/cli/run_settings.h"
+#include "harness/run/forward_overlap.h"
 #include "kernels/plan.h"
 
 namespace cnnbench {
@@ -38,6 +39,10 @@ std::unique_ptr<PowerSgdSettings> powersgd_settings(const Config& config);
 // A reducer hooked to the plan's backward, or null when gradients are not exchanged.
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
                                                 const RunSettings& settings);
+// --overlap_forward: the reducer's updates left to the next forward pass (null without a
+// reducer or the flag).
+std::unique_ptr<ForwardOverlap> attach_forward_overlap(Plan& plan, GradientExchange* reducer, const Config& config,
+                                                       Timeline* timeline);
 // "Devices" and "Backend" lines of the header.
 std::string devices_text(const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,

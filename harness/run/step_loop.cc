@@ -27,12 +27,18 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientExchange* reducer,
-                    LossScaler* scaler, const float* images, const int32_t* labels, bool timed, int64_t index,
-                    Timeline* timeline) {
+                    ForwardOverlap* overlap, LossScaler* scaler, const float* images, const int32_t* labels, bool timed,
+                    int64_t index, Timeline* timeline) {
   const auto start = std::chrono::steady_clock::now();
   if (images) plan.set_input(images);  // null: the images are on the device already
   StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training,
-                            scaler, timeline);
+                            scaler, timeline, overlap);
+  if (overlap && timed && index + 1 == settings.timed_steps) {  // the last step applies its own updates
+    const OverlapStats o = overlap->finish();
+    r.update_sec += o.update_sec;
+    r.exposed_sec += o.wait_sec;
+    r.comm_sec += o.comm_sec;
+  }
   if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
   r.time_sec = seconds_since(start);
   if (timeline)
@@ -54,16 +60,27 @@ SgdConfig sgd_config(const Config& config) {
 }
 
 StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float lr, const int32_t* labels,
-                      bool training, LossScaler* scaler, Timeline* timeline) {
+                      bool training, LossScaler* scaler, Timeline* timeline, ForwardOverlap* overlap) {
+  if (overlap && (scaler || plan.device()))
+    throw std::logic_error("--overlap_forward: not with loss scaling or a device plan");
   StepRecord r;
   DevicePlan* device = plan.device();
   const auto start = std::chrono::steady_clock::now();
   auto phase = start;
   const double loss_scale = scaler ? scaler->scale() : 1.0;
   if (scaler) plan.set_loss_scale(static_cast<float>(loss_scale));
-  plan.forward(training ? Mode::training : Mode::inference);
+  plan.forward(training ? Mode::training : Mode::inference);  // --overlap_forward: last step's updates, too
   LossResult loss = plan.loss(labels);  // deferred on a device until synchronize()
-  r.forward_sec = seconds_since(phase);
+  if (overlap) {  // what forward waited for and updated is not forward's own time
+    const OverlapStats o = overlap->finish();
+    r.forward_sec = seconds_since(phase) - o.wait_sec - o.update_sec;
+    r.update_sec = o.update_sec;
+    r.exposed_sec = o.wait_sec;
+    r.comm_sec = o.comm_sec;
+    r.hidden_by_forward_sec = o.hidden_sec();
+  } else {
+    r.forward_sec = seconds_since(phase);
+  }
   if (timeline) timeline->span(Track::compute, "forward", phase, std::chrono::steady_clock::now());
   if (training) {
     phase = std::chrono::steady_clock::now();
@@ -71,8 +88,10 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     r.backward_sec = seconds_since(phase);
     if (timeline) timeline->span(Track::compute, "backward", phase, std::chrono::steady_clock::now());
     phase = std::chrono::steady_clock::now();
-    const bool update_per_bucket = reducer && !scaler;  // the timeline's update spans, too
-    if (scaler) {
+    const bool update_per_bucket = reducer && !scaler && !overlap;  // the timeline's update spans, too
+    if (overlap) {
+      overlap->defer(sgd, lr);  // the updates wait for the next forward pass
+    } else if (scaler) {
       // every bucket must be known finite before any is applied
       if (reducer) {
         const ReducerStepStats stats = reducer->wait_for_buckets(nullptr);
@@ -101,8 +120,8 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     } else {
       plan.sgd_step(sgd, lr);
     }
-    r.update_sec = seconds_since(phase) - r.exposed_sec;
-    if (timeline && !update_per_bucket)
+    if (!overlap) r.update_sec = seconds_since(phase) - r.exposed_sec;
+    if (timeline && !update_per_bucket && !overlap)
       timeline->span(Track::update, "update", phase, std::chrono::steady_clock::now());
   }
   std::chrono::steady_clock::time_point synchronized;
@@ -130,8 +149,8 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
 }
 
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
-                                      const int32_t* labels, const StepLoopEvents& events) {
+                                      GradientExchange* reducer, ForwardOverlap* overlap, LossScaler* scaler,
+                                      const float* images, const int32_t* labels, const StepLoopEvents& events) {
   const SgdConfig sgd = sgd_config(config);
   if (plan.device()) {  // synthetic images stay on the GPU, as tf_cnn_benchmarks' did
     plan.set_input(images);
@@ -139,16 +158,18 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   }
   if (events.warmup_started) events.warmup_started();
   for (int64_t i = 0; i < settings.warmup_steps; ++i)
-    one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/false, i, events.timeline);
+    one_step(settings, sgd, plan, reducer, overlap, scaler, images, labels, /*timed=*/false, i, events.timeline);
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(one_step(settings, sgd, plan, reducer, scaler, images, labels, /*timed=*/true, i, events.timeline));
+    steps.push_back(
+        one_step(settings, sgd, plan, reducer, overlap, scaler, images, labels, /*timed=*/true, i, events.timeline));
     if (events.step_done) events.step_done(i, steps);
   }
+  if (overlap) overlap->finish();  // no timed steps: the warm-up's updates
   return steps;
 }
 

@@ -8,6 +8,7 @@
 #include "harness/cli/run_settings.h"
 #include "comm/gradient_reducer.h"
 #include "comm/timeline.h"
+#include "harness/run/forward_overlap.h"
 #include "harness/run/loss_scaler.h"
 #include "harness/compare/stats.h"
 #include "kernels/plan.h"
@@ -18,6 +19,8 @@ struct StepRecord {
   double time_sec = 0, forward_sec = 0, backward_sec = 0, update_sec = 0;
   double comm_sec = 0;     // gradient allreduce, on the communication thread (overlapped)
   double exposed_sec = 0;  // of which the compute thread waited for, after backward
+                           // (--overlap_forward: in forward, for the previous step's buckets)
+  double hidden_by_forward_sec = 0;  // --overlap_forward: of comm_sec, what ran beside forward's compute
   double loss = 0;
   int64_t top1_correct = 0, top5_correct = 0;
   bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
@@ -37,16 +40,22 @@ SgdConfig sgd_config(const Config& config);
 // reducer if there is one.
 // With a timeline, forward (with the loss) and backward are spans on its compute track and the
 // update (per bucket with a reducer) on its update track.
+// With an overlap (--overlap_forward; the reducer's, no scaler), forward first applies the
+// previous step's pending updates and this step's are left pending (ForwardOverlap::finish()
+// applies them); the record's comm, exposed and update times are then the previous step's
+// exchange's, as the forward pass saw it.
 StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sgd, float learning_rate,
                       const int32_t* labels, bool training, LossScaler* scaler = nullptr,
-                      Timeline* timeline = nullptr);
+                      Timeline* timeline = nullptr, ForwardOverlap* overlap = nullptr);
 
 // Runs settings.warmup_steps + settings.timed_steps steps on `plan`; returns the timed ones.
 // With a reducer, gradients are averaged across ranks during backward and each bucket is
-// updated as soon as it is reduced.
+// updated as soon as it is reduced, or with an overlap in the next step's forward pass (the
+// last timed step then also pays for applying its own updates: the run ends with every update
+// applied).
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
-                                      GradientExchange* reducer, LossScaler* scaler, const float* images,
-                                      const int32_t* labels, const StepLoopEvents& events);
+                                      GradientExchange* reducer, ForwardOverlap* overlap, LossScaler* scaler,
+                                      const float* images, const int32_t* labels, const StepLoopEvents& events);
 
 // Images per second of each step (global batch / step time).
 std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);

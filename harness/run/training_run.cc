@@ -89,6 +89,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   start_from_rank0_weights(*plan, comm, config.seed);
   std::unique_ptr<GradientExchange> reducer = attach_reducer(*plan, comm, config, settings);
   if (reducer) reducer->set_timeline(timeline);
+  const std::unique_ptr<ForwardOverlap> overlap = attach_forward_overlap(*plan, reducer.get(), config, timeline);
   if (timeline && config.layer_timing)
     plan->set_layer_span_hook([timeline, &graph = setup.graph](int node, bool backward, auto start, auto end) {
       timeline->span(Track::compute, graph.nodes[node].name + (backward ? " backward" : " forward"), start, end,
@@ -116,7 +117,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
     }
   };
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
-  const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), scaler.get(),
+  const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), overlap.get(), scaler.get(),
                                                       batch.images.data(), batch.labels.data(), events);
   // CPU wait over the timed steps, as a share of the compute threads' time; the worst rank's
   const double waited_after = runqueue_wait_sec();
@@ -137,6 +138,8 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   comm.allreduce_max(worst, 2);
   summary.comm_mean_sec = worst[0];
   summary.exposed_mean_sec = worst[1];
+  summary.overlap_forward = overlap != nullptr;
+  comm.allreduce_min(&summary.hidden_by_forward_mean_sec, 1);
   double compute = 0;
   for (const StepRecord& r : local) compute += r.time_sec - r.exposed_sec;
   compute /= static_cast<double>(std::max<size_t>(1, local.size()));

@@ -79,6 +79,7 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase, int timeline,
   auto node_start = std::chrono::steady_clock::time_point{};
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& step = steps[i];
+    if (phase == &LayerTime::forward_sec && (i == 0 || steps[i - 1].node != step.node)) params_needed(step.node);
     const auto start = layer_timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (poison_dead_) poison(timeline, first_time + static_cast<int>(i), true);
     if (step.host) {

@@ -85,6 +85,7 @@ class RefPlan final : public Plan {
   void forward(Mode mode) override {
     for (const Node& node : graph_.nodes) {
       if (node.kind == OpKind::input) continue;
+      params_needed(node.id);
       const Timer timer(this, node.id, &LayerTime::forward_sec);
       const float* x = out_[node.inputs[0]].data();
       const Shape& in = graph_.nodes[node.inputs[0]].out;
