@@ -246,7 +246,9 @@ def expand(s, axes, fixed, excludes):
             points.append(Point({k: canon(v) for k, v in shown.items()}, flags, r, pid))
     if not_divisible:
         notes.append(f"left out {not_divisible} grid point(s) whose ranks are not a multiple of hosts")
-    points.sort(key=lambda p: (p.ranks, p.hosts))  # stable: grid order within a rank count
+    # stable: grid order within a rank count, in rounds (every point's first run, then every
+    # point's second...), so that repeated points alternate and a noisy minute hits them alike
+    points.sort(key=lambda p: (p.ranks, p.hosts, p.repeat))
     return points, notes
 
 

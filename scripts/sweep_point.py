@@ -16,9 +16,9 @@ from sweep_file import ROOT, canon, rel
 SUMMARY_FIELDS = ["images_per_sec", "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter",
                   "step_time_mean_sec", "step_time_p50_sec", "step_time_p90_sec", "step_time_p99_sec",
                   "forward_mean_sec", "backward_mean_sec", "update_mean_sec", "achieved_gflops",
-                  "fraction_of_peak", "comm_mean_sec", "exposed_comm_mean_sec", "rank_skew",
-                  "scaling_efficiency", "peak_rss_bytes", "final_loss"]
-RUN_FIELDS = ["threads_per_rank", "global_batch", "timed_steps", "buckets"]
+                  "fraction_of_peak", "comm_mean_sec", "exposed_comm_mean_sec", "comm_hidden_by_forward_mean_sec",
+                  "rank_skew", "scaling_efficiency", "peak_rss_bytes", "final_loss"]
+RUN_FIELDS = ["threads_per_rank", "global_batch", "timed_steps", "buckets", "sent_mib_per_step"]
 # A convergence point's accuracy (its JSON is cnnbench.convergence/1): the last evaluation's test
 # top-1, the best, and the time, epochs and images to its target (empty when missed).
 ACCURACY_FIELDS = ["test_top1", "best_test_top1", "epochs", "target_top_1_accuracy", "time_to_accuracy_sec",
