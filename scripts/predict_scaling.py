@@ -23,11 +23,16 @@ fp16/bf16):
 With --compression powersgd a bucket is two such allreduces, of its whole tensors with the P
 factors and of the Q factors (comm/powersgd.h; --powersgd-rank), after PowerSGD's own work at
 --powersgd-ns-per-element per compressed element.
+With --overlap-forward (cnnbench's --overlap_forward with forward priority) the step ends
+after backward: the communication thread takes, of the buckets ready, the one the next forward
+needs first, and the next forward waits before each layer for that layer's buckets (then
+updates them): Step(N) = forward with those waits and updates + backward + the rest.
 Not modelled: contention between the communication thread and compute on shared cores,
 congestion beyond one link per host, stragglers, compression casts.
 
   scripts/predict_scaling.py --step STEP.json --allreduce AR.json [--fusion-threshold-mb 16]
-        [--compression none|fp16|bf16|powersgd] [--link 10gbit,50us] [--measured A.json B.json ...]
+        [--compression none|fp16|bf16|powersgd] [--overlap-forward] [--link 10gbit,50us]
+        [--measured A.json B.json ...]
         [--out results/scaling_model/NAME]
 Writes NAME.csv and NAME.png (predicted curves, measured points beside them) and prints the
 table; with --measured it prints predicted against measured for each run and the error.
@@ -86,11 +91,18 @@ class Step:
         self.tensors = []  # (elements, ready time from the start of backward, rows: 0 for a vector)
         self.has_rows = all("gradient_rows" in l for l in layers if l.get("gradient_elements"))
         elapsed = 0.0
-        for layer in reversed(layers):
+        tensors_of = {}  # layer position: the indices of its tensors in self.tensors
+        for position in reversed(range(len(layers))):
+            layer = layers[position]
             elapsed += layer["backward_sec_per_step"] * scale
             rows = layer.get("gradient_rows", [0] * len(layer.get("gradient_elements", [])))
             for elements, r in zip(layer.get("gradient_elements", []), rows):
+                tensors_of.setdefault(position, []).append(len(self.tensors))
                 self.tensors.append((elements, elapsed, r))
+        # forward, layer by layer: (seconds, indices of the tensors it reads), scaled to the untimed forward
+        forward_total = sum(l["forward_sec_per_step"] for l in layers) or 1.0
+        self.forward_layers = [(l["forward_sec_per_step"] * self.forward / forward_total, tensors_of.get(i, []))
+                               for i, l in enumerate(layers)]
         self.gradient_bytes = 4 * sum(t[0] for t in self.tensors)
 
 
@@ -166,8 +178,9 @@ def fit_relative(points):
     return a, b
 
 
-def plan_buckets(tensors, threshold_bytes):
-    """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold."""
+def plan_buckets(tensors, threshold_bytes, bucket_of=None):
+    """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold.
+    bucket_of, if given, receives each tensor's bucket index."""
     buckets = []  # [elements, ready time, [(elements, rows) of its tensors]]
     for elements, ready, rows in tensors:
         if buckets and threshold_bytes > 0 and (buckets[-1][0] + elements) * 4 <= threshold_bytes:
@@ -176,6 +189,8 @@ def plan_buckets(tensors, threshold_bytes):
             buckets[-1][2].append((elements, rows))
         else:
             buckets.append([elements, ready, [(elements, rows)]])
+        if bucket_of is not None:
+            bucket_of.append(len(buckets) - 1)
     return buckets
 
 
@@ -195,31 +210,52 @@ def powersgd_messages(tensors, rank):
     return first, second, compressed
 
 
-def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_rank=2, powersgd_sec_per_element=0.0):
+def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_rank=2, powersgd_sec_per_element=0.0,
+            overlap_forward=False):
     """Step time and the part of it spent waiting for the reduction, at `ranks` ranks."""
     if ranks == 1:
         return step.step, 0.0
-    buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20))
+    bucket_of = []
+    buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20), bucket_of)
     total = sum(b[0] for b in buckets)
     wire_bytes = 2 if compression in ("fp16", "bf16") else 4
-    comm_free = 0.0
-    done = []
-    for elements, ready, tensors in buckets:  # one communication thread, buckets in order
-        start = max(ready, comm_free)
+
+    def busy(elements, tensors):
         if compression == "powersgd":
             first, second, compressed = powersgd_messages(tensors, powersgd_rank)
-            busy = compressed * powersgd_sec_per_element + link.allreduce(algorithm, ranks, first * 4)
+            seconds = compressed * powersgd_sec_per_element + link.allreduce(algorithm, ranks, first * 4)
             if compressed:
-                busy += link.allreduce(algorithm, ranks, second * 4)
-        else:
-            busy = link.allreduce(algorithm, ranks, elements * wire_bytes)
-        comm_free = start + busy
-        done.append(comm_free)
+                seconds += link.allreduce(algorithm, ranks, second * 4)
+            return seconds
+        return link.allreduce(algorithm, ranks, elements * wire_bytes)
+
+    comm_free = 0.0
+    done = [0.0] * len(buckets)
+    left = list(range(len(buckets)))
+    while left:  # one communication thread: the oldest ready bucket, or with the overlap the newest
+        now = max(comm_free, min(buckets[b][1] for b in left))
+        ready = [b for b in left if buckets[b][1] <= now]
+        b = max(ready) if overlap_forward else min(ready)
+        left.remove(b)
+        comm_free = now + busy(buckets[b][0], buckets[b][2])
+        done[b] = comm_free
+    rest = step.step - step.forward - step.backward - step.update  # loss, bookkeeping: the same at any rank count
+    if overlap_forward:  # the next forward, from the end of backward, waits for and updates each layer's buckets
+        clock = step.backward
+        pending = set(range(len(buckets)))
+        for seconds, tensor_indices in step.forward_layers:
+            for b in sorted({bucket_of[t] for t in tensor_indices} & pending, reverse=True):
+                clock = max(clock, done[b]) + step.update * buckets[b][0] / total
+                pending.discard(b)
+            clock += seconds
+        for b in sorted(pending, reverse=True):
+            clock = max(clock, done[b]) + step.update * buckets[b][0] / total
+        step_time = (clock - step.backward) + step.backward + rest
+        return step_time, step_time - step.step
     clock = step.backward  # the optimizer takes each bucket after backward, as soon as it is back
     for (elements, _, _), finished in zip(buckets, done):
         clock = max(clock, finished) + step.update * elements / total
-    # the rest of the 1-rank step (loss, bookkeeping) is the same at any rank count
-    step_time = step.step - step.backward - step.update + clock
+    step_time = step.forward + rest + clock
     return step_time, step_time - step.step
 
 
@@ -231,7 +267,8 @@ def measured_points(paths):
         points.append({"path": path, "ranks": run["ranks"], "hosts": run["hosts"],
                        "images_per_sec": summary["images_per_sec"], "step": summary["step_time_mean_sec"],
                        "fusion_threshold_mb": run["fusion_threshold_mb"], "compression": run["compression"],
-                       "allreduce": run["allreduce"], "batch": run["batch_size_per_rank"]})
+                       "allreduce": run["allreduce"], "batch": run["batch_size_per_rank"],
+                       "overlap_forward": run.get("overlap_forward", False)})
     return points
 
 
@@ -242,6 +279,8 @@ def main():
     parser.add_argument("--link", help="model this link instead: RATE[,LATENCY], e.g. 10gbit,50us")
     parser.add_argument("--fusion-threshold-mb", type=float, default=16)
     parser.add_argument("--compression", choices=["none", "fp16", "bf16", "powersgd"], default="none")
+    parser.add_argument("--overlap-forward", action="store_true",
+                        help="updates in the next forward pass, buckets it needs first sent first (--overlap_forward)")
     parser.add_argument("--powersgd-rank", type=int, default=2)
     parser.add_argument("--powersgd-ns-per-element", type=float, default=POWERSGD_NS_PER_ELEMENT,
                         help="PowerSGD's own work per compressed gradient element (default: measured here, "
@@ -256,19 +295,20 @@ def main():
     if args.compression == "powersgd" and not step.has_rows:
         fail(f"{args.step}: no gradient_rows in its layers (made before PowerSGD): run --layer_timing again")
     psgd = {"powersgd_rank": args.powersgd_rank, "powersgd_sec_per_element": args.powersgd_ns_per_element * 1e-9}
+    mode = {**psgd, "overlap_forward": args.overlap_forward}
     print(f"# {step.model}, batch {step.batch}/rank, {step.precision}, {step.threads} thread(s)/rank: 1-rank step "
           f"{step.step * 1e3:.1f} ms (forward {step.forward * 1e3:.1f}, backward {step.backward * 1e3:.1f}, "
           f"update {step.update * 1e3:.1f}); {step.gradient_bytes / 2**20:.1f} MiB of gradients in "
           f"{len(step.tensors)} tensors")
     print(f"# link ({link.label}; fit within {link.fit_error * 100:.0f}% over the microbenchmark's sizes, "
           f"{link.calibration_ranks} ranks on {link.calibration_hosts} host(s))")
-    print(f"# fusion {args.fusion_threshold_mb:g} MiB, compression {args.compression}: "
+    print(f"# fusion {args.fusion_threshold_mb:g} MiB, compression {args.compression}{', updates in the next forward' if args.overlap_forward else ''}: "
           f"{len(plan_buckets(step.tensors, args.fusion_threshold_mb * (1 << 20)))} buckets")
     print(f"{'ranks':>6} {'algorithm':>9} {'step(ms)':>9} {'exposed(ms)':>11} {'images/sec':>11} {'efficiency':>10}")
     rows = []
     for algorithm in ("ring", "tree"):
         for ranks in RANKS:
-            t, exposed = predict(step, link, algorithm, ranks, args.fusion_threshold_mb, args.compression, **psgd)
+            t, exposed = predict(step, link, algorithm, ranks, args.fusion_threshold_mb, args.compression, **mode)
             ips = ranks * step.batch / t
             eff = step.step / t
             rows.append({"ranks": ranks, "algorithm": algorithm, "step_sec": t, "exposed_sec": exposed,
@@ -289,14 +329,16 @@ def main():
         if m["compression"] == "powersgd" and not step.has_rows:
             print(f"  {os.path.basename(m['path'])}: skipped, PowerSGD needs gradient_rows in --step")
             continue
-        t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd)[0]
+        t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd,
+                        overlap_forward=m["overlap_forward"])[0]
                 for a in ("ring", "tree"))
         predicted = m["ranks"] * step.batch / t
         error = predicted / m["images_per_sec"] - 1
         errors.append(abs(error))
         m["predicted"] = predicted
         print(f"  {os.path.basename(m['path']):<40} {m['ranks']} ranks/{m['hosts']} hosts, fusion "
-              f"{m['fusion_threshold_mb']:g} MiB, {m['compression']:<4}: measured {m['images_per_sec']:.2f} img/s, "
+              f"{m['fusion_threshold_mb']:g} MiB, {m['compression']:<4}{', overlap' if m['overlap_forward'] else ''}: "
+              f"measured {m['images_per_sec']:.2f} img/s, "
               f"predicted {predicted:.2f} ({error * 100:+.1f}%)")
     if errors:
         print(f"# mean absolute error {sum(errors) / len(errors) * 100:.1f}%, largest {max(errors) * 100:.1f}%")
