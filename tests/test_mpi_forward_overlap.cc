@@ -137,7 +137,7 @@ TEST_P(ForwardOverlapTest, ReportsTheExchangeTheForwardPassSaw) {
   }
 }
 
-// A real model: ResNet-20's shortcuts and 65 tensors, one bucket each.
+// A real model: ResNet-20's shortcuts and 59 gradient tensors, one bucket each.
 TEST(ForwardOverlap, ResNet20IsBitIdenticalWithForwardPriority) {
   Communicator& c = comm("mpi");
   const Graph graph = build_model("resnet20", 2);
