@@ -44,8 +44,6 @@ class ForwardOverlap {
   // overwrites the gradients, and before anything reads the parameters outside forward
   // (evaluation of another kind, checkpoints, the end of a run).
   OverlapStats finish();
-  // A step's exchange is not finished yet.
-  bool pending() const { return open_; }
 
  private:
   void apply(int bucket);

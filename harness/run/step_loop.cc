@@ -22,6 +22,13 @@ void record_device_phases(Timeline& timeline, const StepPhases& p, std::chrono::
   timeline.span(Track::device, "update", update, end);
 }
 
+// --overlap_forward: what the pending updates cost, as part of the step that paid for them.
+void add_exchange(StepRecord& r, const OverlapStats& o) {
+  r.update_sec += o.update_sec;
+  r.exposed_sec += o.wait_sec;
+  r.comm_sec += o.comm_sec;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -33,12 +40,8 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
   if (images) plan.set_input(images);  // null: the images are on the device already
   StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training,
                             scaler, timeline, overlap);
-  if (overlap && timed && index + 1 == settings.timed_steps) {  // the last step applies its own updates
-    const OverlapStats o = overlap->finish();
-    r.update_sec += o.update_sec;
-    r.exposed_sec += o.wait_sec;
-    r.comm_sec += o.comm_sec;
-  }
+  if (overlap && timed && index + 1 == settings.timed_steps)  // the last step applies its own updates
+    add_exchange(r, overlap->finish());
   if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
   r.time_sec = seconds_since(start);
   if (timeline)
@@ -74,9 +77,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
   if (overlap) {  // what forward waited for and updated is not forward's own time
     const OverlapStats o = overlap->finish();
     r.forward_sec = seconds_since(phase) - o.wait_sec - o.update_sec;
-    r.update_sec = o.update_sec;
-    r.exposed_sec = o.wait_sec;
-    r.comm_sec = o.comm_sec;
+    add_exchange(r, o);
     r.hidden_by_forward_sec = o.hidden_sec();
   } else {
     r.forward_sec = seconds_since(phase);
