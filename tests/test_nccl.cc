@@ -4,10 +4,14 @@
 // Run under mpiexec; skipped with the reason where no GPU is visible.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cmath>
 
 #include "comm/gradient_exchange.h"
 #include "comm/nccl_communicator.h"
+#include "comm/timeline.h"
 #include "kernels/backend.h"
 #include "kernels/device_plan.h"
 #include "gpu_skip.h"
@@ -45,8 +49,14 @@ Graph small_net() {
   return b.finish(b.linear(b.global_avg_pool(x, "gap"), 5, "fc"));
 }
 
+// Host time of each step's start and end, for the timeline's check.
+struct StepWindow {
+  Timeline::Clock::time_point start, end;
+};
+
 // One rank's images: the same on every rank, so the averaged gradient equals each rank's.
-std::vector<float> run_steps(bool through_nccl, WireType wire) {
+std::vector<float> run_steps(bool through_nccl, WireType wire, Timeline* timeline = nullptr,
+                             std::vector<StepWindow>* windows = nullptr) {
   const Graph g = small_net();
   PlanOptions options;
   options.allow_tf32 = false;
@@ -60,11 +70,13 @@ std::vector<float> run_steps(bool through_nccl, WireType wire) {
     EXPECT_GT(reducer->buckets().size(), 1u);
     plan->set_loss_gradient_scale(1.0f / static_cast<float>(nccl().size()));
     plan->set_gradient_ready_hook([r = reducer.get()](int i) { r->tensor_ready(i); });
+    reducer->set_timeline(timeline);
   }
   const auto images = testing::random_vector<float>(g.input().out.elements(), 4);
   const std::vector<int32_t> labels = {0, 1, 2, 3};
   SgdConfig sgd;
   for (int step = 0; step < 3; ++step) {
+    const auto start = Timeline::Clock::now();
     plan->set_input(images.data());
     plan->forward(Mode::training);
     LossResult loss = plan->loss(labels.data());
@@ -78,6 +90,7 @@ std::vector<float> run_steps(bool through_nccl, WireType wire) {
       const ReducerStepStats stats = reducer->finish_step();
       EXPECT_GT(stats.comm_sec, 0);
     }
+    if (windows) windows->push_back({start, Timeline::Clock::now()});
     EXPECT_TRUE(std::isfinite(loss.loss));
   }
   plan->device()->download_state();
@@ -89,6 +102,50 @@ TEST(Nccl, ReducerStepsMatchStepsWithoutIt) {
   const auto alone = run_steps(false, WireType::f32);
   EXPECT_TRUE(testing::close("fp32 on the wire", run_steps(true, WireType::f32), alone, 1e-5));
   EXPECT_TRUE(testing::close("fp16 on the wire", run_steps(true, WireType::f16), alone, 2e-2));
+}
+
+// --timeline on a GPU rank: every bucket's allreduce of every step on the device communication
+// track, with its bytes, one after another on the NCCL stream, inside the host's window of the
+// step (the device's clock placed on the host's by an anchor event).
+TEST(Nccl, TimelineHasEveryBucketsAllreduceOnTheDeviceTrack) {
+  SKIP_WITHOUT_GPU();
+  Timeline timeline(nccl().rank());
+  std::vector<StepWindow> windows;
+  run_steps(true, WireType::f16, &timeline, &windows);
+  ASSERT_EQ(windows.size(), 3u);
+  const nlohmann::json events = nlohmann::json::parse("[" + timeline.events_json(0) + "]");
+  std::vector<nlohmann::json> spans;
+  for (const auto& e : events)
+    if (e["ph"] == "X") spans.push_back(e);
+  ASSERT_FALSE(spans.empty());
+  const size_t buckets = spans.size() / windows.size();
+  ASSERT_GT(buckets, 1u);
+  ASSERT_EQ(spans.size(), buckets * windows.size()) << "every bucket once a step";
+  const auto micros = [](Timeline::Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+  };
+  const double slack_us = 50;  // the anchor is placed to within a launch
+  int64_t bytes = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    SCOPED_TRACE(i);
+    const auto& e = spans[i];
+    EXPECT_EQ(e["cat"], "device communication");
+    EXPECT_EQ(e["name"], "allreduce");
+    EXPECT_EQ(e["args"]["bucket"].get<size_t>(), i % buckets);
+    EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0);
+    if (i < buckets) bytes += e["args"]["bytes"].get<int64_t>();
+    const double start = e["ts"].get<double>(), end = start + e["dur"].get<double>();
+    EXPECT_GE(e["dur"].get<double>(), 0);
+    const StepWindow& w = windows[i / buckets];
+    EXPECT_GE(start, micros(w.start) - slack_us);
+    EXPECT_LE(end, micros(w.end) + slack_us);
+    if (i % buckets) {  // one stream: a bucket starts after the one before it ended
+      const double before_end = spans[i - 1]["ts"].get<double>() + spans[i - 1]["dur"].get<double>();
+      EXPECT_GE(start, before_end - slack_us);
+    }
+  }
+  // fp16 on the wire: two bytes a gradient (with the plan's alignment gaps, which travel too)
+  EXPECT_EQ(bytes, 2 * compile_plan("cuda", small_net(), {})->exchange_elements());
 }
 
 }  // namespace

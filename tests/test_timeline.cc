@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -13,6 +15,9 @@
 #include "cli_run.h"
 #include "comm/timeline.h"
 #include "test_files.h"
+#ifdef CNNBENCH_WITH_CUDA
+#include "gpu_skip.h"
+#endif
 
 namespace cnnbench {
 namespace {
@@ -29,19 +34,31 @@ bool inside(const Span& inner, const Span& outer) {
   return inner.start >= outer.start - kSlackUs && inner.end <= outer.end + kSlackUs;
 }
 
+// One 2-rank run for the suite. ctest runs each test in a process of its own, two at a time,
+// so the folder is the process's own; and a failed run fails every test rather than failing
+// SetUpTestSuite, which GoogleTest reports as skipped tests (and ctest counts as passed).
 class Timeline2Ranks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fresh_dir("timeline_2ranks");
+    dir_ = fresh_dir("timeline_2ranks." + std::to_string(getpid()));
     const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
                                        "--model=resnet20 --batch_size=8 --num_batches=3 --num_warmup_batches=1 "
                                        "--num_intra_threads=1 --allreduce=gloo --fusion_threshold_mb=0.05 "
                                        "--layer_timing --timeline=trace/run.json",
                                        dir_);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
     output_ = r.output;
-    trace_ = nlohmann::json::parse(slurp_file(dir_ + "/trace/run.json"));
+    if (r.exit_code != 0) {
+      error_ = "the 2-rank run exited with " + std::to_string(r.exit_code) + ":\n" + r.output;
+      return;
+    }
+    try {
+      trace_ = nlohmann::json::parse(slurp_file(dir_ + "/trace/run.json"));
+    } catch (const std::exception& e) {
+      error_ = std::string("the trace does not parse: ") + e.what();
+    }
   }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(error_.empty()) << error_; }
   // Spans (or instants, start == end) of one rank on one track, in start order.
   static std::vector<Span> events(int rank, const std::string& track, const std::string& name = "") {
     std::vector<Span> out;
@@ -56,10 +73,10 @@ class Timeline2Ranks : public ::testing::Test {
     std::stable_sort(out.begin(), out.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
     return out;
   }
-  static std::string dir_, output_;
+  static std::string dir_, output_, error_;
   static nlohmann::json trace_;
 };
-std::string Timeline2Ranks::dir_, Timeline2Ranks::output_;
+std::string Timeline2Ranks::dir_, Timeline2Ranks::output_, Timeline2Ranks::error_;
 nlohmann::json Timeline2Ranks::trace_;
 
 TEST_F(Timeline2Ranks, EveryRankHasItsProcessAndTracks) {
@@ -226,6 +243,49 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
       EXPECT_TRUE(inside(by_name["checkpoint:checkpoint"][0], epoch));
     }
   }
+}
+
+// A GPU rank: each step's forward, backward and update as the device ran them, on the device
+// track, in that order and inside the host's span of the step.
+TEST(Timeline, AGpuRunRecordsItsDevicePhasesOnTheDeviceTrack) {
+#ifndef CNNBENCH_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA";
+#else
+  SKIP_WITHOUT_GPU();
+  const std::string dir = fresh_dir("timeline_gpu");
+  const CliRun r = run_cnnbench("--device=gpu --model=resnet20 --batch_size=64 --num_batches=4 "
+                                "--num_warmup_batches=1 --timeline=trace.json",
+                                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json trace = nlohmann::json::parse(slurp_file(dir + "/trace.json"));
+  std::map<std::string, std::vector<Span>> by_name;  // "track:name", in start order
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"].get<double>();
+    by_name[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
+        {e["name"], ts, ts + e["dur"].get<double>()});
+  }
+  for (auto& [name, spans] : by_name)
+    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<Span> steps = by_name["compute:warm-up step"];
+  steps.insert(steps.end(), by_name["compute:step"].begin(), by_name["compute:step"].end());
+  ASSERT_EQ(steps.size(), 5u);
+  const std::vector<Span>& forward = by_name["device:forward"];
+  const std::vector<Span>& backward = by_name["device:backward"];
+  const std::vector<Span>& update = by_name["device:update"];
+  ASSERT_EQ(forward.size(), steps.size());
+  ASSERT_EQ(backward.size(), steps.size());
+  ASSERT_EQ(update.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_GT(forward[i].end - forward[i].start, 0);
+    EXPECT_GT(backward[i].end - backward[i].start, 0);
+    EXPECT_LE(forward[i].end, backward[i].start + kSlackUs);
+    EXPECT_LE(backward[i].end, update[i].start + kSlackUs);
+    EXPECT_TRUE(inside(forward[i], steps[i]) && inside(update[i], steps[i]))
+        << "device work of step " << i << " outside the host's step";
+  }
+#endif
 }
 
 }  // namespace
