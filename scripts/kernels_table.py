@@ -43,9 +43,12 @@ def load(path):
 def speed(cell):
     if "error" in cell:
         return "error"
+    # the fraction where one was measured (a GPU's layers have no STREAM triad to compare with)
     if "GFLOP/s" in cell:
-        return f"{cell['ms']:.2f} ms, {cell['GFLOP/s']:.0f} GFLOP/s ({100 * cell.get('peak_fraction', 0):.0f}%)"
-    return f"{cell['ms']:.2f} ms, {cell['GB/s']:.1f} GB/s ({100 * cell.get('bandwidth_fraction', 0):.0f}%)"
+        share = f" ({100 * cell['peak_fraction']:.0f}%)" if "peak_fraction" in cell else ""
+        return f"{cell['ms']:.2f} ms, {cell['GFLOP/s']:.0f} GFLOP/s{share}"
+    share = f" ({100 * cell['bandwidth_fraction']:.0f}%)" if "bandwidth_fraction" in cell else ""
+    return f"{cell['ms']:.2f} ms, {cell['GB/s']:.1f} GB/s{share}"
 
 
 def main():
@@ -62,7 +65,7 @@ def main():
     out = ["# cnnbench_kernels_bench", ""]
     for key in sorted(k for k in context if k.startswith(("peak_gflops", "gpu", "stream_triad"))):
         out.append(f"- {key}: {context[key]}")
-    for key in ("host_name", "num_cpus", "date"):
+    for key in ("host_name", "num_cpus", "date", "cnnbench_runs"):
         if key in context:
             out.append(f"- {key}: {context[key]}")
     out.append("")
