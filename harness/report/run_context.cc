@@ -8,9 +8,7 @@
 
 extern char** environ;  // the process's environment (POSIX)
 
-#ifndef CNNBENCH_GIT_REVISION
-#define CNNBENCH_GIT_REVISION "unknown"
-#endif
+#include "git_revision.h"  // generated at build time: CNNBENCH_GIT_REVISION
 #ifndef CNNBENCH_VERSION
 #define CNNBENCH_VERSION "0.0.0"
 #endif
