@@ -23,6 +23,13 @@ fp16/bf16):
 With --compression powersgd a bucket is two such allreduces, of its whole tensors with the P
 factors and of the Q factors (comm/powersgd.h; --powersgd-rank), after PowerSGD's own work at
 --powersgd-ns-per-element per compressed element.
+With --ranks-per-host R the ranks fill hosts of R: up to R ranks the allreduce stays on the host
+(--local-allreduce, a microbenchmark JSON of ranks on one host), beyond it a flat ring's slowest
+hop is the link between hosts, as above. With --hierarchical (cnnbench's --hierarchical_allreduce)
+a bucket is reduce-scattered among a host's ranks, each share allreduced across the H = N/R hosts
+(the R shares cross the host's one link together: the link carries the whole bucket), and the
+shares gathered back:
+  2 ((R-1) alpha_local + (R-1)/R S beta_local) + the ring or tree above over H ranks
 With --overlap-forward (cnnbench's --overlap_forward with forward priority) the step ends
 after backward: the communication thread takes, of the buckets ready, the one the next forward
 needs first, and the next forward waits before each layer for that layer's buckets (then
@@ -32,6 +39,7 @@ congestion beyond one link per host, stragglers, compression casts.
 
   scripts/predict_scaling.py --step STEP.json --allreduce AR.json [--fusion-threshold-mb 16]
         [--compression none|fp16|bf16|powersgd] [--overlap-forward] [--link 10gbit,50us]
+        [--ranks-per-host 8 --local-allreduce LOCAL.json [--hierarchical]]
         [--measured A.json B.json ...]
         [--out results/scaling_model/NAME]
 Writes NAME.csv and NAME.png (predicted curves, measured points beside them) and prints the
@@ -154,7 +162,7 @@ class Link:
             self.label = f"{link}: alpha {self.alpha * 1e6:.1f} us, {1 / self.beta / 1e9:.3f} GB/s"
 
     def allreduce(self, algorithm, ranks, nbytes):
-        if ranks == 1:
+        if ranks <= 1:
             return 0.0
         if algorithm == "ring":
             return 2 * (ranks - 1) * self.alpha + 2 * (ranks - 1) / ranks * nbytes * self.beta
@@ -210,9 +218,30 @@ def powersgd_messages(tensors, rank):
     return first, second, compressed
 
 
+class Hosts:
+    """How ranks sit on hosts: ranks_per_host R, the link between ranks of a host, and whether
+    the allreduce is hierarchical. R = 1 (no local link): every rank its own host."""
+
+    def __init__(self, ranks_per_host=1, local_link=None, hierarchical=False):
+        self.ranks_per_host, self.local_link, self.hierarchical = ranks_per_host, local_link, hierarchical
+
+    def allreduce(self, link, algorithm, ranks, nbytes):
+        r = self.ranks_per_host
+        if r == 1:
+            return link.allreduce(algorithm, ranks, nbytes)
+        if ranks <= r:  # one host: shared memory alone
+            return self.local_link.allreduce("ring", ranks, nbytes)
+        if not self.hierarchical:  # a flat ring ordered by host: its slowest hop crosses the link
+            return link.allreduce(algorithm, ranks, nbytes)
+        # reduce-scatter and allgather on the host (each half a local ring allreduce), the host's
+        # R shares across the H hosts at once through its one link
+        return self.local_link.allreduce("ring", r, nbytes) + link.allreduce(algorithm, ranks // r, nbytes)
+
+
 def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_rank=2, powersgd_sec_per_element=0.0,
-            overlap_forward=False):
+            overlap_forward=False, hosts=None):
     """Step time and the part of it spent waiting for the reduction, at `ranks` ranks."""
+    hosts = hosts or Hosts()
     if ranks == 1:
         return step.step, 0.0
     bucket_of = []
@@ -223,11 +252,11 @@ def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_ra
     def busy(elements, tensors):
         if compression == "powersgd":
             first, second, compressed = powersgd_messages(tensors, powersgd_rank)
-            seconds = compressed * powersgd_sec_per_element + link.allreduce(algorithm, ranks, first * 4)
+            seconds = compressed * powersgd_sec_per_element + hosts.allreduce(link, algorithm, ranks, first * 4)
             if compressed:
-                seconds += link.allreduce(algorithm, ranks, second * 4)
+                seconds += hosts.allreduce(link, algorithm, ranks, second * 4)
             return seconds
-        return link.allreduce(algorithm, ranks, elements * wire_bytes)
+        return hosts.allreduce(link, algorithm, ranks, elements * wire_bytes)
 
     comm_free = 0.0
     done = [0.0] * len(buckets)
@@ -268,7 +297,8 @@ def measured_points(paths):
                        "images_per_sec": summary["images_per_sec"], "step": summary["step_time_mean_sec"],
                        "fusion_threshold_mb": run["fusion_threshold_mb"], "compression": run["compression"],
                        "allreduce": run["allreduce"], "batch": run["batch_size_per_rank"],
-                       "overlap_forward": run.get("overlap_forward", False)})
+                       "overlap_forward": run.get("overlap_forward", False),
+                       "hierarchical": run.get("hierarchical_allreduce", False)})
     return points
 
 
@@ -281,6 +311,12 @@ def main():
     parser.add_argument("--compression", choices=["none", "fp16", "bf16", "powersgd"], default="none")
     parser.add_argument("--overlap-forward", action="store_true",
                         help="updates in the next forward pass, buckets it needs first sent first (--overlap_forward)")
+    parser.add_argument("--ranks-per-host", type=int, default=1,
+                        help="ranks on each host (default 1: every rank its own host)")
+    parser.add_argument("--local-allreduce", help="cnnbench --mode=allreduce JSON of ranks on one host "
+                        "(needed with --ranks-per-host above 1)")
+    parser.add_argument("--hierarchical", action="store_true",
+                        help="sum within each host first, then across hosts (--hierarchical_allreduce)")
     parser.add_argument("--powersgd-rank", type=int, default=2)
     parser.add_argument("--powersgd-ns-per-element", type=float, default=POWERSGD_NS_PER_ELEMENT,
                         help="PowerSGD's own work per compressed gradient element (default: measured here, "
@@ -292,16 +328,31 @@ def main():
 
     step = Step(args.step)
     link = Link(args.allreduce, args.link)
+    if args.ranks_per_host < 1 or args.ranks_per_host & (args.ranks_per_host - 1):
+        fail(f"--ranks-per-host: {args.ranks_per_host} is not a power of two (the rank counts are)")
+    if args.hierarchical and args.ranks_per_host == 1:
+        fail("--hierarchical needs --ranks-per-host above 1 (with one rank per host there is nothing to sum first)")
+    local = None
+    if args.ranks_per_host > 1:
+        if not args.local_allreduce:
+            fail("--ranks-per-host above 1 needs --local-allreduce (the microbenchmark with ranks on one host)")
+        local = Link(args.local_allreduce)
+        if local.calibration_hosts != 1:
+            fail(f"{args.local_allreduce}: ran on {local.calibration_hosts} hosts; --local-allreduce needs one")
+    hosts = Hosts(args.ranks_per_host, local, args.hierarchical)
     if args.compression == "powersgd" and not step.has_rows:
         fail(f"{args.step}: no gradient_rows in its layers (made before PowerSGD): run --layer_timing again")
     psgd = {"powersgd_rank": args.powersgd_rank, "powersgd_sec_per_element": args.powersgd_ns_per_element * 1e-9}
-    mode = {**psgd, "overlap_forward": args.overlap_forward}
+    mode = {**psgd, "overlap_forward": args.overlap_forward, "hosts": hosts}
     print(f"# {step.model}, batch {step.batch}/rank, {step.precision}, {step.threads} thread(s)/rank: 1-rank step "
           f"{step.step * 1e3:.1f} ms (forward {step.forward * 1e3:.1f}, backward {step.backward * 1e3:.1f}, "
           f"update {step.update * 1e3:.1f}); {step.gradient_bytes / 2**20:.1f} MiB of gradients in "
           f"{len(step.tensors)} tensors")
     print(f"# link ({link.label}; fit within {link.fit_error * 100:.0f}% over the microbenchmark's sizes, "
           f"{link.calibration_ranks} ranks on {link.calibration_hosts} host(s))")
+    if local:
+        print(f"# {args.ranks_per_host} ranks per host, {'hierarchical' if args.hierarchical else 'flat'} allreduce; "
+              f"on the host {local.label} ({local.calibration_ranks} ranks)")
     print(f"# fusion {args.fusion_threshold_mb:g} MiB, compression {args.compression}{', updates in the next forward' if args.overlap_forward else ''}: "
           f"{len(plan_buckets(step.tensors, args.fusion_threshold_mb * (1 << 20)))} buckets")
     print(f"{'ranks':>6} {'algorithm':>9} {'step(ms)':>9} {'exposed(ms)':>11} {'images/sec':>11} {'efficiency':>10}")
@@ -329,8 +380,13 @@ def main():
         if m["compression"] == "powersgd" and not step.has_rows:
             print(f"  {os.path.basename(m['path'])}: skipped, PowerSGD needs gradient_rows in --step")
             continue
+        per_host = m["ranks"] // m["hosts"]
+        if per_host > 1 and not local:
+            print(f"  {os.path.basename(m['path'])}: skipped, {per_host} ranks per host needs --local-allreduce")
+            continue
+        placed = Hosts(per_host, local, m["hierarchical"]) if per_host > 1 else Hosts()
         t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd,
-                        overlap_forward=m["overlap_forward"])[0]
+                        overlap_forward=m["overlap_forward"], hosts=placed)[0]
                 for a in ("ring", "tree"))
         predicted = m["ranks"] * step.batch / t
         error = predicted / m["images_per_sec"] - 1
