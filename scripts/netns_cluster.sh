@@ -9,6 +9,7 @@
 #
 #   scripts/netns_cluster.sh run --hosts 2 [--ranks-per-host 1] [--rate 1gbit] [--delay 50us] -- CMD...
 #       brings the cluster up, runs `mpiexec ... CMD` across it, takes it down again
+#       (--ranks N: N ranks in all, filling each host's R slots in turn; default hosts x R)
 #   scripts/netns_cluster.sh up --hosts 2 [--rate R] [--delay D]    (and `down`, `status`)
 #   scripts/netns_cluster.sh check     exit 0 if this machine can do what `run` does, 77 (with why) if not
 #   --name PREFIX (default cnb) and --subnet A.B.C (default 10.213.0) keep clusters apart.
@@ -16,7 +17,7 @@
 set -euo pipefail
 
 me=$(readlink -f "$0")
-name=cnb subnet=10.213.0 hosts=2 ranks_per_host=1 rate= delay= keep=0
+name=cnb subnet=10.213.0 hosts=2 ranks_per_host=1 ranks= rate= delay= keep=0
 
 die() { echo "netns_cluster: $*" >&2; exit 2; }
 host_ns() { echo "${name}h$1"; }          # namespace of host i (1-based)
@@ -146,7 +147,7 @@ run() {
   [ "$keep" = 1 ] || { trap 'down' EXIT; trap 'exit 143' TERM INT HUP; }
   local hostlist=()
   for ((i = 1; i <= hosts; i++)); do hostlist+=("$(host_ip "$i"):$ranks_per_host"); done
-  local mpi=(mpiexec --host "$(IFS=,; echo "${hostlist[*]}")" -np $((hosts * ranks_per_host))
+  local mpi=(mpiexec --host "$(IFS=,; echo "${hostlist[*]}")" -np "${ranks:-$((hosts * ranks_per_host))}"
              --mca plm_rsh_agent "$me agent --name $name --subnet $subnet"
              --mca plm_rsh_no_tree_spawn 1 --mca btl self,vader,tcp
              --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24"
@@ -170,6 +171,8 @@ while [ $# -gt 0 ]; do
     --hosts=*) hosts=${1#*=}; shift ;;
     --ranks-per-host) ranks_per_host=$2; shift 2 ;;
     --ranks-per-host=*) ranks_per_host=${1#*=}; shift ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --ranks=*) ranks=${1#*=}; shift ;;
     --rate) rate=$2; shift 2 ;;
     --rate=*) rate=${1#*=}; shift ;;
     --delay) delay=$2; shift 2 ;;
@@ -184,6 +187,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $ranks_per_host =~ ^[1-9][0-9]*$ ]] || die "--ranks-per-host: '$ranks_per_host' is not a positive count"
+[ -z "$ranks" ] || { [[ $ranks =~ ^[1-9][0-9]*$ ]] && (( ranks <= hosts * ranks_per_host )); } ||
+  die "--ranks: '$ranks' is not a count from 1 to hosts x ranks-per-host ($((hosts * ranks_per_host)))"
 [[ $name =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "--name: '$name' must be 1-6 lower-case letters/digits (interface names are short)"
 [[ $subnet =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--subnet: '$subnet' is not the first three parts of an IPv4 address"
 

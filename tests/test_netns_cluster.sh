@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest: a 2-host job across network namespaces (scripts/netns_cluster.sh): training over TCP
 # with the MPI and the Gloo data plane, each run seeing 2 hosts; --hierarchical_allreduce on 2
-# hosts of 2 ranks (sums right, training runs); a shaped link that really limits the allreduce
+# hosts of 2 ranks (sums right, training runs) and refused on hosts of 2 and 1; a shaped link that really limits the allreduce
 # bandwidth; a cut link ending the job. Exits 77 (skipped) where the machine allows no namespaces.
 #   tests/test_netns_cluster.sh CNNBENCH_BINARY
 set -euo pipefail
@@ -50,6 +50,20 @@ for backend in mpi gloo; do
     fail "$backend: hierarchical training did not run"
   grep -q "allreduce $backend (hierarchical)" "$out/hier-train-$backend.log" || fail "$backend: header does not say hierarchical"
   echo "ok: hierarchical allreduce with $backend on 2 hosts x 2 ranks: sums right (fp32, bf16), training runs"
+done
+
+# Hierarchical with 2 ranks on one host and 1 on the other: refused on every rank with one line
+# naming the counts, a non-zero exit, and no rank left waiting.
+for backend in mpi gloo; do
+  log="$out/hier-uneven-$backend.log"
+  rc=0
+  timeout 120 "${cluster[0]}" run "${cluster[@]:1}" --hosts 2 --ranks-per-host 2 --ranks 3 -- "$bin" --mode=allreduce \
+    --allreduce=$backend --hierarchical_allreduce --allreduce_max_mb=1 --model=trivial --benchmark_log_dir="$out" \
+    > "$log" 2>&1 || rc=$?
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] || { cat "$log"; fail "$backend: uneven hosts gave exit $rc (want a refusal)"; }
+  grep -q "needs the same number of ranks on every host (these hosts run 1 to 2)" "$log" ||
+    { cat "$log"; fail "$backend: uneven hosts not refused with the counts"; }
+  echo "ok: hierarchical with $backend on hosts of 2 and 1 ranks refused (exit $rc)"
 done
 
 # A 200 Mbit/s link carries at most 25 MB/s each way: the bus bandwidth of a 4 MiB allreduce must
