@@ -123,6 +123,19 @@ def append_line(path, values):
 
 # ---------------------------------------------------------------------------------------------
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a `kill`, a job scheduler's end, a closed terminal): the running point's
+    processes are ended as on Ctrl-C, instead of the sweep dying and leaving them running."""
+
+    def __init__(self, signum):
+        super().__init__()
+        self.signum = signum
+
+
+def stop_on_signal(signum, _frame):
+    raise Stopped(signum)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep_file", help="TOML sweep file (e.g. configs/sweep_scaling.toml)")
@@ -248,13 +261,15 @@ def run_sweep(s, args):
     t0 = time.monotonic()
     failed = {pid for pid, r in last.items() if pid in ids and r.get("status") in ("failed", "timeout")}
     ran_ok = ran_failed = busy_points = 0
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop_on_signal)
     for i, p in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {p.id} {describe(s, p)} ...", end=" ", flush=True)
         try:
             row = run_point(s, p, baseline_for(s, p, done_json))
-        except KeyboardInterrupt:
-            print("interrupted; this point is not recorded (run the sweep again to resume)")
-            return 130
+        except KeyboardInterrupt as e:
+            print("interrupted; this point is not recorded (run the sweep again to resume)", flush=True)
+            return 128 + getattr(e, "signum", signal.SIGINT)
         append_line(csv_path, [cell(row.get(c)) for c in header])
         if row["status"] == "ok":
             failed.discard(p.id)

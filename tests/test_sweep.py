@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """scripts/sweep.py and scripts/plot.py end to end on configs/sweep_smoke.toml: the dry run, a
-real run with one failing point, resume without re-running, a torn CSV line, a timeout, a bad
+real run with one failing point, resume without re-running, a torn CSV line, a timeout, SIGTERM, a bad
 sweep file, --fresh, and the scaling PNG; then a convergence sweep on a small generated data set
 in Fashion-MNIST's idx format (accuracy columns, accuracy.png), and --adopt of its points. Run by ctest (label "scripts"):
   /usr/bin/python3 tests/test_sweep.py --binary build/cnnbench
@@ -10,6 +10,7 @@ import csv
 import gzip
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -156,6 +157,44 @@ ranks = [1, 2]
         rc, so, se = self.sweep("--fresh", sweep_file=path, out=out)
         self.assertIn("moved the old", so)
         self.assertEqual(len([f for f in os.listdir(out) if f.startswith("sweep-") and f.endswith(".csv")]), 1)
+
+    def test_7b_sigterm_ends_the_running_point_and_records_nothing(self):
+        pidfile = os.path.join(self.tmp.name, "point.pid")
+        path = self.write("sweep_term.toml", f"""
+[sweep]
+timeout = 120
+[launch]
+command = "sh -c 'echo $$ > {pidfile}; exec sleep 60' sh"
+[grid]
+ranks = [1]
+""")
+        out = os.path.join(self.tmp.name, "term")
+        p = subprocess.Popen([sys.executable, SWEEP, path, "--binary", BINARY, "--out", out], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(300):
+            if os.path.exists(pidfile) and open(pidfile).read().strip():
+                break
+            time.sleep(0.1)
+        p.send_signal(signal.SIGTERM)
+        so, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM, so)
+        self.assertIn("interrupted", so)
+        pid = int(open(pidfile).read())
+
+        def alive():  # a zombie has ended
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(") ", 1)[1][0] != "Z"
+            except OSError:
+                return False
+        for _ in range(50):
+            if not alive():
+                break
+            time.sleep(0.1)
+        if alive():
+            os.kill(pid, signal.SIGKILL)
+            self.fail("the point's process outlived the sweep")
+        self.assertEqual(rows(os.path.join(out, "sweep.csv")), [], "an interrupted point is not recorded")
 
     def test_9_convergence_sweep_records_accuracy_and_draws_it(self):
         data = os.path.join(self.tmp.name, "idx")
