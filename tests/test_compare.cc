@@ -105,7 +105,7 @@ nlohmann::json result_doc(const Settings& s, const std::vector<double>& times) {
   nlohmann::json run = nlohmann::json::object();
   for (const auto& [k, v] : s) {
     if (k == "model") continue;
-    if (k == "synthetic") run[k] = v == "true";
+    if (k == "synthetic" || k == "hierarchical_allreduce" || k == "overlap_forward") run[k] = v == "true";
     else if (k == "ranks" || k == "hosts" || k == "threads_per_rank" || k == "batch_size_per_rank") run[k] = std::stoi(v);
     else if (k == "fusion_threshold_mb") run[k] = std::stod(v);
     else run[k] = v;
@@ -236,6 +236,29 @@ TEST(Compare, UnmatchedConfigurationsAreListedNotCompared) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.out.find("only in base (not compared): resnet20 b64"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("only in new (not compared): resnet20 b32 fp32, 2 ranks"), std::string::npos) << run.out;
+}
+
+// Settings results gained later are part of the configuration; a result without them had them off.
+TEST(Compare, RunsDifferingInALaterSettingAreNotPooled) {
+  const std::string base_dir = fresh_dir("compare_later_base"), new_dir = fresh_dir("compare_later_new");
+  const Settings two_ranks = settings_with({{"ranks", "2"}, {"threads_per_rank", "1"}, {"allreduce", "gloo"}});
+  write_result(base_dir + "/before.json", 0.1, 1, two_ranks);  // written before the settings existed
+  Settings off = two_ranks, overlap = two_ranks, hierarchical = two_ranks;
+  off["overlap_forward"] = "false";
+  off["hierarchical_allreduce"] = "false";
+  overlap["overlap_forward"] = "true";
+  hierarchical["hierarchical_allreduce"] = "true";
+  write_result(new_dir + "/off.json", 0.1, 2, off);
+  write_result(new_dir + "/overlap.json", 0.05, 3, overlap);
+  write_result(new_dir + "/hierarchical.json", 0.05, 4, hierarchical);
+  const CompareReport r = compare_results(base_dir, new_dir, {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].label, "resnet20 b32 fp32, 2 ranks x 1 thread, gloo");
+  EXPECT_EQ(r.matched[0].new_runs, 1) << "the faster runs with other settings are not pooled with it";
+  std::vector<std::string> others = r.only_in_new;
+  std::sort(others.begin(), others.end());
+  EXPECT_EQ(others, (std::vector<std::string>{"resnet20 b32 fp32, 2 ranks x 1 thread, gloo, hierarchical",
+                                              "resnet20 b32 fp32, 2 ranks x 1 thread, gloo, updates in the next forward"}));
 }
 
 TEST(Compare, NothingMatchedIsBadInput) {

@@ -124,6 +124,8 @@ std::string configuration_label(const RunConfiguration& c) {
   if (c["variable_update"] != "horovod") label += ", " + c["variable_update"];
   if (c["fusion_threshold_mb"] != "16") label += ", " + c["fusion_threshold_mb"] + " MB buckets";
   if (c["compression"] != "none") label += ", " + c["compression"] + " on the wire";
+  if (c["hierarchical_allreduce"] == "true") label += ", hierarchical";
+  if (c["overlap_forward"] == "true") label += ", updates in the next forward";
   return label;
 }
 

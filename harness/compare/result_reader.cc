@@ -78,6 +78,15 @@ std::string setting_text(const json& v, const std::string& path, const std::stri
   fail(path, name + " is " + v.type_name() + ", not a setting");
 }
 
+// later_configuration_fields() from run, where the result has them.
+void read_later_fields(const json& doc, const std::string& path, RunConfiguration& config) {
+  const json& run = doc.at("run");  // present: the required fields were read from it
+  for (const auto& [field, before] : later_configuration_fields()) {
+    const auto v = run.find(field);
+    config.values[field] = v == run.end() ? before : setting_text(*v, path, "run." + field);
+  }
+}
+
 RunSpeeds parse_result(const json& doc, const std::string& path) {
   const std::string schema = schema_of(doc);
   if (schema.empty()) fail(path, "not a cnnbench result (no \"schema\" field)");
@@ -90,6 +99,7 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
     const json& v = is_model ? member(doc, path, "model", "name") : member(doc, path, "run", field);
     run.config.values[field] = setting_text(v, path, is_model ? "model.name" : "run." + field);
   }
+  read_later_fields(doc, path, run.config);
   const json& batch = member(doc, path, "run", "global_batch");
   // whole and bounded, as the run checked it: speeds (batch / time) and their squares stay finite
   if (!batch.is_number() || !(batch.get<double>() >= 1 && batch.get<double>() <= static_cast<double>(max_global_batch)) ||
@@ -131,6 +141,7 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   run.source = path;
   for (const std::string& field : configuration_fields())
     run.config.values[field] = setting_text(member(doc, path, "run", field), path, "run." + field);
+  read_later_fields(doc, path, run.config);
   const double target = bounded(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
                                 "time_to_accuracy.target_top_1_accuracy", 0, 1);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
@@ -219,6 +230,7 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
       AccuracyRun run;
       run.source = where;
       for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+      for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
       const double target = csv_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy");
       if (target < 0 || target > 1) fail(where, "target_top_1_accuracy is not in [0, 1]");
       run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
@@ -239,6 +251,7 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
     RunSpeeds run;  // the JSON is gone: the row's summary is all there is
     run.source = where;
     for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+    for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
     run.mean = csv_number(at("images_per_sec_mean"), where, "images_per_sec_mean");
     run.stderr_ = csv_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr");
     const double steps = csv_number(at("timed_steps"), where, "timed_steps");
@@ -290,6 +303,12 @@ const std::vector<std::string>& configuration_fields() {
       "model",           "dataset",   "synthetic",          "mode",           "backend",
       "precision",       "ranks",     "hosts",              "threads_per_rank", "batch_size_per_rank",
       "allreduce",       "variable_update", "fusion_threshold_mb", "compression"};
+  return fields;
+}
+
+const std::vector<std::pair<std::string, std::string>>& later_configuration_fields() {
+  static const std::vector<std::pair<std::string, std::string>> fields = {{"hierarchical_allreduce", "false"},
+                                                                          {"overlap_forward", "false"}};
   return fields;
 }
 

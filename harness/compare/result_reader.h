@@ -22,6 +22,10 @@ struct ResultReadError : std::runtime_error {
 // What decides how fast a run goes: two runs are comparable when all of these are equal. Not
 // the time, host or git revision: those are what a comparison is across.
 const std::vector<std::string>& configuration_fields();  // model, dataset, ..., compression
+// Settings added to results later (hierarchical_allreduce, overlap_forward): part of the
+// configuration, with the value a result that predates them had. results.csv has no column for
+// them, so a row whose JSON is gone takes that value too.
+const std::vector<std::pair<std::string, std::string>>& later_configuration_fields();
 
 struct RunConfiguration {
   std::map<std::string, std::string> values;  // by the names of configuration_fields(), as the CSV writes them
