@@ -143,8 +143,10 @@ int GradientReducer::agree_on_next_bucket() {
 }
 
 size_t GradientReducer::sent_bytes_per_step() const {
-  if (powersgd_) return powersgd_->wire_elements() * sizeof(float);
-  return gradient_elements() * wire_type_size(wire_);
+  // forward priority: before each bucket, the ranks' vote (a float per bucket)
+  const size_t votes = forward_priority_ ? buckets_.size() * votes_.size() * sizeof(float) : 0;
+  if (powersgd_) return powersgd_->wire_elements() * sizeof(float) + votes;
+  return gradient_elements() * wire_type_size(wire_) + votes;
 }
 
 ReducerStepStats GradientReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {

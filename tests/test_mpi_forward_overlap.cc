@@ -138,6 +138,17 @@ TEST_P(ForwardOverlapTest, ReportsTheExchangeTheForwardPassSaw) {
 }
 
 // A real model: ResNet-20's shortcuts and 59 gradient tensors, one bucket each.
+// What a rank sends per step counts forward priority's votes: one float per bucket, before each bucket.
+TEST(ForwardOverlap, SentBytesCountTheVotes) {
+  auto plan = compile_plan("onednn", stack_net(4));
+  GradientReducer reducer(comm("mpi"), plan->gradients().data(), gradient_extents(*plan), 0, WireType::f32);
+  const size_t buckets = reducer.buckets().size(), gradients = reducer.gradient_elements() * sizeof(float);
+  ASSERT_GT(buckets, 3u);
+  EXPECT_EQ(reducer.sent_bytes_per_step(), gradients);
+  reducer.set_forward_priority(true);
+  EXPECT_EQ(reducer.sent_bytes_per_step(), gradients + buckets * buckets * sizeof(float));
+}
+
 TEST(ForwardOverlap, ResNet20IsBitIdenticalWithForwardPriority) {
   Communicator& c = comm("mpi");
   const Graph graph = build_model("resnet20", 2);
