@@ -279,7 +279,7 @@ def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_ra
             clock += seconds
         for b in sorted(pending, reverse=True):
             clock = max(clock, done[b]) + step.update * buckets[b][0] / total
-        step_time = (clock - step.backward) + step.backward + rest
+        step_time = clock + rest  # backward, then forward with its waits and updates
         return step_time, step_time - step.step
     clock = step.backward  # the optimizer takes each bucket after backward, as soon as it is back
     for (elements, _, _), finished in zip(buckets, done):
@@ -384,7 +384,7 @@ def main():
         if per_host > 1 and not local:
             print(f"  {os.path.basename(m['path'])}: skipped, {per_host} ranks per host needs --local-allreduce")
             continue
-        placed = Hosts(per_host, local, m["hierarchical"]) if per_host > 1 else Hosts()
+        placed = Hosts(per_host, local, m["hierarchical"])
         t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd,
                         overlap_forward=m["overlap_forward"], hosts=placed)[0]
                 for a in ("ring", "tree"))

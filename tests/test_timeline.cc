@@ -37,6 +37,21 @@ bool inside(const Span& inner, const Span& outer) {
 // One 2-rank run for the suite. ctest runs each test in a process of its own, two at a time,
 // so the folder is the process's own; and a failed run fails every test rather than failing
 // SetUpTestSuite, which GoogleTest reports as skipped tests (and ctest counts as passed).
+bool starts_before(const Span& a, const Span& b) { return a.start < b.start; }
+
+// One rank's spans (and instants, start == end) of a trace by "track:name", each in start order.
+std::map<std::string, std::vector<Span>> spans_by_name(const nlohmann::json& trace, int rank) {
+  std::map<std::string, std::vector<Span>> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" || e["pid"] != rank) continue;
+    const double ts = e["ts"].get<double>();
+    out[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
+        {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)});
+  }
+  for (auto& [name, spans] : out) std::stable_sort(spans.begin(), spans.end(), starts_before);
+  return out;
+}
+
 class Timeline2Ranks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -70,7 +85,7 @@ class Timeline2Ranks : public ::testing::Test {
       if (e.contains("args") && e["args"].contains("bucket")) s.bucket = e["args"]["bucket"];
       out.push_back(s);
     }
-    std::stable_sort(out.begin(), out.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::stable_sort(out.begin(), out.end(), starts_before);
     return out;
   }
   static std::string dir_, output_, error_;
@@ -209,18 +224,11 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
   const nlohmann::json trace = nlohmann::json::parse(slurp_file(dir + "/trace.json"));
   for (int rank : {0, 1}) {
     SCOPED_TRACE(rank);
-    std::map<std::string, std::vector<Span>> by_name;  // compute and checkpoint tracks
+    std::map<std::string, std::vector<Span>> by_name = spans_by_name(trace, rank);
     std::set<std::string> tracks;
-    for (const auto& e : trace["traceEvents"]) {
-      if (e["pid"] != rank) continue;
-      if (e["ph"] == "M") {
-        if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
-        continue;
-      }
-      const double ts = e["ts"].get<double>();
-      by_name[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
-          {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)});
-    }
+    for (const auto& e : trace["traceEvents"])
+      if (e["pid"] == rank && e["ph"] == "M" && e["name"] == "thread_name")
+        tracks.insert(e["args"]["name"].get<std::string>());
     EXPECT_TRUE(tracks.count("compute") && tracks.count("communication") && tracks.count("update") &&
                 tracks.count("input"));
     EXPECT_EQ(tracks.count("checkpoint"), rank == 0 ? 1u : 0u) << "rank 0 alone writes checkpoints";
@@ -258,15 +266,7 @@ TEST(Timeline, AGpuRunRecordsItsDevicePhasesOnTheDeviceTrack) {
                                 dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json trace = nlohmann::json::parse(slurp_file(dir + "/trace.json"));
-  std::map<std::string, std::vector<Span>> by_name;  // "track:name", in start order
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X") continue;
-    const double ts = e["ts"].get<double>();
-    by_name[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
-        {e["name"], ts, ts + e["dur"].get<double>()});
-  }
-  for (auto& [name, spans] : by_name)
-    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::map<std::string, std::vector<Span>> by_name = spans_by_name(trace, 0);
   std::vector<Span> steps = by_name["compute:warm-up step"];
   steps.insert(steps.end(), by_name["compute:step"].begin(), by_name["compute:step"].end());
   ASSERT_EQ(steps.size(), 5u);
