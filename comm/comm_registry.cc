@@ -45,19 +45,19 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, doub
 
 std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, DevicePlan& plan,
                                                       const std::vector<TensorExtent>& tensors,
-                                                      size_t fusion_threshold_bytes, WireType wire) {
+                                                      const BucketSizes& bucket_sizes, WireType wire) {
 #ifdef CNNBENCH_WITH_CUDA
   auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
   if (!nccl)
     throw std::invalid_argument("gradients in GPU memory are averaged with --allreduce=nccl, not " + comm.backend());
   plan.set_wait_hook([nccl](double waited_sec) { nccl->check_health(waited_sec); });
   return std::make_unique<NcclReducer>(*nccl, static_cast<float*>(plan.device_gradients()), tensors,
-                                       fusion_threshold_bytes, wire, static_cast<cudaStream_t>(plan.device_stream()));
+                                       bucket_sizes, wire, static_cast<cudaStream_t>(plan.device_stream()));
 #else
   (void)comm;
   (void)plan;
   (void)tensors;
-  (void)fusion_threshold_bytes;
+  (void)bucket_sizes;
   (void)wire;
   throw std::invalid_argument("gradients in GPU memory need a GPU build");
 #endif

@@ -93,6 +93,6 @@ inline std::vector<TensorExtent> gradient_extents(const Plan& plan) {
 // host backend.
 std::unique_ptr<GradientExchange> make_device_reducer(Communicator& comm, DevicePlan& plan,
                                                       const std::vector<TensorExtent>& tensors,
-                                                      size_t fusion_threshold_bytes, WireType wire);
+                                                      const BucketSizes& bucket_sizes, WireType wire);
 
 }  // namespace cnnbench

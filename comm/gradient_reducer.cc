@@ -10,8 +10,8 @@
 namespace cnnbench {
 
 GradientReducer::GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
-                                 size_t fusion_threshold_bytes, WireType wire, const PowerSgdSettings* powersgd)
-    : comm_(comm), gradients_(gradients), buckets_(plan_buckets(tensors, fusion_threshold_bytes)), wire_(wire) {
+                                 const BucketSizes& bucket_sizes, WireType wire, const PowerSgdSettings* powersgd)
+    : comm_(comm), gradients_(gradients), buckets_(plan_buckets(tensors, bucket_sizes)), wire_(wire) {
   if (powersgd && wire != WireType::f32)
     throw std::invalid_argument("PowerSGD sends fp32 factors: it does not combine with fp16 or bf16 on the wire");
   if (powersgd) powersgd_ = std::make_unique<PowerSgd>(buckets_, tensors, *powersgd);

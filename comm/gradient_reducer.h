@@ -30,7 +30,7 @@ namespace cnnbench {
 class GradientReducer final : public GradientExchange {
  public:
   GradientReducer(Communicator& comm, float* gradients, const std::vector<TensorExtent>& tensors,
-                  size_t fusion_threshold_bytes, WireType wire, const PowerSgdSettings* powersgd = nullptr);
+                  const BucketSizes& bucket_sizes, WireType wire, const PowerSgdSettings* powersgd = nullptr);
   ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;

@@ -10,9 +10,9 @@
 namespace cnnbench {
 
 NcclReducer::NcclReducer(NcclCommunicator& comm, float* device_gradients, const std::vector<TensorExtent>& tensors,
-                         size_t fusion_threshold_bytes, WireType wire, cudaStream_t compute_stream)
+                         const BucketSizes& bucket_sizes, WireType wire, cudaStream_t compute_stream)
     : comm_(comm), gradients_(device_gradients), wire_(wire), compute_(compute_stream) {
-  buckets_ = plan_buckets(tensors, fusion_threshold_bytes);
+  buckets_ = plan_buckets(tensors, bucket_sizes);
   bucket_of_tensor_.resize(tensors.size());
   remaining_.resize(buckets_.size());
   size_t total = 0;

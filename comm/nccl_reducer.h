@@ -22,7 +22,7 @@ namespace cnnbench {
 class NcclReducer final : public GradientExchange {
  public:
   NcclReducer(NcclCommunicator& comm, float* device_gradients, const std::vector<TensorExtent>& tensors,
-              size_t fusion_threshold_bytes, WireType wire, cudaStream_t compute_stream);
+              const BucketSizes& bucket_sizes, WireType wire, cudaStream_t compute_stream);
   ~NcclReducer() override;
   NcclReducer(const NcclReducer&) = delete;
   NcclReducer& operator=(const NcclReducer&) = delete;

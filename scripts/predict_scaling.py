@@ -186,19 +186,35 @@ def fit_relative(points):
     return a, b
 
 
-def plan_buckets(tensors, threshold_bytes, bucket_of=None):
-    """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold.
-    bucket_of, if given, receives each tensor's bucket index."""
-    buckets = []  # [elements, ready time, [(elements, rows) of its tensors]]
-    for elements, ready, rows in tensors:
-        if buckets and threshold_bytes > 0 and (buckets[-1][0] + elements) * 4 <= threshold_bytes:
-            buckets[-1][0] += elements
-            buckets[-1][1] = ready
-            buckets[-1][2].append((elements, rows))
+def plan_buckets(tensors, threshold_bytes, bucket_of=None, first_layers_bytes=0):
+    """Horovod's rule as comm/bucket_plan.cc applies it: fill in backward order up to the threshold;
+    with first_layers_bytes (--first_layers_bucket_mb), fill from the input side instead, the first
+    layers' bucket at most that size and each next one twice the one before, up to the threshold.
+    Buckets in backward order; bucket_of, if given, receives each tensor's bucket index."""
+    from_input = threshold_bytes > 0 and first_layers_bytes > 0
+    limit = min(first_layers_bytes, threshold_bytes) if from_input else threshold_bytes
+    order = range(len(tensors) - 1, -1, -1) if from_input else range(len(tensors))
+    groups = []  # [elements, [tensor indices]] in planning order
+    for i in order:
+        elements = tensors[i][0]
+        if groups and limit > 0 and (groups[-1][0] + elements) * 4 <= limit:
+            groups[-1][0] += elements
+            groups[-1][1].append(i)
         else:
-            buckets.append([elements, ready, [(elements, rows)]])
-        if bucket_of is not None:
-            bucket_of.append(len(buckets) - 1)
+            if from_input and groups:
+                limit = min(2 * limit, threshold_bytes)
+            groups.append([elements, [i]])
+    if from_input:
+        groups.reverse()
+    buckets = []  # [elements, ready time, [(elements, rows) of its tensors]]
+    owner = [0] * len(tensors)
+    for b, (elements, members) in enumerate(groups):
+        members = sorted(members)  # backward order: the last is ready last
+        buckets.append([elements, tensors[members[-1]][1], [(tensors[i][0], tensors[i][2]) for i in members]])
+        for i in members:
+            owner[i] = b
+    if bucket_of is not None:
+        bucket_of.extend(owner)
     return buckets
 
 
@@ -239,13 +255,13 @@ class Hosts:
 
 
 def predict(step, link, algorithm, ranks, threshold_mb, compression, powersgd_rank=2, powersgd_sec_per_element=0.0,
-            overlap_forward=False, hosts=None):
+            overlap_forward=False, hosts=None, first_layers_mb=0):
     """Step time and the part of it spent waiting for the reduction, at `ranks` ranks."""
     hosts = hosts or Hosts()
     if ranks == 1:
         return step.step, 0.0
     bucket_of = []
-    buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20), bucket_of)
+    buckets = plan_buckets(step.tensors, threshold_mb * (1 << 20), bucket_of, first_layers_mb * (1 << 20))
     total = sum(b[0] for b in buckets)
     wire_bytes = 2 if compression in ("fp16", "bf16") else 4
 
@@ -298,6 +314,7 @@ def measured_points(paths):
                        "fusion_threshold_mb": run["fusion_threshold_mb"], "compression": run["compression"],
                        "allreduce": run["allreduce"], "batch": run["batch_size_per_rank"],
                        "overlap_forward": run.get("overlap_forward", False),
+                       "first_layers_bucket_mb": run.get("first_layers_bucket_mb", 0),
                        "hierarchical": run.get("hierarchical_allreduce", False)})
     return points
 
@@ -308,6 +325,8 @@ def main():
     parser.add_argument("--allreduce", required=True, help="cnnbench --mode=allreduce JSON on the link")
     parser.add_argument("--link", help="model this link instead: RATE[,LATENCY], e.g. 10gbit,50us")
     parser.add_argument("--fusion-threshold-mb", type=float, default=16)
+    parser.add_argument("--first-layers-bucket-mb", type=float, default=0,
+                        help="buckets planned from the input side, the first this size, doubling (cnnbench's flag)")
     parser.add_argument("--compression", choices=["none", "fp16", "bf16", "powersgd"], default="none")
     parser.add_argument("--overlap-forward", action="store_true",
                         help="updates in the next forward pass, buckets it needs first sent first (--overlap_forward)")
@@ -343,7 +362,10 @@ def main():
     if args.compression == "powersgd" and not step.has_rows:
         fail(f"{args.step}: no gradient_rows in its layers (made before PowerSGD): run --layer_timing again")
     psgd = {"powersgd_rank": args.powersgd_rank, "powersgd_sec_per_element": args.powersgd_ns_per_element * 1e-9}
-    mode = {**psgd, "overlap_forward": args.overlap_forward, "hosts": hosts}
+    if args.first_layers_bucket_mb > 0 and args.fusion_threshold_mb == 0:
+        fail("--first-layers-bucket-mb: with --fusion-threshold-mb 0 every tensor is a bucket already")
+    mode = {**psgd, "overlap_forward": args.overlap_forward, "hosts": hosts,
+            "first_layers_mb": args.first_layers_bucket_mb}
     print(f"# {step.model}, batch {step.batch}/rank, {step.precision}, {step.threads} thread(s)/rank: 1-rank step "
           f"{step.step * 1e3:.1f} ms (forward {step.forward * 1e3:.1f}, backward {step.backward * 1e3:.1f}, "
           f"update {step.update * 1e3:.1f}); {step.gradient_bytes / 2**20:.1f} MiB of gradients in "
@@ -353,8 +375,11 @@ def main():
     if local:
         print(f"# {args.ranks_per_host} ranks per host, {'hierarchical' if args.hierarchical else 'flat'} allreduce; "
               f"on the host {local.label} ({local.calibration_ranks} ranks)")
-    print(f"# fusion {args.fusion_threshold_mb:g} MiB, compression {args.compression}{', updates in the next forward' if args.overlap_forward else ''}: "
-          f"{len(plan_buckets(step.tensors, args.fusion_threshold_mb * (1 << 20)))} buckets")
+    split = f" (first layers' bucket {args.first_layers_bucket_mb:g} MiB, doubling)" if args.first_layers_bucket_mb else ""
+    buckets = plan_buckets(step.tensors, args.fusion_threshold_mb * (1 << 20),
+                           first_layers_bytes=args.first_layers_bucket_mb * (1 << 20))
+    print(f"# fusion {args.fusion_threshold_mb:g} MiB{split}, compression {args.compression}"
+          f"{', updates in the next forward' if args.overlap_forward else ''}: {len(buckets)} buckets")
     print(f"{'ranks':>6} {'algorithm':>9} {'step(ms)':>9} {'exposed(ms)':>11} {'images/sec':>11} {'efficiency':>10}")
     rows = []
     for algorithm in ("ring", "tree"):
@@ -386,14 +411,16 @@ def main():
             continue
         placed = Hosts(per_host, local, m["hierarchical"])
         t = min(predict(step, link, a, m["ranks"], m["fusion_threshold_mb"], m["compression"], **psgd,
-                        overlap_forward=m["overlap_forward"], hosts=placed)[0]
+                        overlap_forward=m["overlap_forward"], hosts=placed,
+                        first_layers_mb=m["first_layers_bucket_mb"])[0]
                 for a in ("ring", "tree"))
         predicted = m["ranks"] * step.batch / t
         error = predicted / m["images_per_sec"] - 1
         errors.append(abs(error))
         m["predicted"] = predicted
         print(f"  {os.path.basename(m['path']):<40} {m['ranks']} ranks/{m['hosts']} hosts, fusion "
-              f"{m['fusion_threshold_mb']:g} MiB, {m['compression']:<4}{', overlap' if m['overlap_forward'] else ''}: "
+              f"{m['fusion_threshold_mb']:g} MiB{' split' if m['first_layers_bucket_mb'] else ''}, {m['compression']:<4}"
+              f"{', overlap' if m['overlap_forward'] else ''}: "
               f"measured {m['images_per_sec']:.2f} img/s, "
               f"predicted {predicted:.2f} ({error * 100:+.1f}%)")
     if errors:

@@ -184,6 +184,9 @@ TEST(Config, OverlapWithForwardIsForHostReducersWithoutLossScaling) {
   EXPECT_NE(error_of({"--overlap_forward", "--fp16_enable_auto_loss_scale"}).find("not with loss scaling"),
             std::string::npos);
   EXPECT_TRUE(parse({"--overlap_forward"}).forward_priority);
+  EXPECT_EQ(parse({"--first_layers_bucket_mb=0.5"}).first_layers_bucket_mb, 0.5);
+  EXPECT_NE(error_of({"--first_layers_bucket_mb=1", "--fusion_threshold_mb=0"}).find("every tensor is a bucket already"),
+            std::string::npos);
 }
 
 TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
@@ -258,6 +261,8 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
       {"--fp16_loss_scale=1e300", "--fp16_loss_scale: must be at most 16777216, not 1e+300"},
       {"--fusion_threshold_mb=1e300", "--fusion_threshold_mb: must be at most 4096, not 1e+300"},
       {"--fusion_threshold_mb=-0.5", "--fusion_threshold_mb: must not be negative"},
+      {"--first_layers_bucket_mb=5000", "--first_layers_bucket_mb: must be at most 4096, not 5000"},
+      {"--first_layers_bucket_mb=-1", "--first_layers_bucket_mb: must not be negative"},
       {"--allreduce_max_mb=2048", "--allreduce_max_mb: must be in [0.004, 1024]"},
       {"--collective_timeout_sec=1e300", "--collective_timeout_sec: must be at most 86400, not 1e+300"},
       {"--num_learning_rate_warmup_epochs=10001", "--num_learning_rate_warmup_epochs: must be at most 10000, not 10001"},

@@ -31,12 +31,14 @@ enum class Updates { end_of_step, overlap, overlap_backward_order, overlap_witho
 struct Setting {
   double fusion_mb = 0;
   SgdConfig sgd;
+  double first_layers_mb = 0;  // --first_layers_bucket_mb
 };
 
 struct Outcome {
   std::vector<float> params, momentum;
   std::vector<double> losses;
   std::vector<StepRecord> steps;
+  size_t buckets = 0;
 };
 
 Communicator& comm(const std::string& name) {
@@ -52,8 +54,9 @@ Outcome train(Communicator& c, const Graph& graph, const Setting& setting, Updat
   init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 17 + c.rank());
   c.broadcast(plan->parameters().data(), plan->parameters().size_bytes(), 0);
   c.broadcast(plan->buffers().data(), plan->buffers().size_bytes(), 0);
-  GradientReducer reducer(c, plan->gradients().data(), gradient_extents(*plan),
-                          static_cast<size_t>(setting.fusion_mb * (1 << 20)), WireType::f32);
+  const BucketSizes sizes(static_cast<size_t>(setting.fusion_mb * (1 << 20)),
+                          static_cast<size_t>(setting.first_layers_mb * (1 << 20)));
+  GradientReducer reducer(c, plan->gradients().data(), gradient_extents(*plan), sizes, WireType::f32);
   plan->set_loss_gradient_scale(1.0f / static_cast<float>(c.size()));
   plan->set_gradient_ready_hook([&reducer](int i) { reducer.tensor_ready(i); });
   std::unique_ptr<ForwardOverlap> overlap;
@@ -75,6 +78,7 @@ Outcome train(Communicator& c, const Graph& graph, const Setting& setting, Updat
     out.losses.push_back(out.steps.back().loss);
   }
   if (overlap) overlap->finish();
+  out.buckets = reducer.buckets().size();
   out.params.assign(plan->parameters().begin(), plan->parameters().end());
   out.momentum.assign(plan->momentum().begin(), plan->momentum().end());
   return out;
@@ -100,12 +104,16 @@ TEST_P(ForwardOverlapTest, TrainsBitIdenticallyToUpdatingAtTheEndOfTheStep) {
   SgdConfig lars = momentum;
   lars.lars = true;
   lars.lars_eta = 0.02f;
-  // one bucket per tensor, a few tensors per bucket, one bucket for all
-  const std::vector<Setting> settings = {{0, momentum}, {0.004, nesterov}, {16, momentum}, {0, lars}};
+  // one bucket per tensor, a few tensors per bucket, one bucket for all; buckets planned from the
+  // input side, the first layers' 1 KiB and doubling (to 4 KiB, or to all that is left)
+  const std::vector<Setting> settings = {{0, momentum},           {0.004, nesterov},       {16, momentum},
+                                         {0, lars},               {0.004, momentum, 0.001}, {16, nesterov, 0.001}};
   for (const Setting& setting : settings) {
     const std::string what = GetParam() + ", fusion " + std::to_string(setting.fusion_mb) + " MiB" +
+                             (setting.first_layers_mb > 0 ? ", first layers' bucket 1 KiB" : "") +
                              (setting.sgd.lars ? ", lars" : setting.sgd.nesterov ? ", nesterov" : "");
     const Outcome reference = train(c, graph, setting, Updates::end_of_step);
+    if (setting.first_layers_mb > 0) EXPECT_GE(reference.buckets, 3u) << what;  // split, not one or two buckets
     expect_identical(reference, train(c, graph, setting, Updates::overlap), what + ", forward priority");
     expect_identical(reference, train(c, graph, setting, Updates::overlap_backward_order), what + ", backward order");
   }

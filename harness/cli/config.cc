@@ -177,6 +177,11 @@ const std::vector<FlagSpec>& flag_specs() {
       REAL_FLAG(fusion_threshold_mb, non_negative(c.fusion_threshold_mb);
                 real_at_most(c.fusion_threshold_mb, max_fusion_threshold_mb),
                 "gradient bucket size in MiB, at most 4096; 0 = one allreduce per tensor"),
+      REAL_FLAG(first_layers_bucket_mb, non_negative(c.first_layers_bucket_mb);
+                real_at_most(c.first_layers_bucket_mb, max_fusion_threshold_mb),
+                "plan the buckets from the network's input: the first layers' bucket at most this many MiB, each "
+                "next one twice the one before, up to --fusion_threshold_mb; with --overlap_forward the next "
+                "forward starts once that small bucket is back (0 = off: buckets filled in backward order)"),
       BOOL_FLAG(hierarchical_allreduce,
                 "mpi, gloo: sum within each host first (shared memory), then across hosts from every rank's share "
                 "(needs the same number of ranks on every host)"),
@@ -382,6 +387,8 @@ void resolve_device(Config& config) {
     throw ConfigError("--compression=powersgd runs on the host allreduce (mpi, gloo), not nccl");
   if (config.hierarchical_allreduce && config.allreduce == "nccl")
     throw ConfigError("--hierarchical_allreduce sums in host memory (mpi, gloo), not nccl");
+  if (config.first_layers_bucket_mb > 0 && config.fusion_threshold_mb == 0)
+    throw ConfigError("--first_layers_bucket_mb: with --fusion_threshold_mb=0 every tensor is a bucket already");
   if (config.overlap_forward && config.device == "gpu")
     throw ConfigError("--overlap_forward: CPU ranks (mpi, gloo); on a GPU the update is ordered after each bucket's "
                       "allreduce on the device's streams already");

@@ -70,6 +70,7 @@ struct Config {
   // distributed
   std::string allreduce = "mpi";        // mpi | gloo
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
+  double first_layers_bucket_mb = 0;    // > 0: buckets planned from the input side, the first this size
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
   bool hierarchical_allreduce = false;  // sum within each host first, then across hosts
   bool overlap_forward = false;         // updates wait for the next forward pass, layer by layer

@@ -126,6 +126,8 @@ std::string configuration_label(const RunConfiguration& c) {
   if (c["compression"] != "none") label += ", " + c["compression"] + " on the wire";
   if (c["hierarchical_allreduce"] == "true") label += ", hierarchical";
   if (c["overlap_forward"] == "true") label += ", updates in the next forward";
+  if (c["first_layers_bucket_mb"] != "0")
+    label += ", first layers' bucket " + c["first_layers_bucket_mb"] + " MB";
   return label;
 }
 

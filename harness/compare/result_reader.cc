@@ -308,7 +308,8 @@ const std::vector<std::string>& configuration_fields() {
 
 const std::vector<std::pair<std::string, std::string>>& later_configuration_fields() {
   static const std::vector<std::pair<std::string, std::string>> fields = {{"hierarchical_allreduce", "false"},
-                                                                          {"overlap_forward", "false"}};
+                                                                          {"overlap_forward", "false"},
+                                                                          {"first_layers_bucket_mb", "0"}};
   return fields;
 }
 

@@ -58,6 +58,7 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"variable_update", in.config.variable_update},
         {"allreduce", in.allreduce},
         {"fusion_threshold_mb", in.config.fusion_threshold_mb},
+        {"first_layers_bucket_mb", in.config.first_layers_bucket_mb},
         {"compression", in.config.compression},
         {"hierarchical_allreduce", in.config.hierarchical_allreduce},
         {"overlap_forward", m.overlap_forward},

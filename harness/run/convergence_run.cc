@@ -410,6 +410,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                           {"variable_update", config.variable_update},
                           {"allreduce", allreduce},
                           {"fusion_threshold_mb", config.fusion_threshold_mb},
+                          {"first_layers_bucket_mb", config.first_layers_bucket_mb},
                           {"compression", config.compression},
                           {"hierarchical_allreduce", config.hierarchical_allreduce},
                           {"overlap_forward", reducer && config.overlap_forward},

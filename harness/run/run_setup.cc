@@ -112,7 +112,8 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
                                                 const RunSettings& settings) {
   if (!exchanges_gradients(comm, config, settings)) return nullptr;
   const std::vector<TensorExtent> tensors = gradient_extents(plan);
-  const size_t threshold = static_cast<size_t>(config.fusion_threshold_mb * (1 << 20));
+  const BucketSizes threshold(static_cast<size_t>(config.fusion_threshold_mb * (1 << 20)),
+                              static_cast<size_t>(config.first_layers_bucket_mb * (1 << 20)));
   std::unique_ptr<GradientExchange> reducer;
   if (DevicePlan* device = plan.device())
     reducer = make_device_reducer(comm, *device, tensors, threshold, wire_type(config.compression));
@@ -144,8 +145,11 @@ std::string backend_text(const Config& config, const Communicator& comm, int thr
                          ? config.backend + ", one GPU per rank"
                          : fmt::format("{}, {} thread{} per rank", config.backend, threads, threads == 1 ? "" : "s");
   if (exchanging)
-    note += fmt::format("; allreduce {}{}, fusion {} MiB, compression {}", comm.backend(),
+    note += fmt::format("; allreduce {}{}, fusion {} MiB{}, compression {}", comm.backend(),
                         config.hierarchical_allreduce ? " (hierarchical)" : "", config.fusion_threshold_mb,
+                        config.first_layers_bucket_mb > 0
+                            ? fmt::format(" (first layers' bucket {} MiB, doubling)", config.first_layers_bucket_mb)
+                            : "",
                         config.compression);
   if (exchanging && config.compression == "powersgd")
     note += fmt::format(" (rank {}, after {} uncompressed steps)", config.powersgd_rank, config.powersgd_warmup_steps);
