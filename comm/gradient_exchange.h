@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "comm/bucket_plan.h"
@@ -45,6 +46,13 @@ class GradientExchange {
   }
   virtual void set_forward_priority(bool /*on*/) { throw std::logic_error(no_overlap); }
   virtual const std::vector<Bucket>& buckets() const = 0;
+  // What a resumed run needs beyond the weights, this rank's own (PowerSGD's warm-up count, Q
+  // factors and error feedback); empty when there is nothing. restore_state() takes what
+  // state() gave, or throws std::invalid_argument, changing nothing, for another configuration.
+  virtual std::string state() const { return {}; }
+  virtual void restore_state(const std::string& /*state*/) {
+    throw std::logic_error("this gradient exchange keeps no state across steps");
+  }
   // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
   virtual size_t sent_bytes_per_step() const = 0;
   // Elements of all buckets together: the gradients (with a device plan's alignment gaps).

@@ -142,6 +142,11 @@ int GradientReducer::agree_on_next_bucket() {
   throw std::logic_error("GradientReducer: the ranks found no bucket ready on all of them");
 }
 
+void GradientReducer::restore_state(const std::string& state) {
+  if (!powersgd_) throw std::logic_error("GradientReducer: no PowerSGD state to restore");
+  powersgd_->restore(state);
+}
+
 size_t GradientReducer::sent_bytes_per_step() const {
   // forward priority: before each bucket, the ranks' vote (a float per bucket)
   const size_t votes = forward_priority_ ? buckets_.size() * votes_.size() * sizeof(float) : 0;

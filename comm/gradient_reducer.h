@@ -49,6 +49,9 @@ class GradientReducer final : public GradientExchange {
 
   const std::vector<Bucket>& buckets() const override { return buckets_; }
   const PowerSgd* powersgd() const { return powersgd_.get(); }
+  // Between steps only (no bucket on the wire): the communication thread owns it meanwhile.
+  std::string state() const override { return powersgd_ ? powersgd_->state() : std::string(); }
+  void restore_state(const std::string& state) override;
   size_t sent_bytes_per_step() const override;
 
  private:

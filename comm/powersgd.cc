@@ -3,7 +3,9 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -122,6 +124,52 @@ size_t PowerSgd::reduce(Communicator& comm, float* gradients, int b) {
     for (size_t i = 0; i < m.rows * m.cols; ++i) e[i] -= x[i] * per_rank;
   }
   return s.send.size() + s.q.size();
+}
+
+// state(): the bucket count, then per bucket its reductions, Q's and the error's sizes and
+// their values, all in this machine's byte order (a checkpoint resumes on the same kind).
+std::string PowerSgd::state() const {
+  std::string out;
+  auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  const uint64_t buckets = state_.size();
+  put(&buckets, sizeof buckets);
+  for (const State& s : state_) {
+    const int64_t reductions = s.reductions;
+    const uint64_t sizes[2] = {s.q.size(), s.error.size()};
+    put(&reductions, sizeof reductions);
+    put(sizes, sizeof sizes);
+    put(s.q.data(), s.q.size() * sizeof(float));
+    put(s.error.data(), s.error.size() * sizeof(float));
+  }
+  return out;
+}
+
+void PowerSgd::restore(const std::string& state) {
+  size_t at = 0;
+  auto take = [&](void* p, size_t n) {
+    if (n > state.size() - at) throw std::invalid_argument("PowerSGD state is shorter than these buckets need");
+    std::memcpy(p, state.data() + at, n);
+    at += n;
+  };
+  uint64_t buckets = 0;
+  take(&buckets, sizeof buckets);
+  if (buckets != state_.size())
+    throw std::invalid_argument("PowerSGD state holds " + std::to_string(buckets) + " buckets, not " +
+                                std::to_string(state_.size()));
+  std::vector<State> restored = state_;
+  for (State& s : restored) {
+    int64_t reductions = 0;
+    uint64_t sizes[2] = {0, 0};
+    take(&reductions, sizeof reductions);
+    take(sizes, sizeof sizes);
+    if (reductions < 0 || sizes[0] != s.q.size() || sizes[1] != s.error.size())
+      throw std::invalid_argument("PowerSGD state was made for other buckets or another --powersgd_rank");
+    s.reductions = static_cast<int>(std::min<int64_t>(reductions, INT_MAX));
+    take(s.q.data(), s.q.size() * sizeof(float));
+    take(s.error.data(), s.error.size() * sizeof(float));
+  }
+  if (at != state.size()) throw std::invalid_argument("PowerSGD state is longer than these buckets need");
+  state_ = std::move(restored);
 }
 
 size_t PowerSgd::wire_elements() const {

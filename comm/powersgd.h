@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/bucket_plan.h"
@@ -41,6 +42,13 @@ class PowerSgd {
   size_t compressed_tensors() const;
   // The bucket's Q factors as the next compressed reduction starts from (for the tests).
   const std::vector<float>& q_factors(int b) const { return state_.at(b).q; }
+
+  // What a resumed run needs to go on as if never stopped, this rank's own: per bucket the
+  // reductions so far (the warm-up), Q and the error feedback. restore() takes what state()
+  // gave, or throws std::invalid_argument (changing nothing) if it was made for other buckets or
+  // another --powersgd_rank.
+  std::string state() const;
+  void restore(const std::string& state);
 
  private:
   struct Matrix {

@@ -28,12 +28,14 @@ SCHEMAS = ("cnnbench.result/1", "cnnbench.convergence/1")
 
 def convergence_fields(doc):
     """The sweep row's values of a convergence result: images/sec over its training epochs, the
-    run fields it has, and ACCURACY_FIELDS."""
+    run fields it has, the scaling efficiency against its baseline, and ACCURACY_FIELDS."""
     epochs, run, tta = doc.get("epochs", []), doc.get("run", {}), doc.get("time_to_accuracy", {})
     row = {k: run[k] for k in RUN_FIELDS if k in run}
     seconds = sum(e["seconds"] for e in epochs)
     if seconds > 0:
         row["images_per_sec"] = sum(e["images_per_sec"] * e["seconds"] for e in epochs) / seconds
+    if "scaling_efficiency" in doc.get("summary", {}):  # against the sweep's --baseline
+        row["scaling_efficiency"] = doc["summary"]["scaling_efficiency"]
     tested = [e["test_top1"] for e in epochs if "test_top1" in e]
     if tested:
         row["test_top1"], row["best_test_top1"] = tested[-1], max(tested)

@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "comm/powersgd.h"
 #include "fuzz/fuzz_plan.h"
 #include "harness/run/checkpoint.h"
 #include "test_util.h"
@@ -141,6 +142,53 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
     const std::string m = testing::error_of([&] { read_checkpoint(path, plan, fuzz::tiny_model); });
     EXPECT_EQ(m, cases[i].second.empty() ? "" : path + ": " + cases[i].second) << "case " << i;
   }
+}
+
+// A rank's own state beside a checkpoint reads back only for the same rank, number of ranks and
+// kind, and whole.
+TEST(RankState, ReadsBackOnlyForTheRunThatWroteIt) {
+  const std::string dir = fresh_dir("rank_state");
+  const std::string checkpoint = dir + "/checkpoint-epoch-0002.ckpt";
+  const std::string state("\x01\x00\xff state bytes", 15);
+  write_rank_state(checkpoint, 1, 4, "powersgd", state);
+  const std::string path = dir + "/checkpoint-epoch-0002.rank-0001.state";
+  EXPECT_EQ(rank_state_path(checkpoint, 1), path);
+  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd"), state);
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 2, "powersgd"); }),
+            path + ": was written by a run of other than 2 ranks");
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "other"); }), path + ": holds no other state");
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 0, 4, "powersgd"); }),
+            dir + "/checkpoint-epoch-0002.rank-0000.state: cannot open");
+  std::filesystem::copy_file(path, rank_state_path(checkpoint, 3));
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 3, 4, "powersgd"); }),
+            rank_state_path(checkpoint, 3) + ": is not rank 3's");
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd"); }),
+            path + ": checksum mismatch (truncated or damaged)");
+  std::ofstream(path, std::ios::binary) << sealed("{\"model\":\"fuzz_tiny\"}", 21, 0);  // a checkpoint's magic
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd"); }),
+            path + ": not a cnnbench rank state file");
+}
+
+// PowerSGD's state goes out and back whole, and only into a PowerSgd of the same buckets and rank.
+TEST(PowerSgdState, RestoresWhatItSavedAndRefusesAnotherShape) {
+  const std::vector<TensorExtent> tensors = {{0, 64 * 36, 64, 36}, {64 * 36, 64}, {64 * 36 + 64, 50 * 20, 50, 20}};
+  const std::vector<Bucket> buckets = plan_buckets(tensors, 0);
+  PowerSgd a(buckets, tensors, {2, 3, 7}), b(buckets, tensors, {2, 3, 8});
+  ASSERT_NE(a.q_factors(0), b.q_factors(0));  // other seeds: other first Q
+  const std::string saved = a.state();
+  b.restore(saved);
+  EXPECT_EQ(b.q_factors(0), a.q_factors(0));
+  EXPECT_EQ(b.q_factors(2), a.q_factors(2));
+  EXPECT_EQ(b.state(), saved);
+  PowerSgd rank4(buckets, tensors, {4, 3, 7});
+  const std::string before = rank4.state();
+  EXPECT_THROW(rank4.restore(saved), std::invalid_argument);
+  EXPECT_EQ(rank4.state(), before);  // unchanged
+  EXPECT_THROW(b.restore(saved.substr(0, saved.size() - 1)), std::invalid_argument);
+  EXPECT_THROW(b.restore(saved + "x"), std::invalid_argument);
+  PowerSgd one_bucket(plan_buckets(tensors, 1 << 20), tensors, {2, 3, 7});
+  EXPECT_THROW(one_bucket.restore(saved), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The cnnbench binary end to end: the tf_cnn_benchmarks-format log, the summary, the JSON and
 // CSV results, and a clear one-line error with a non-zero exit for bad input.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -291,6 +292,49 @@ TEST(CliMpi, FashionMnistTwoRanksLearns) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/fm_epochs.csv"));
 }
 
+// --baseline on real data (as sweeps pass it): the convergence run reports its images/sec over
+// its training epochs against the baseline run's per rank, in the log, the JSON's summary and the
+// results.csv row. A baseline it cannot read is refused before any training.
+TEST(CliMpi, ConvergenceRunReportsScalingAgainstItsBaseline) {
+  const std::string dir = fresh_dir("cli_convergence_baseline");
+  testing::write_idx_dataset(dir, "train", 640, true);
+  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_epochs=1 "
+                             "--num_data_workers=1 ";
+  CliRun r = run_cnnbench(common + "--result_json=one.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto one = nlohmann::json::parse(slurp_file(dir + "/one.json"));
+  const double one_speed = one["summary"]["images_per_sec"].get<double>();
+  EXPECT_GT(one_speed, 0.0);
+  EXPECT_EQ(one["summary"]["images"], 640);
+  EXPECT_FALSE(one["summary"].contains("scaling_efficiency"));
+
+  const std::string mpiexec = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  r = run_cnnbench_with(mpiexec, "", common + "--baseline=one.json --result_json=two.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto two = nlohmann::json::parse(slurp_file(dir + "/two.json"))["summary"];
+  const double speed = two["images_per_sec"].get<double>(), efficiency = two["scaling_efficiency"].get<double>();
+  EXPECT_EQ(two["baseline_ranks"], 1);
+  EXPECT_EQ(two["baseline_images_per_sec"].get<double>(), one_speed);
+  EXPECT_NEAR(efficiency, speed / (2 * one_speed), 1e-12);
+  EXPECT_NE(r.output.find(fmt::format("Scaling: {:.1f}% efficiency: {:.2f} img/s on 2 ranks vs {:.2f} img/s on 1",
+                                      100 * efficiency, speed, one_speed)),
+            std::string::npos)
+      << r.output;
+  const std::vector<CsvRow> rows = parse_csv(slurp_file(dir + "/cnnbench_results/results.csv"), "results.csv");
+  ASSERT_EQ(rows.size(), 3u);  // the header, one row a run
+  const std::vector<std::string>& header = rows[0].fields;
+  const size_t at = std::find(header.begin(), header.end(), "scaling_efficiency") - header.begin();
+  ASSERT_LT(at, rows[2].fields.size());
+  EXPECT_TRUE(rows[1].fields[at].empty());
+  EXPECT_NEAR(std::stod(rows[2].fields[at]), efficiency, 1e-5 * efficiency);
+
+  r = run_cnnbench_with(mpiexec, "", common + "--baseline=missing.json --result_json=three.json", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: --baseline: cannot read missing.json"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Epoch 1/"), std::string::npos) << "refused before training: " << r.output;
+}
+
 // Time to accuracy: small_cnn on a learnable idx data set (20 steps of 32 an epoch) reaches 50%
 // test top-1 within 4 epochs. The log, the JSON and the results.csv row say after how long;
 // --target_top_1_accuracy trains on, --stop_at_top_1_accuracy stops there, and a target the run
@@ -438,6 +482,53 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   } else {
     EXPECT_GT(p["seconds"].get<double>(), epoch1["training_seconds"].get<double>());
   }
+}
+
+// PowerSGD keeps per-rank state (the warm-up count, Q factors, each rank's error feedback):
+// two ranks killed in epoch 3 and resumed end bit-identical to a run never interrupted, because
+// every rank's state was saved beside each checkpoint. With one rank's state file gone, every
+// rank starts the state afresh (they must agree), says so, finishes, and ends elsewhere: what
+// shows that the state matters and the comparison can fail.
+TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
+  const std::string dir = fresh_dir("cli_resume_powersgd");
+  testing::write_idx_dataset(dir, "train", 640, true);
+  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string mpiexec = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --optimizer=momentum "
+                             "--init_learning_rate=0.02 --num_data_workers=1 --allreduce=gloo --compression=powersgd "
+                             "--powersgd_rank=2 --powersgd_warmup_steps=3 --num_epochs=3 ";
+  CliRun r = run_cnnbench_with(mpiexec, "", common + "--train_dir=whole --result_json=whole.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/whole/checkpoint-epoch-0001.rank-0001.state"));
+  // 10 steps per epoch (640 images, 2 x 32 a step): rank 0 dies after step 25, in epoch 3
+  r = run_cnnbench_with(mpiexec + "-x CNNBENCH_TEST_EXIT_AT=0:25 ", "", common + "--train_dir=parts", dir);
+  ASSERT_NE(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/parts/checkpoint-epoch-0002.ckpt")) << r.output;
+  ASSERT_FALSE(std::filesystem::exists(dir + "/parts/checkpoint-epoch-0003.ckpt"));
+  std::filesystem::copy(dir + "/parts", dir + "/lost", std::filesystem::copy_options::recursive);
+  std::filesystem::remove(dir + "/lost/checkpoint-epoch-0002.rank-0001.state");
+
+  r = run_cnnbench_with(mpiexec, "", common + "--train_dir=parts --resume --result_json=parts.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming PowerSGD's error feedback and Q factors from the 2 rank state files beside "
+                          "parts/checkpoint-epoch-0002.ckpt"),
+            std::string::npos)
+      << r.output;
+  const std::string whole = checkpoint_parts(slurp_file(dir + "/whole/checkpoint-epoch-0003.ckpt")).second;
+  ASSERT_FALSE(whole.empty());
+  EXPECT_TRUE(whole == checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt")).second)
+      << "the resumed run's weights, momentum or statistics differ from the uninterrupted run's";
+  EXPECT_TRUE(slurp_file(dir + "/whole/checkpoint-epoch-0003.rank-0000.state") ==
+              slurp_file(dir + "/parts/checkpoint-epoch-0003.rank-0000.state"));
+
+  r = run_cnnbench_with(mpiexec, "", common + "--train_dir=lost --resume --result_json=lost.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: PowerSGD state not resumed on any rank (lost/checkpoint-epoch-0002.rank-0001.state: "
+                          "cannot open): error feedback and Q start afresh"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Resuming PowerSGD"), std::string::npos) << r.output;
+  EXPECT_FALSE(whole == checkpoint_parts(slurp_file(dir + "/lost/checkpoint-epoch-0003.ckpt")).second);
 }
 
 }  // namespace

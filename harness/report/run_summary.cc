@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <nlohmann/json.hpp>
@@ -94,18 +95,46 @@ void print_repeats(FILE* out, const RepeatSpeeds& r) {
   fmt::print(out, "                  images/sec of each run, in order: {}\n", runs);
 }
 
-void apply_baseline(RunSummary& s, const std::string& path, int ranks) {
+BaselineSpeed read_baseline(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("--baseline: cannot read " + path);
+  BaselineSpeed b;
   try {
     const auto doc = nlohmann::json::parse(in);
-    s.baseline_images_per_sec = doc.at("summary").at("images_per_sec").get<double>();
-    s.baseline_ranks = doc.at("run").at("ranks").get<int>();
+    b.ranks = doc.at("run").at("ranks").get<int>();
+    if (const auto summary = doc.find("summary"); summary != doc.end()) {
+      b.images_per_sec = summary->at("images_per_sec").get<double>();
+    } else {  // a convergence result: the images its epochs trained over their seconds
+      double images = 0, seconds = 0;
+      for (const auto& e : doc.at("epochs")) {
+        images += e.at("images_per_sec").get<double>() * e.at("seconds").get<double>();
+        seconds += e.at("seconds").get<double>();
+      }
+      if (seconds > 0) b.images_per_sec = images / seconds;
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error("--baseline: " + path + " is not a cnnbench JSON result: " + e.what());
   }
-  const double per_rank = s.baseline_images_per_sec / s.baseline_ranks;
-  s.scaling_efficiency = s.images_per_sec / (per_rank * ranks);
+  if (!(b.images_per_sec > 0) || !std::isfinite(b.images_per_sec) || b.ranks < 1)
+    throw std::runtime_error("--baseline: " + path + " holds no speed to compare with");
+  return b;
+}
+
+double BaselineSpeed::efficiency(double images_per_sec_here, int ranks_here) const {
+  return images_per_sec_here / (images_per_sec / ranks * ranks_here);
+}
+
+std::string BaselineSpeed::text(double images_per_sec_here, int ranks_here) const {
+  return fmt::format("{:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})",
+                     100 * efficiency(images_per_sec_here, ranks_here), images_per_sec_here, ranks_here,
+                     images_per_sec, ranks, images_per_sec_here / ranks_here, images_per_sec / ranks);
+}
+
+void apply_baseline(RunSummary& s, const std::string& path, int ranks) {
+  const BaselineSpeed b = read_baseline(path);
+  s.baseline_images_per_sec = b.images_per_sec;
+  s.baseline_ranks = b.ranks;
+  s.scaling_efficiency = b.efficiency(s.images_per_sec, ranks);
 }
 
 void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) {
@@ -154,9 +183,8 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  loss scaling    final scale {:g}, {} step{} skipped for inf/NaN gradients\n", s.loss_scale,
                s.skipped_steps, s.skipped_steps == 1 ? "" : "s");
   if (s.baseline_ranks > 0)
-    fmt::print(out, "  scaling         {:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})\n",
-               100 * s.scaling_efficiency, s.images_per_sec, settings.ranks, s.baseline_images_per_sec, s.baseline_ranks,
-               s.images_per_sec / settings.ranks, s.baseline_images_per_sec / s.baseline_ranks);
+    fmt::print(out, "  scaling         {}\n",
+               BaselineSpeed{s.baseline_images_per_sec, s.baseline_ranks}.text(s.images_per_sec, settings.ranks));
   std::fflush(out);
 }
 

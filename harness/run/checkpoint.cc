@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "harness/report/result_files.h"
 #include "kernels/device_plan.h"
@@ -26,13 +28,73 @@ void append(std::string& out, const void* p, size_t n) { out.append(static_cast<
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
 
+// Both files are framed alike: magic, the header's length, the header (JSON), the payload, and
+// a checksum of all before it.
+std::string frame(const char (&magic)[8], const nlohmann::json& header, const std::vector<std::pair<const void*, size_t>>& payload) {
+  const std::string text = header.dump();
+  const uint64_t length = text.size();
+  std::string out;
+  append(out, magic, sizeof(magic));
+  append(out, &length, sizeof(length));
+  out += text;
+  for (const auto& [data, bytes] : payload) append(out, data, bytes);
+  const uint64_t sum = fnv1a(out.data(), out.size());
+  append(out, &sum, sizeof(sum));
+  return out;
+}
+
+struct Unframed {
+  nlohmann::json header;
+  size_t payload_at = 0, payload_bytes = 0;
+};
+
+// Checks the frame of `bytes` (read from `path`, a file of `kind`); throws naming the file.
+Unframed unframe(const std::string& bytes, const char (&magic)[8], const std::string& path, const std::string& kind) {
+  if (bytes.size() < sizeof(magic) + 16 || bytes.compare(0, sizeof(magic), magic, sizeof(magic)) != 0)
+    bad(path, "not a cnnbench " + kind);
+  uint64_t sum;
+  std::memcpy(&sum, bytes.data() + bytes.size() - sizeof(sum), sizeof(sum));
+  if (fnv1a(bytes.data(), bytes.size() - sizeof(sum)) != sum) bad(path, "checksum mismatch (truncated or damaged)");
+  uint64_t length;
+  std::memcpy(&length, bytes.data() + sizeof(magic), sizeof(length));
+  const size_t header_at = sizeof(magic) + sizeof(length);
+  // compared with what is left, not added to header_at: a huge length must not wrap around
+  if (length > bytes.size() - header_at - sizeof(sum)) bad(path, "header runs past the end");
+  // A checksum only proves the file is as written: the header is still checked field by field,
+  // each a JSON value of the type the writer gives it.
+  Unframed out;
+  try {
+    out.header = nlohmann::json::parse(bytes.substr(header_at, length));
+  } catch (const nlohmann::json::exception&) {
+    bad(path, "header is not JSON");
+  }
+  if (!out.header.is_object()) bad(path, "header is not a JSON object");
+  out.payload_at = header_at + length;
+  out.payload_bytes = bytes.size() - out.payload_at - sizeof(sum);
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+constexpr char kRankStateMagic[8] = {'C', 'N', 'N', 'B', 'R', 'S', 'T', '1'};
+
 }  // namespace
+
+std::string checkpoint_path(const std::string& dir, int64_t epochs_done) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-epoch-%04lld.ckpt", static_cast<long long>(epochs_done));
+  return dir + "/" + name;
+}
 
 std::string write_checkpoint(const std::string& dir, Plan& plan, const CheckpointInfo& info) {
   make_folders(dir);
-  char name[64];
-  std::snprintf(name, sizeof(name), "checkpoint-epoch-%04lld.ckpt", static_cast<long long>(info.epochs_done));
-  const std::string path = dir + "/" + name;
+  const std::string path = checkpoint_path(dir, info.epochs_done);
   if (DevicePlan* device = plan.device()) device->download_state();  // its state is on its GPU
   nlohmann::json header = {{"model", info.model},
                            {"epochs_done", info.epochs_done},
@@ -42,47 +104,18 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
                            {"buffers", plan.buffers().size()}};
   if (info.training_seconds >= 0) header["training_seconds"] = info.training_seconds;
   if (info.time_to_accuracy) header["time_to_accuracy"] = info.time_to_accuracy->to_json();
-  const std::string text = header.dump();
-  const uint64_t length = text.size();
-  std::string out;
-  append(out, kMagic, sizeof(kMagic));
-  append(out, &length, sizeof(length));
-  out += text;
-  append(out, plan.parameters().data(), plan.parameters().size_bytes());
-  append(out, plan.momentum().data(), plan.momentum().size_bytes());
-  append(out, plan.buffers().data(), plan.buffers().size_bytes());
-  const uint64_t sum = fnv1a(out.data(), out.size());
-  append(out, &sum, sizeof(sum));
-  write_file_atomically(path, out);
+  write_file_atomically(path, frame(kMagic, header,
+                                    {{plan.parameters().data(), plan.parameters().size_bytes()},
+                                     {plan.momentum().data(), plan.momentum().size_bytes()},
+                                     {plan.buffers().data(), plan.buffers().size_bytes()}}));
   return path;
 }
 
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
+  const std::string bytes = slurp(path);
   auto fail = [&](const std::string& why) -> CheckpointInfo { bad(path, why); };
-  if (bytes.size() < sizeof(kMagic) + 16 || bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) != 0)
-    return fail("not a cnnbench checkpoint");
-  uint64_t sum;
-  std::memcpy(&sum, bytes.data() + bytes.size() - sizeof(sum), sizeof(sum));
-  if (fnv1a(bytes.data(), bytes.size() - sizeof(sum)) != sum) return fail("checksum mismatch (truncated or damaged)");
-  uint64_t length;
-  std::memcpy(&length, bytes.data() + sizeof(kMagic), sizeof(length));
-  const size_t header_at = sizeof(kMagic) + sizeof(length);
-  // compared with what is left, not added to header_at: a huge length must not wrap around
-  if (length > bytes.size() - header_at - sizeof(sum)) return fail("header runs past the end");
-  // A checksum only proves the file is as written: the header is still checked field by field,
-  // each a JSON value of the type the writer gives it.
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.substr(header_at, length));
-  } catch (const nlohmann::json::exception&) {
-    return fail("header is not JSON");
-  }
-  if (!header.is_object()) return fail("header is not a JSON object");
+  const Unframed framed = unframe(bytes, kMagic, path, "checkpoint");
+  const nlohmann::json& header = framed.header;
   auto field = [&](const char* name) -> const nlohmann::json& {
     const auto it = header.find(name);
     if (it == header.end()) bad(path, std::string("header has no ") + name);
@@ -100,8 +133,7 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   if (count("parameters") != params || count("buffers") != buffers) return fail("sizes differ from this model's");
   const uint64_t epochs_done = count("epochs_done"), steps_done = count("steps_done"), seed = count("seed");
   if (epochs_done > INT64_MAX || steps_done > INT64_MAX) return fail("epoch or step count out of range");
-  const size_t payload = (2 * params + buffers) * sizeof(float);
-  if (header_at + length + payload + sizeof(sum) != bytes.size()) return fail("payload size is wrong");
+  if (framed.payload_bytes != (2 * params + buffers) * sizeof(float)) return fail("payload size is wrong");
   CheckpointInfo info;
   if (const auto it = header.find("training_seconds"); it != header.end()) {
     if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 || it->get<double>() > 1e15)
@@ -115,7 +147,7 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
       return fail(std::string("header's ") + e.what());
     }
   }
-  const char* p = bytes.data() + header_at + length;
+  const char* p = bytes.data() + framed.payload_at;
   std::memcpy(plan.parameters().data(), p, params * sizeof(float));
   std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
   std::memcpy(plan.buffers().data(), p + 2 * params * sizeof(float), buffers * sizeof(float));
@@ -126,6 +158,32 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   info.seed = seed;
   info.path = path;
   return info;
+}
+
+std::string rank_state_path(const std::string& checkpoint, int rank) {
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), ".rank-%04d.state", rank);
+  const std::string stem = checkpoint.ends_with(".ckpt") ? checkpoint.substr(0, checkpoint.size() - 5) : checkpoint;
+  return stem + suffix;
+}
+
+void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
+                      const std::string& state) {
+  const nlohmann::json header = {{"kind", kind}, {"rank", rank}, {"ranks", ranks}, {"bytes", state.size()}};
+  write_file_atomically(rank_state_path(checkpoint, rank), frame(kRankStateMagic, header, {{state.data(), state.size()}}));
+}
+
+std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind) {
+  const std::string path = rank_state_path(checkpoint, rank);
+  const std::string bytes = slurp(path);
+  const Unframed framed = unframe(bytes, kRankStateMagic, path, "rank state file");
+  const nlohmann::json& h = framed.header;
+  auto is = [&](const char* name, const nlohmann::json& want) { return h.contains(name) && h[name] == want; };
+  if (!is("kind", kind)) bad(path, "holds no " + kind + " state");
+  if (!is("ranks", ranks)) bad(path, "was written by a run of other than " + std::to_string(ranks) + " ranks");
+  if (!is("rank", rank)) bad(path, "is not rank " + std::to_string(rank) + "'s");
+  if (!is("bytes", framed.payload_bytes)) bad(path, "payload size is wrong");
+  return bytes.substr(framed.payload_at, framed.payload_bytes);
 }
 
 std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Plan& plan, const std::string& model,

@@ -25,7 +25,9 @@ struct CheckpointInfo {
   std::optional<TimeToAccuracy> time_to_accuracy;
 };
 
-// Writes <dir>/checkpoint-epoch-NNNN.ckpt.
+// <dir>/checkpoint-epoch-NNNN.ckpt
+std::string checkpoint_path(const std::string& dir, int64_t epochs_done);
+// Writes checkpoint_path(dir, info.epochs_done); returns it.
 std::string write_checkpoint(const std::string& dir, Plan& plan, const CheckpointInfo& info);
 // Loads `path` into plan; throws std::runtime_error naming the file and the problem.
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);
@@ -33,5 +35,14 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
 // and listed in `skipped`.
 std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Plan& plan, const std::string& model,
                                                      std::string* skipped);
+
+// A rank's own state beside a checkpoint, state that differs between ranks (PowerSGD's error
+// feedback): checkpoint-epoch-NNNN.rank-RRRR.state, framed and checksummed as the checkpoint is.
+std::string rank_state_path(const std::string& checkpoint, int rank);
+void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
+                      const std::string& state);
+// The state written beside `checkpoint` for this rank of a run of `ranks`, of this kind; throws
+// std::runtime_error naming the file and the problem (missing, damaged, another run's).
+std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind);
 
 }  // namespace cnnbench

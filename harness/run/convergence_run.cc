@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "harness/run/step_loop.h"
 #include "harness/run/checkpoint.h"
+#include "harness/run/exchange_state.h"
 #include "harness/run/fault_injection.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/run/lr_schedule.h"
@@ -157,6 +159,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   LrSchedule schedule;
   double total_epochs = config.num_epochs > 0 ? config.num_epochs : 1.0;
   int64_t steps = 0, total_steps = 0;  // per epoch; of the whole run
+  std::optional<BaselineSpeed> baseline;   // --baseline
   try {
     if (!error.empty()) throw std::runtime_error(error);
     const Shape& in = setup.graph.input().out;
@@ -185,6 +188,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
     // the row written at the end must fit: refused now, not after the training
     if (leader) check_csv_header(config.benchmark_log_dir + "/results.csv", csv_header());
+    if (!config.baseline.empty()) baseline = read_baseline(config.baseline);  // before, not after, the training
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -196,11 +200,13 @@ void run_convergence(const Config& config, Communicator& comm) {
   TimeToAccuracy to_target;
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
+  std::optional<std::string> resumed_from;  // the checkpoint's path
   if (config.resume) {
     std::string skipped;
     const auto found = load_newest_checkpoint(config.train_dir, plan, settings.model.name, &skipped);
     if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
     if (found) {
+      resumed_from = found->path;
       first_epoch = found->epochs_done;
       steps_done = found->steps_done;
       const bool same_target = to_target.target <= 0 ||
@@ -218,6 +224,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
+  if (resumed_from) resume_exchange_state(reducer.get(), comm, *resumed_from);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   if (reducer) reducer->set_timeline(timeline.get());
   const std::unique_ptr<ForwardOverlap> overlap = attach_forward_overlap(plan, reducer.get(), config, timeline.get());
@@ -361,6 +368,11 @@ void run_convergence(const Config& config, Communicator& comm) {
       std::fflush(stdout);
       make_folders(config.benchmark_log_dir);
       write_file_atomically(csv_path, epochs_csv(history));
+    }
+    // every rank's own state (PowerSGD's) before the checkpoint: a checkpoint that exists has it all
+    if (!config.train_dir.empty() && save_exchange_state(reducer.get(), comm, checkpoint_path(config.train_dir, epoch + 1)))
+      comm.barrier();
+    if (leader) {
       if (!config.train_dir.empty()) {
         const auto writing = std::chrono::steady_clock::now();
         CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt};
@@ -389,6 +401,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   if (!leader) return;
   fmt::print("{}\n", input.line());
   if (to_target.target > 0) fmt::print("{}\n", to_target.line());
+  // the speed over this run's training epochs (evaluations and checkpoints left out)
+  const double images_per_sec = run_seconds > 0 ? static_cast<double>(run_images) / run_seconds : 0;
+  if (baseline && images_per_sec > 0) fmt::print("Scaling: {}\n", baseline->text(images_per_sec, comm.size()));
   const RunContext context = collect_run_context();
   const std::string allreduce = reducer ? comm.backend() : "none";
   // "run" holds what `cnnbench compare` matches runs by, named as in training results
@@ -419,6 +434,12 @@ void run_convergence(const Config& config, Communicator& comm) {
                         {"epochs", nlohmann::json::array()}};
   for (const auto& [key, value] : config_values(config)) doc["config"][key] = value;
   for (const EpochMetrics& m : history) doc["epochs"].push_back(to_json(m));
+  doc["summary"] = {{"images_per_sec", images_per_sec}, {"training_seconds", run_seconds}, {"images", run_images}};
+  if (baseline && images_per_sec > 0) {
+    doc["summary"]["baseline_images_per_sec"] = baseline->images_per_sec;
+    doc["summary"]["baseline_ranks"] = baseline->ranks;
+    doc["summary"]["scaling_efficiency"] = baseline->efficiency(images_per_sec, comm.size());
+  }
   doc["input"] = input.to_json();
   if (to_target.target > 0) doc["time_to_accuracy"] = to_target.to_json();
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
@@ -434,10 +455,11 @@ void run_convergence(const Config& config, Communicator& comm) {
       {"global_batch", std::to_string(settings.global_batch)}, {"timed_steps", std::to_string(steps_done)},
       {"variable_update", config.variable_update}, {"allreduce", allreduce},
       {"fusion_threshold_mb", num(config.fusion_threshold_mb)}, {"compression", config.compression},
-      {"images_per_sec", run_seconds > 0 ? num(static_cast<double>(run_images) / run_seconds) : ""},
+      {"images_per_sec", images_per_sec > 0 ? num(images_per_sec) : ""},
       {"peak_rss_bytes", std::to_string(peak_rss_bytes())}, {"host", context.host},
       {"git_revision", context.git_revision}, {"json_file", json_path}};
   if (!history.empty()) row["final_loss"] = num(history.back().train_loss);
+  if (baseline && images_per_sec > 0) row["scaling_efficiency"] = num(baseline->efficiency(images_per_sec, comm.size()));
   if (!history.empty() && history.back().evaluated) row["test_top1"] = num(history.back().test_top1);
   // a time that leaves out epochs before a resume is not a time to accuracy: no target in the row
   if (to_target.target > 0 && to_target.clock_complete) {

@@ -1,0 +1,54 @@
+#include "harness/run/exchange_state.h"
+
+#include <fmt/core.h>
+
+#include <exception>
+#include <filesystem>
+
+#include "harness/report/result_files.h"
+#include "harness/run/checkpoint.h"
+
+namespace cnnbench {
+
+namespace {
+constexpr const char* kKind = "powersgd";  // the only exchange that keeps state between steps
+}
+
+bool save_exchange_state(const GradientExchange* exchange, const Communicator& comm, const std::string& checkpoint) {
+  if (!exchange) return false;
+  const std::string state = exchange->state();
+  if (state.empty()) return false;
+  make_folders(std::filesystem::path(checkpoint).parent_path().string());
+  write_rank_state(checkpoint, comm.rank(), comm.size(), kKind, state);
+  return true;
+}
+
+bool resume_exchange_state(GradientExchange* exchange, Communicator& comm, const std::string& checkpoint) {
+  if (!exchange) return false;
+  const std::string fresh = exchange->state();
+  if (fresh.empty()) return false;
+  std::string why;
+  try {
+    exchange->restore_state(read_rank_state(checkpoint, comm.rank(), comm.size(), kKind));
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  // the first rank that could not (the number of ranks: none): all must agree, or their
+  // allreduces would differ in size
+  double first_failed = why.empty() ? -static_cast<double>(comm.size()) : -static_cast<double>(comm.rank());
+  comm.allreduce_max(&first_failed, 1);
+  const int failed_rank = static_cast<int>(-first_failed);
+  if (failed_rank == comm.size()) {
+    if (comm.rank() == 0)
+      fmt::print("Resuming PowerSGD's error feedback and Q factors from the {} rank state files beside {}\n", comm.size(),
+                 checkpoint);
+    return true;
+  }
+  exchange->restore_state(fresh);
+  if (comm.rank() == failed_rank)
+    fmt::print(stderr, "cnnbench: PowerSGD state not resumed on any rank ({}): error feedback and Q start afresh, "
+                       "after the uncompressed warm-up steps\n", why);
+  return false;
+}
+
+}  // namespace cnnbench
