@@ -215,6 +215,14 @@ TEST(CliMpi, RanksThatDisagreeAreRefused) {
 namespace cnnbench {
 namespace {
 
+// A fresh folder with a learnable idx data set: 640 training images (20 steps of 32), 100 test.
+std::string learnable_idx_dir(const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  testing::write_idx_dataset(dir, "train", 640, true);
+  testing::write_idx_dataset(dir, "t10k", 100, true);
+  return dir;
+}
+
 // A path that is not UTF-8 (a Latin-1 file name) is a valid path: the run writes its results,
 // the name in the JSON with U+FFFD, instead of ending in nlohmann's type_error 316 (exit 1).
 TEST(Cli, ResultsWithANameThatIsNotUtf8AreWritten) {
@@ -296,9 +304,7 @@ TEST(CliMpi, FashionMnistTwoRanksLearns) {
 // its training epochs against the baseline run's per rank, in the log, the JSON's summary and the
 // results.csv row. A baseline it cannot read is refused before any training.
 TEST(CliMpi, ConvergenceRunReportsScalingAgainstItsBaseline) {
-  const std::string dir = fresh_dir("cli_convergence_baseline");
-  testing::write_idx_dataset(dir, "train", 640, true);
-  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string dir = learnable_idx_dir("cli_convergence_baseline");
   const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_epochs=1 "
                              "--num_data_workers=1 ";
   CliRun r = run_cnnbench(common + "--result_json=one.json", dir);
@@ -340,9 +346,7 @@ TEST(CliMpi, ConvergenceRunReportsScalingAgainstItsBaseline) {
 // --target_top_1_accuracy trains on, --stop_at_top_1_accuracy stops there, and a target the run
 // cannot reach (a learning rate of 1e-9) is reported as not reached.
 TEST(Cli, TimeToAccuracyInTheLogJsonAndResultsCsv) {
-  const std::string dir = fresh_dir("cli_time_to_accuracy");
-  testing::write_idx_dataset(dir, "train", 640, true);
-  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string dir = learnable_idx_dir("cli_time_to_accuracy");
   const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 "
                              "--optimizer=momentum --num_epochs=4 --eval_during_training_every_n_epochs=1 ";
   CliRun r = run_cnnbench(common + "--init_learning_rate=0.02 --target_top_1_accuracy=0.5 --result_json=on.json", dir);
@@ -441,9 +445,7 @@ std::pair<nlohmann::json, std::string> checkpoint_parts(const std::string& bytes
 // interrupted, and with the same time-to-accuracy epochs: the checkpoint carries the training
 // time and the target's state, so the seconds go on from the checkpoint's.
 TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
-  const std::string dir = fresh_dir("cli_resume");
-  testing::write_idx_dataset(dir, "train", 640, true);
-  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string dir = learnable_idx_dir("cli_resume");
   const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --optimizer=momentum "
                              "--init_learning_rate=0.02 --num_data_workers=2 --eval_during_training_every_n_epochs=1 "
                              "--target_top_1_accuracy=0.5 ";
@@ -490,9 +492,7 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
 // rank starts the state afresh (they must agree), says so, finishes, and ends elsewhere: what
 // shows that the state matters and the comparison can fail.
 TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
-  const std::string dir = fresh_dir("cli_resume_powersgd");
-  testing::write_idx_dataset(dir, "train", 640, true);
-  testing::write_idx_dataset(dir, "t10k", 100, true);
+  const std::string dir = learnable_idx_dir("cli_resume_powersgd");
   const std::string mpiexec = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
   const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --optimizer=momentum "
                              "--init_learning_rate=0.02 --num_data_workers=1 --allreduce=gloo --compression=powersgd "
