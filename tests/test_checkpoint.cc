@@ -44,7 +44,7 @@ TEST(Checkpoint, WrittenStateReadsBack) {
   fuzz::TinyPlan written, read;
   init_parameters(written.layout(), written.parameters().data(), written.buffers().data(), 5);
   for (size_t i = 0; i < written.momentum().size(); ++i) written.momentum()[i] = 0.5f * static_cast<float>(i);
-  const std::string path = write_checkpoint(dir, written, {fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt});
+  const std::string path = write_checkpoint(dir, written, {fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt, ""});
   EXPECT_EQ(path, dir + "/checkpoint-epoch-0003.ckpt");
   const CheckpointInfo info = read_checkpoint(path, read, fuzz::tiny_model);
   EXPECT_EQ(info.epochs_done, 3);
@@ -60,7 +60,7 @@ TEST(Checkpoint, WrittenStateReadsBack) {
   EXPECT_FALSE(info.time_to_accuracy);
 
   // the training time and the time-to-accuracy state, for a resumed run to count on
-  CheckpointInfo timed{fuzz::tiny_model, 4, 160, 42, "", -1, std::nullopt};
+  CheckpointInfo timed{fuzz::tiny_model, 4, 160, 42, "", -1, std::nullopt, "0123abcd"};
   timed.training_seconds = 81.5;
   TimeToAccuracy t;
   t.target = 0.9;
@@ -74,6 +74,8 @@ TEST(Checkpoint, WrittenStateReadsBack) {
   EXPECT_TRUE(back.time_to_accuracy->reached);
   EXPECT_EQ(back.time_to_accuracy->epochs, 4);
   EXPECT_EQ(back.time_to_accuracy->evaluations, 2);
+  EXPECT_EQ(back.rank_state_id, "0123abcd");
+  EXPECT_EQ(info.rank_state_id, "");  // none written
 }
 
 // A diverged evaluation (loss not finite) never reaches a target; NaN accuracy neither.
@@ -132,6 +134,8 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
        "header's training_seconds is not a number of seconds"},
       {sealed(with(",\"time_to_accuracy\":[]}"), with(",\"time_to_accuracy\":[]}").size(), payload),
        "header's time_to_accuracy is not an object"},
+      {sealed(with(",\"rank_state_id\":5}"), with(",\"rank_state_id\":5}").size(), payload),
+       "header's rank_state_id is not an id"},
       {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}"),
               with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}").size(), payload),
        "header's time_to_accuracy.target_top_1_accuracy is missing or out of range"},
@@ -144,29 +148,31 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
   }
 }
 
-// A rank's own state beside a checkpoint reads back only for the same rank, number of ranks and
-// kind, and whole.
+// A rank's own state beside a checkpoint reads back only for the same checkpoint id, rank, number
+// of ranks and kind, and whole.
 TEST(RankState, ReadsBackOnlyForTheRunThatWroteIt) {
   const std::string dir = fresh_dir("rank_state");
   const std::string checkpoint = dir + "/checkpoint-epoch-0002.ckpt";
   const std::string state("\x01\x00\xff state bytes", 15);
-  write_rank_state(checkpoint, 1, 4, "powersgd", state);
+  write_rank_state(checkpoint, 1, 4, "powersgd", "id1", state);
   const std::string path = dir + "/checkpoint-epoch-0002.rank-0001.state";
   EXPECT_EQ(rank_state_path(checkpoint, 1), path);
-  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd"), state);
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 2, "powersgd"); }),
-            path + ": was written by a run of other than 2 ranks");
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "other"); }), path + ": holds no other state");
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 0, 4, "powersgd"); }),
+  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd", "id1"), state);
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd", "id2"); }),
+            path + ": belongs to another checkpoint than " + checkpoint);  // another run's, left in the folder
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 2, "powersgd", "id1"); }),
+            path + ": was written by a run of 4 ranks, not 2");
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "other", "id1"); }), path + ": holds no other state");
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 0, 4, "powersgd", "id1"); }),
             dir + "/checkpoint-epoch-0002.rank-0000.state: cannot open");
   std::filesystem::copy_file(path, rank_state_path(checkpoint, 3));
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 3, 4, "powersgd"); }),
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 3, 4, "powersgd", "id1"); }),
             rank_state_path(checkpoint, 3) + ": is not rank 3's");
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd"); }),
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd", "id1"); }),
             path + ": checksum mismatch (truncated or damaged)");
   std::ofstream(path, std::ios::binary) << sealed("{\"model\":\"fuzz_tiny\"}", 21, 0);  // a checkpoint's magic
-  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd"); }),
+  EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd", "id1"); }),
             path + ": not a cnnbench rank state file");
 }
 

@@ -490,7 +490,8 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
 // two ranks killed in epoch 3 and resumed end bit-identical to a run never interrupted, because
 // every rank's state was saved beside each checkpoint. With one rank's state file gone, every
 // rank starts the state afresh (they must agree), says so, finishes, and ends elsewhere: what
-// shows that the state matters and the comparison can fail.
+// shows that the state matters and the comparison can fail. Another run's state file under the
+// same name is not taken either.
 TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
   const std::string dir = learnable_idx_dir("cli_resume_powersgd");
   const std::string mpiexec = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
@@ -507,6 +508,11 @@ TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
   ASSERT_FALSE(std::filesystem::exists(dir + "/parts/checkpoint-epoch-0003.ckpt"));
   std::filesystem::copy(dir + "/parts", dir + "/lost", std::filesystem::copy_options::recursive);
   std::filesystem::remove(dir + "/lost/checkpoint-epoch-0002.rank-0001.state");
+  // another run's state file under the same name (the same bytes but for its id): not taken
+  std::filesystem::copy(dir + "/parts", dir + "/foreign", std::filesystem::copy_options::recursive);
+  std::filesystem::copy_file(dir + "/whole/checkpoint-epoch-0002.rank-0001.state",
+                             dir + "/foreign/checkpoint-epoch-0002.rank-0001.state",
+                             std::filesystem::copy_options::overwrite_existing);
 
   r = run_cnnbench_with(mpiexec, "", common + "--train_dir=parts --resume --result_json=parts.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -518,8 +524,12 @@ TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
   ASSERT_FALSE(whole.empty());
   EXPECT_TRUE(whole == checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt")).second)
       << "the resumed run's weights, momentum or statistics differ from the uninterrupted run's";
-  EXPECT_TRUE(slurp_file(dir + "/whole/checkpoint-epoch-0003.rank-0000.state") ==
-              slurp_file(dir + "/parts/checkpoint-epoch-0003.rank-0000.state"));
+  // the state files are framed as checkpoints are; their ids differ, their states not
+  const auto [whole_header, whole_state] = checkpoint_parts(slurp_file(dir + "/whole/checkpoint-epoch-0003.rank-0000.state"));
+  const auto [parts_header, parts_state] = checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0003.rank-0000.state"));
+  EXPECT_NE(whole_header["id"], parts_header["id"]);
+  EXPECT_FALSE(whole_state.empty());
+  EXPECT_TRUE(whole_state == parts_state);
 
   r = run_cnnbench_with(mpiexec, "", common + "--train_dir=lost --resume --result_json=lost.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -529,6 +539,13 @@ TEST(CliMpi, PowerSgdResumeAfterKillMatchesUninterruptedRun) {
       << r.output;
   EXPECT_EQ(r.output.find("Resuming PowerSGD"), std::string::npos) << r.output;
   EXPECT_FALSE(whole == checkpoint_parts(slurp_file(dir + "/lost/checkpoint-epoch-0003.ckpt")).second);
+
+  r = run_cnnbench_with(mpiexec, "", common + "--train_dir=foreign --resume --result_json=foreign.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PowerSGD state not resumed on any rank (foreign/checkpoint-epoch-0002.rank-0001.state: "
+                          "belongs to another checkpoint than foreign/checkpoint-epoch-0002.ckpt)"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -104,6 +104,7 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
                            {"buffers", plan.buffers().size()}};
   if (info.training_seconds >= 0) header["training_seconds"] = info.training_seconds;
   if (info.time_to_accuracy) header["time_to_accuracy"] = info.time_to_accuracy->to_json();
+  if (!info.rank_state_id.empty()) header["rank_state_id"] = info.rank_state_id;
   write_file_atomically(path, frame(kMagic, header,
                                     {{plan.parameters().data(), plan.parameters().size_bytes()},
                                      {plan.momentum().data(), plan.momentum().size_bytes()},
@@ -147,6 +148,10 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
       return fail(std::string("header's ") + e.what());
     }
   }
+  if (const auto it = header.find("rank_state_id"); it != header.end()) {
+    if (!it->is_string() || it->get<std::string>().empty()) return fail("header's rank_state_id is not an id");
+    info.rank_state_id = it->get<std::string>();
+  }
   const char* p = bytes.data() + framed.payload_at;
   std::memcpy(plan.parameters().data(), p, params * sizeof(float));
   std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
@@ -168,19 +173,23 @@ std::string rank_state_path(const std::string& checkpoint, int rank) {
 }
 
 void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
-                      const std::string& state) {
-  const nlohmann::json header = {{"kind", kind}, {"rank", rank}, {"ranks", ranks}, {"bytes", state.size()}};
+                      const std::string& id, const std::string& state) {
+  const nlohmann::json header = {{"kind", kind}, {"id", id}, {"rank", rank}, {"ranks", ranks}, {"bytes", state.size()}};
   write_file_atomically(rank_state_path(checkpoint, rank), frame(kRankStateMagic, header, {{state.data(), state.size()}}));
 }
 
-std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind) {
+std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
+                            const std::string& id) {
   const std::string path = rank_state_path(checkpoint, rank);
   const std::string bytes = slurp(path);
   const Unframed framed = unframe(bytes, kRankStateMagic, path, "rank state file");
   const nlohmann::json& h = framed.header;
   auto is = [&](const char* name, const nlohmann::json& want) { return h.contains(name) && h[name] == want; };
   if (!is("kind", kind)) bad(path, "holds no " + kind + " state");
-  if (!is("ranks", ranks)) bad(path, "was written by a run of other than " + std::to_string(ranks) + " ranks");
+  if (!is("id", id)) bad(path, "belongs to another checkpoint than " + checkpoint);
+  if (!is("ranks", ranks))
+    bad(path, "was written by a run of " + (h.contains("ranks") ? h["ranks"].dump() : std::string("?")) + " ranks, not " +
+                  std::to_string(ranks));
   if (!is("rank", rank)) bad(path, "is not rank " + std::to_string(rank) + "'s");
   if (!is("bytes", framed.payload_bytes)) bad(path, "payload size is wrong");
   return bytes.substr(framed.payload_at, framed.payload_bytes);

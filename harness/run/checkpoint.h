@@ -23,6 +23,8 @@ struct CheckpointInfo {
   // far (< 0: unknown), and the time-to-accuracy state, so that a resumed run goes on counting.
   double training_seconds = -1;
   std::optional<TimeToAccuracy> time_to_accuracy;
+  // Optional: the id its ranks' own state files were written under (empty: none written).
+  std::string rank_state_id;
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt
@@ -37,12 +39,16 @@ std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Pla
                                                      std::string* skipped);
 
 // A rank's own state beside a checkpoint, state that differs between ranks (PowerSGD's error
-// feedback): checkpoint-epoch-NNNN.rank-RRRR.state, framed and checksummed as the checkpoint is.
+// feedback): checkpoint-epoch-NNNN.rank-RRRR.state, framed and checksummed as the checkpoint is,
+// under an id that the checkpoint's header names too (CheckpointInfo::rank_state_id), so that a
+// state file left by another run of the same folder is never taken for this checkpoint's.
 std::string rank_state_path(const std::string& checkpoint, int rank);
 void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
-                      const std::string& state);
-// The state written beside `checkpoint` for this rank of a run of `ranks`, of this kind; throws
-// std::runtime_error naming the file and the problem (missing, damaged, another run's).
-std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind);
+                      const std::string& id, const std::string& state);
+// The state written beside `checkpoint` for this rank of a run of `ranks`, of this kind, under
+// this id; throws std::runtime_error naming the file and the problem (missing, damaged, another
+// run's or another checkpoint's).
+std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
+                            const std::string& id);
 
 }  // namespace cnnbench

@@ -200,13 +200,13 @@ void run_convergence(const Config& config, Communicator& comm) {
   TimeToAccuracy to_target;
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
-  std::optional<std::string> resumed_from;  // the checkpoint's path
+  std::optional<CheckpointInfo> resumed_from;
   if (config.resume) {
     std::string skipped;
     const auto found = load_newest_checkpoint(config.train_dir, plan, settings.model.name, &skipped);
     if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
     if (found) {
-      resumed_from = found->path;
+      resumed_from = found;
       first_epoch = found->epochs_done;
       steps_done = found->steps_done;
       const bool same_target = to_target.target <= 0 ||
@@ -224,7 +224,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
-  if (resumed_from) resume_exchange_state(reducer.get(), comm, *resumed_from);
+  if (resumed_from) resume_exchange_state(reducer.get(), comm, resumed_from->path, resumed_from->rank_state_id);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
   if (reducer) reducer->set_timeline(timeline.get());
   const std::unique_ptr<ForwardOverlap> overlap = attach_forward_overlap(plan, reducer.get(), config, timeline.get());
@@ -369,15 +369,19 @@ void run_convergence(const Config& config, Communicator& comm) {
       make_folders(config.benchmark_log_dir);
       write_file_atomically(csv_path, epochs_csv(history));
     }
-    // every rank's own state (PowerSGD's) before the checkpoint: a checkpoint that exists has it all
-    if (!config.train_dir.empty() && save_exchange_state(reducer.get(), comm, checkpoint_path(config.train_dir, epoch + 1)))
-      comm.barrier();
+    // every rank's own state (PowerSGD's) before the checkpoint that names it
+    std::string rank_state_id;
+    if (!config.train_dir.empty()) {
+      rank_state_id = save_exchange_state(reducer.get(), comm, checkpoint_path(config.train_dir, epoch + 1));
+      if (!rank_state_id.empty()) comm.barrier();
+    }
     if (leader) {
       if (!config.train_dir.empty()) {
         const auto writing = std::chrono::steady_clock::now();
-        CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt};
+        CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt, ""};
         info.training_seconds = training_seconds();
         if (to_target.target > 0) info.time_to_accuracy = to_target;
+        info.rank_state_id = rank_state_id;
         write_checkpoint(config.train_dir, plan, info);
         if (timeline)
           timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(),

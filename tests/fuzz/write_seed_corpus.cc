@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   init_parameters(plan.layout(), plan.parameters().data(), plan.buffers().data(), 1);
   const fs::path ckpt_dir = out / "scratch_checkpoints";
   const std::string written =
-      write_checkpoint(ckpt_dir.string(), plan, CheckpointInfo{fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt});
+      write_checkpoint(ckpt_dir.string(), plan, CheckpointInfo{fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt, ""});
   put(out / "checkpoint/checkpoint-epoch-0003.ckpt", slurp(written));
   fs::remove_all(ckpt_dir);
 
