@@ -130,7 +130,9 @@ size_t PowerSgd::reduce(Communicator& comm, float* gradients, int b) {
 // their values, all in this machine's byte order (a checkpoint resumes on the same kind).
 std::string PowerSgd::state() const {
   std::string out;
-  auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  auto put = [&](const void* p, size_t n) {
+    if (n > 0) out.append(static_cast<const char*>(p), n);  // an empty vector's data() may be null
+  };
   const uint64_t buckets = state_.size();
   put(&buckets, sizeof buckets);
   for (const State& s : state_) {
@@ -148,7 +150,7 @@ void PowerSgd::restore(const std::string& state) {
   size_t at = 0;
   auto take = [&](void* p, size_t n) {
     if (n > state.size() - at) throw std::invalid_argument("PowerSGD state is shorter than these buckets need");
-    std::memcpy(p, state.data() + at, n);
+    if (n > 0) std::memcpy(p, state.data() + at, n);  // an empty vector's data() may be null
     at += n;
   };
   uint64_t buckets = 0;

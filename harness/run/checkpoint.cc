@@ -24,7 +24,9 @@ uint64_t fnv1a(const char* data, size_t n, uint64_t h = 1469598103934665603ull) 
   return h;
 }
 
-void append(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+void append(std::string& out, const void* p, size_t n) {
+  if (n > 0) out.append(static_cast<const char*>(p), n);  // an empty span's data() may be null
+}
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
 
