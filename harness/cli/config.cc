@@ -12,6 +12,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "harness/cli/bounded_file.h"
 #include "harness/cli/toml_shield.h"
 
 namespace cnnbench {
@@ -285,18 +286,13 @@ void apply_flag(Config& config, const std::string& name, const std::string& valu
 }
 
 void apply_config_file(const std::string& path, Config& config) {
-  const std::string where = printable(path, 4096);  // in errors
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ConfigError(where + ": is a folder, not a TOML file");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(where + ": cannot read" + (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
-  // at most 1 MiB: a config is a page of keys, and /dev/zero or a pipe that never ends is not one
-  constexpr size_t most = 1 << 20;
-  std::string text(most + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > most) throw ConfigError(where + ": larger than 1 MiB, not a cnnbench config");
+  // at most 1 MiB of a regular file: a config is a page of keys, and /dev/zero or a pipe is not one
+  std::string text;
+  try {
+    text = read_bounded_file(path, 1 << 20, "a cnnbench config");
+  } catch (const BoundedFileError& e) {
+    throw ConfigError(e.what());
+  }
   apply_config_text(text, path, config);
 }
 
