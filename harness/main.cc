@@ -19,7 +19,12 @@
 #include "harness/cli/config.h"
 #include "harness/run/convergence_run.h"
 #include "harness/run/input_bench.h"
+#include "harness/run/step_loop.h"
 #include "harness/run/training_run.h"
+#include "harness/report/output_paths.h"
+#include "harness/report/peak.h"
+#include "kernels/dtype.h"
+#include "kernels/threads.h"
 #include "models/model_zoo.h"
 
 namespace cnnbench {
@@ -29,6 +34,28 @@ int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
+}
+
+// --peak: every rank measures its own threads' FMA peak (ranks on one host share its cores, as
+// their training would); rank 0 prints each rank's figure and the sum.
+int print_peak(const Config& config) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const DType type = config.use_fp16 ? DType::bf16 : parse_dtype(config.precision).value_or(DType::f32);
+  const int threads = configure_threads(static_cast<int>(config.num_intra_threads));
+  MPI_Barrier(MPI_COMM_WORLD);  // all ranks measure at once
+  const PeakResult peak = measure_peak(type, threads);
+  double mine = peak.supported ? peak.gflops : 0, total = 0;
+  MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (world_rank() != 0) return 0;
+  if (!peak.supported) {
+    std::printf("%s FMA peak: no fast path for %s on this CPU\n", dtype_name(type), dtype_name(type));
+    return 0;
+  }
+  std::printf("%s FMA peak: %.1f GFLOP/s per rank (%d thread%s, %s)%s\n", dtype_name(type), peak.gflops, threads,
+              threads == 1 ? "" : "s", peak.isa.c_str(),
+              size > 1 ? fmt::format(", {:.1f} GFLOP/s over {} ranks", total, size).c_str() : "");
+  return 0;
 }
 
 void list_models() {
@@ -92,11 +119,29 @@ int main(int argc, char** argv) {
     finalize_mpi();
     return 0;
   }
+  // a flag this run does not read is said so, once: the command line still runs
+  if (world_rank() == 0)
+    for (const std::string& note : flag_notes(config)) std::fprintf(stderr, "cnnbench: note: %s\n", note.c_str());
+  if (config.peak) {
+    const int code = print_peak(config);
+    finalize_mpi();
+    return code;
+  }
 
   // 2. the run: errors in setting it up are gathered and printed once by rank 0 (exit 2); any
   // later failure ends the whole job at once, naming the rank, so no rank waits in a collective.
   int exit_code = 0;
   try {
+    // every output path checked before the first step, so a wrong one costs nothing
+    std::string bad_output;
+    if (world_rank() == 0) {
+      try {
+        check_output_paths(config);
+      } catch (const std::exception& e) {
+        bad_output = e.what();
+      }
+    }
+    if (report_errors_together(bad_output)) throw ErrorsReported{2};
     std::unique_ptr<Communicator> comm;
     std::string not_built;
     try {
@@ -116,6 +161,14 @@ int main(int argc, char** argv) {
       run_training(config, *comm);
   } catch (const ErrorsReported& e) {
     exit_code = e.exit_code;
+  } catch (const DivergedError& e) {
+    // every rank's weights are the same, so every rank gets here; the first one ends the job
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::fprintf(stderr, "cnnbench: rank %d: %s\n", world_rank(), e.what());
+    std::fflush(stderr);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 3);
+    exit_code = 3;
   } catch (const std::exception& e) {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -19,7 +19,7 @@ const std::vector<ModelInfo>& model_zoo() {
       {"resnet44", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(44, n); }},
       {"resnet56", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(56, n); }},
       {"resnet110", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(110, n); }},
-      {"trivial", "imagenet", 3, 224, 1000, 32, build_trivial},
+      {"trivial", "imagenet", 3, 224, 1000, 32, build_trivial, 0.0005},
       {"small_cnn", "fashion_mnist", 1, 28, 10, 128, build_small_cnn},
       {"resnet20_fmnist", "fashion_mnist", 1, 28, 10, 128,
        [](int64_t n) { return build_cifar_resnet(20, n, 1, 28, "resnet20_fmnist"); }},

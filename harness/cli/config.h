@@ -30,6 +30,7 @@ inline constexpr double max_learning_rate = 1000;         // init_learning_rate 
 inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
 inline constexpr double max_fusion_threshold_mb = 4096;   // fusion_threshold_mb
 inline constexpr double max_timeout_sec = 86400;          // collective_timeout_sec
+inline constexpr double min_timeout_sec = 1;              // below, a busy step would look like a dead rank
 
 struct Config {
   // what to run
@@ -94,6 +95,8 @@ struct Config {
   int64_t num_data_workers = 2;          // input threads per rank
   int64_t datasets_shuffle_buffer_size = 10000;  // TFRecord training: records shuffled per rank
   bool resume = false;                   // continue from the newest valid checkpoint in train_dir
+  bool overwrite_train_dir = false;      // start afresh in a train_dir holding another run's checkpoints
+  bool allow_nonfinite_loss = false;     // a NaN/inf loss ends the run (non-zero) unless this is set
   // output
   std::string train_dir;
   std::string benchmark_log_dir = "cnnbench_results";
@@ -108,7 +111,42 @@ struct Config {
   bool list_models = false;
   bool help = false;
   std::string config_file;
+  std::vector<std::string> given;  // the flags set by the command line or the config file, in order
 };
+
+// The kinds of run a flag can apply to (a flag table's `runs`): the synthetic training benchmark
+// (training or forward-only), training on real data (--data_dir), --mode=allreduce, --mode=input,
+// and the flags that print something and exit before any run (--help, --list_models, --peak).
+enum RunKind : unsigned { kSynthetic = 1, kRealData = 2, kAllreduce = 4, kInput = 8, kNoRun = 16 };
+RunKind run_kind(const Config& config);
+const char* run_kind_name(RunKind kind);
+
+// How a test shows that a flag does something where the table says it is read: in a run of
+// `kind`, setting the flag to `value` (with `context` flags on both sides) changes `shows`:
+// "json:PATH" (a value in the run's result JSON, dotted path), "out:TEXT" (the output lines
+// holding TEXT), "path" (the flag's value names a file or folder the run makes) or "exit".
+struct FlagProbe {
+  RunKind kind;
+  std::string value, shows, context;
+};
+struct FlagInfo {
+  std::string name;
+  unsigned runs = 0;             // RunKind bits
+  std::vector<FlagProbe> probes;
+  std::string unprobed;          // why no probe can show it here (a GPU, 2 ranks, ...), if none
+};
+// The flag table as data, in --help's order (tests walk it).
+std::vector<FlagInfo> flag_table();
+// One line for each flag the user gave that this run does not read, and why ("--nesterov: only
+// with --optimizer=momentum or lars; ignored").
+std::vector<std::string> flag_notes(const Config& config);
+
+// tf_cnn_benchmarks' piecewise schedule "rate;epoch;rate;...;rate": rates in (0, 1000], epochs
+// positive and increasing; throws ConfigError naming the flag and the problem.
+struct PiecewiseSchedule {
+  std::vector<double> rates, boundaries;
+};
+PiecewiseSchedule parse_piecewise_schedule(const std::string& text);
 
 // Applies the TOML file named by --config (if any), then every flag. argv[0] is skipped.
 Config parse_command_line(int argc, const char* const* argv);

@@ -54,9 +54,10 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (config.num_warmup_batches < 0 && config.compression == "powersgd")
     s.warmup_steps = std::max(s.warmup_steps, config.powersgd_warmup_steps);
   s.epochs = static_cast<double>(s.timed_steps * s.global_batch) / static_cast<double>(dataset_train_size(s.dataset));
-  s.learning_rate = config.init_learning_rate > 0 ? config.init_learning_rate
-                    : s.dataset == "imagenet"     ? 0.1 * static_cast<double>(s.global_batch) / 256.0
-                                                  : 0.1;
+  s.learning_rate = config.init_learning_rate > 0        ? config.init_learning_rate
+                    : model->default_learning_rate > 0 ? model->default_learning_rate
+                    : s.dataset == "imagenet"          ? 0.1 * static_cast<double>(s.global_batch) / 256.0
+                                                       : 0.1;
   // --use_fp16 asks for the half type the device runs fastest: fp16 on GPUs (tensor cores); on
   // CPUs bf16 (AVX-512 BF16), as fp16 would need AVX-512 FP16.
   const bool gpu = config.device == "gpu";

@@ -1,5 +1,8 @@
 #include "harness/report/csv.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include <csv.h>
 
 #include <fmt/format.h>
@@ -80,6 +83,13 @@ std::string csv_line(const std::vector<std::string>& fields) {
   }
   line += '\n';
   return line;
+}
+
+std::string csv_number(double value) {
+  if (!std::isfinite(value)) return "";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", value);
+  return text;
 }
 
 }  // namespace cnnbench

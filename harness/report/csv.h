@@ -26,6 +26,9 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path);
 // A field as it goes into a row: as it is, or quoted (quotes doubled) when it holds a comma, a
 // quote or a line break.
 std::string csv_field(const std::string& field);
+// A number as results' CSV files write it (%.6g); NaN and infinity, which no reader takes for a
+// measurement, as an empty cell (JSON writes them as null).
+std::string csv_number(double value);
 // The fields joined with commas, ending with a line break.
 std::string csv_line(const std::vector<std::string>& fields);
 

@@ -1,6 +1,7 @@
 #include "harness/report/result_files.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -84,9 +85,20 @@ void make_folders(const std::string& path) {
   if (ec) throw std::runtime_error(path + ": cannot create folder: " + ec.message());
 }
 
-void write_file_atomically(const std::string& path, const std::string& contents) {
+namespace {
+
+// NAME.tmp.HOST.PID: a leftover of a killed writer can be told from a live one's (the train_dir
+// clears those whose process is gone), also where hosts share the folder.
+std::string temporary_name(const std::string& path) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return path + ".tmp." + host + "." + std::to_string(getpid());
+}
+
+// Writes `contents` to a temporary beside `path`; returns its name. Throws naming `path`.
+std::string write_temporary(const std::string& path, const std::string& contents) {
   errno = 0;
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const std::string temp = temporary_name(path);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   // Errors name the file the user asked for; what was there before is left as it was.
   if (fd < 0) fail(path, "cannot create a temporary file beside it");
@@ -108,10 +120,42 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     errno = why;
     fail(path, "cannot write (left as it was)");
   }
+  return temp;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  const std::string temp = write_temporary(path, contents);
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     ::unlink(temp.c_str());
     fail(path, "cannot rename into place");
   }
+}
+
+std::string write_new_file(const std::string& stem, const std::string& suffix, const std::string& contents) {
+  const std::string first = stem + suffix;
+  const std::string temp = write_temporary(first, contents);
+  for (int n = 1; n <= 1000; ++n) {
+    const std::string path = n == 1 ? first : stem + "-" + std::to_string(n) + suffix;
+    errno = 0;
+    // never over a file already there: two runs in the same second keep a file each
+    int done = ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+    if (done != 0 && (errno == EINVAL || errno == ENOSYS)) {  // a file system without it: link fails on a name taken
+      done = ::link(temp.c_str(), path.c_str());
+      if (done == 0) ::unlink(temp.c_str());
+    }
+    if (done == 0) return path;
+    if (errno != EEXIST) {
+      const int why = errno;
+      ::unlink(temp.c_str());
+      errno = why;
+      fail(path, "cannot rename into place");
+    }
+  }
+  ::unlink(temp.c_str());
+  errno = 0;
+  fail(first, "1000 files of this name are there already");
 }
 
 void append_csv_row(const std::string& path, const std::vector<std::string>& header,

@@ -13,6 +13,9 @@ namespace cnnbench {
 
 // Throws std::runtime_error naming the path on any failure.
 void write_file_atomically(const std::string& path, const std::string& contents);
+// Writes a new file named stem + suffix, or stem-2 + suffix, stem-3 ... if that is taken (never
+// replacing one, even when another run takes the name at the same moment); returns its path.
+std::string write_new_file(const std::string& stem, const std::string& suffix, const std::string& contents);
 void append_csv_row(const std::string& path, const std::vector<std::string>& header,
                     const std::vector<std::string>& row);
 // Throws as append_csv_row would if `path` (when it exists) cannot take rows under `header`:

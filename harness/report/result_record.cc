@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "harness/report/csv.h"
+#include "harness/report/output_paths.h"
 #include "harness/report/result_files.h"
 
 namespace cnnbench {
@@ -20,7 +22,8 @@ nlohmann::json result_json(const ResultInputs& in) {
                           {"backward_sec", nlohmann::json::array()}, {"update_sec", nlohmann::json::array()},
                           {"comm_sec", nlohmann::json::array()},     {"exposed_comm_sec", nlohmann::json::array()},
                           {"comm_hidden_by_forward_sec", nlohmann::json::array()},
-                          {"loss", nlohmann::json::array()},         {"top1_correct", nlohmann::json::array()}};
+                          {"loss", nlohmann::json::array()},         {"top1_correct", nlohmann::json::array()},
+                          {"learning_rate", nlohmann::json::array()}};
   for (const StepRecord& r : in.steps) {
     steps["time_sec"].push_back(r.time_sec);
     steps["forward_sec"].push_back(r.forward_sec);
@@ -31,6 +34,7 @@ nlohmann::json result_json(const ResultInputs& in) {
     steps["comm_hidden_by_forward_sec"].push_back(r.hidden_by_forward_sec);
     steps["loss"].push_back(r.loss);
     steps["top1_correct"].push_back(r.top1_correct);
+    steps["learning_rate"].push_back(r.learning_rate);
   }
   nlohmann::json doc = {
       {"schema", "cnnbench.result/1"},
@@ -163,7 +167,7 @@ std::vector<std::string> csv_row_by_name(const std::map<std::string, std::string
 std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path) {
   const RunSettings& s = in.settings;
   const RunSummary& m = in.summary;
-  auto num = [](double v) { return fmt::format("{:.6g}", v); };
+  auto num = [](double v) { return csv_number(v); };
   return {in.context.time_utc,
           s.model.name,
           s.dataset,
@@ -204,19 +208,23 @@ std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json
 
 std::string write_results(const ResultInputs& in) {
   std::string json_path = in.config.result_json;
+  make_folders(in.config.benchmark_log_dir);
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  const std::string text = result_json(in).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (json_path.empty()) {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
-    json_path = fmt::format("{}/{}_{}_{}r_{}_{}.json", in.config.benchmark_log_dir, in.settings.model.name,
-                            dtype_name(in.settings.precision), in.settings.ranks, stamp, getpid());
+    // a new name, never another run's file (two runs in the same second: NAME-2.json)
+    json_path = write_new_file(fmt::format("{}/{}_{}_{}r_{}_{}", in.config.benchmark_log_dir, in.settings.model.name,
+                                           dtype_name(in.settings.precision), in.settings.ranks, stamp, getpid()),
+                               ".json", text);
+  } else {
+    const auto slash = json_path.rfind('/');
+    if (slash != std::string::npos) make_folders(json_path.substr(0, slash));
+    check_replaceable_result(json_path, "--result_json");  // checked before the run too; a file may appear since
+    write_file_atomically(json_path, text);
   }
-  make_folders(in.config.benchmark_log_dir);
-  const auto slash = json_path.rfind('/');
-  if (slash != std::string::npos) make_folders(json_path.substr(0, slash));
-  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
-  write_file_atomically(json_path,
-                        result_json(in).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   append_csv_row(in.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(in, json_path));
   return json_path;
 }

@@ -1,5 +1,7 @@
 #include "harness/report/run_summary.h"
 
+#include "kernels/threads.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -160,7 +162,13 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
                static_cast<double>(s.working_memory_bytes) / (1 << 30),
                static_cast<double>(s.unshared_working_memory_bytes) / (1 << 30));
   fmt::print(out, "\n");
-  if (s.cpu_wait_fraction >= 0)
+  // a rank with more threads than CPUs waits for itself: that is no neighbour's doing
+  const int cpus = available_cpus();
+  if (s.cpu_wait_fraction >= 0 && settings.threads > cpus)
+    fmt::print(out, "  CPU wait        {:.1f}% of the compute threads' time waiting for a CPU: this rank runs {} threads "
+                    "on {} CPU{}, which wait for each other (--num_intra_threads)\n",
+               100 * s.cpu_wait_fraction, settings.threads, cpus, cpus == 1 ? "" : "s");
+  else if (s.cpu_wait_fraction >= 0)
     fmt::print(out, "  CPU wait        {:.1f}% of the compute threads' time waiting for a CPU another process held{}\n",
                100 * s.cpu_wait_fraction,
                s.cpu_wait_fraction > kContendedWait ? ": this run lost its cores to a neighbour and its figure is low; "

@@ -1,5 +1,6 @@
 #include "harness/run/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/cli/bounded_file.h"
 #include "harness/report/result_files.h"
 #include "kernels/device_plan.h"
 
@@ -76,12 +78,16 @@ Unframed unframe(const std::string& bytes, const char (&magic)[8], const std::st
   return out;
 }
 
+// A regular file only (a FIFO would block, /dev/zero would fill memory): the cap is far above any
+// model's weights and momentum (vgg16's are 1.1 GB) and only stops what is not a checkpoint.
 std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return read_bounded_file(path, uint64_t{64} << 30, "a cnnbench checkpoint");
+  } catch (const BoundedFileError& e) {
+    // "cannot open" kept for a missing file: callers and messages name it so
+    if (!std::filesystem::exists(path)) throw std::runtime_error(path + ": cannot open");
+    throw std::runtime_error(e.what());
+  }
 }
 
 constexpr char kRankStateMagic[8] = {'C', 'N', 'N', 'B', 'R', 'S', 'T', '1'};
@@ -107,6 +113,7 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   if (info.training_seconds >= 0) header["training_seconds"] = info.training_seconds;
   if (info.time_to_accuracy) header["time_to_accuracy"] = info.time_to_accuracy->to_json();
   if (!info.rank_state_id.empty()) header["rank_state_id"] = info.rank_state_id;
+  if (info.run.is_object()) header["run"] = info.run;
   write_file_atomically(path, frame(kMagic, header,
                                     {{plan.parameters().data(), plan.parameters().size_bytes()},
                                      {plan.momentum().data(), plan.momentum().size_bytes()},
@@ -114,11 +121,13 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   return path;
 }
 
-CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model) {
-  const std::string bytes = slurp(path);
-  auto fail = [&](const std::string& why) -> CheckpointInfo { bad(path, why); };
-  const Unframed framed = unframe(bytes, kMagic, path, "checkpoint");
+namespace {
+
+// The header of a whole checkpoint, checked field by field; the payload's place in `bytes`.
+CheckpointInfo parse_header(const std::string& bytes, const std::string& path, Unframed& framed) {
+  framed = unframe(bytes, kMagic, path, "checkpoint");
   const nlohmann::json& header = framed.header;
+  auto fail = [&](const std::string& why) -> CheckpointInfo { bad(path, why); };
   auto field = [&](const char* name) -> const nlohmann::json& {
     const auto it = header.find(name);
     if (it == header.end()) bad(path, std::string("header has no ") + name);
@@ -131,13 +140,15 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
     return v.get<uint64_t>();
   };
   if (!field("model").is_string()) return fail("header's model is not a name");
-  if (field("model") != model) return fail("holds model " + field("model").dump() + ", not " + model);  // quoted
-  const size_t params = plan.parameters().size(), buffers = plan.buffers().size();
-  if (count("parameters") != params || count("buffers") != buffers) return fail("sizes differ from this model's");
+  CheckpointInfo info;
+  info.model = field("model").get<std::string>();
+  info.parameters = count("parameters");
+  info.buffers = count("buffers");
   const uint64_t epochs_done = count("epochs_done"), steps_done = count("steps_done"), seed = count("seed");
   if (epochs_done > INT64_MAX || steps_done > INT64_MAX) return fail("epoch or step count out of range");
-  if (framed.payload_bytes != (2 * params + buffers) * sizeof(float)) return fail("payload size is wrong");
-  CheckpointInfo info;
+  if (info.parameters > (uint64_t{1} << 40) || info.buffers > (uint64_t{1} << 40) ||
+      framed.payload_bytes != (2 * info.parameters + info.buffers) * sizeof(float))
+    return fail("payload size is wrong");
   if (const auto it = header.find("training_seconds"); it != header.end()) {
     if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 || it->get<double>() > 1e15)
       return fail("header's training_seconds is not a number of seconds");
@@ -154,17 +165,48 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
     if (!it->is_string() || it->get<std::string>().empty()) return fail("header's rank_state_id is not an id");
     info.rank_state_id = it->get<std::string>();
   }
-  const char* p = bytes.data() + framed.payload_at;
-  std::memcpy(plan.parameters().data(), p, params * sizeof(float));
-  std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
-  std::memcpy(plan.buffers().data(), p + 2 * params * sizeof(float), buffers * sizeof(float));
-  if (DevicePlan* device = plan.device()) device->upload_state();
-  info.model = model;
+  if (const auto it = header.find("run"); it != header.end()) {
+    if (!it->is_object()) return fail("header's run is not an object");
+    info.run = *it;
+  }
   info.epochs_done = static_cast<int64_t>(epochs_done);
   info.steps_done = static_cast<int64_t>(steps_done);
   info.seed = seed;
   info.path = path;
   return info;
+}
+
+}  // namespace
+
+CheckpointInfo read_checkpoint_header(const std::string& path) {
+  Unframed framed;
+  return parse_header(slurp(path), path, framed);
+}
+
+CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model) {
+  const std::string bytes = slurp(path);
+  Unframed framed;
+  CheckpointInfo info = parse_header(bytes, path, framed);
+  if (info.model != model) bad(path, "holds model " + nlohmann::json(info.model).dump() + ", not " + model);  // quoted
+  const size_t params = plan.parameters().size(), buffers = plan.buffers().size();
+  if (info.parameters != params || info.buffers != buffers) bad(path, "sizes differ from this model's");
+  const char* p = bytes.data() + framed.payload_at;
+  std::memcpy(plan.parameters().data(), p, params * sizeof(float));
+  std::memcpy(plan.momentum().data(), p + params * sizeof(float), params * sizeof(float));
+  std::memcpy(plan.buffers().data(), p + 2 * params * sizeof(float), buffers * sizeof(float));
+  if (DevicePlan* device = plan.device()) device->upload_state();
+  return info;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint-epoch-", 0) == 0 && entry.path().extension() == ".ckpt") paths.push_back(entry.path().string());
+  }
+  std::sort(paths.rbegin(), paths.rend());  // zero-padded epochs: newest first
+  return paths;
 }
 
 std::string rank_state_path(const std::string& checkpoint, int rank) {
@@ -199,14 +241,7 @@ std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, 
 
 std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Plan& plan, const std::string& model,
                                                      std::string* skipped) {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("checkpoint-epoch-", 0) == 0 && entry.path().extension() == ".ckpt") paths.push_back(entry.path().string());
-  }
-  std::sort(paths.rbegin(), paths.rend());  // zero-padded epochs: newest first
-  for (const std::string& path : paths) {
+  for (const std::string& path : list_checkpoints(dir)) {
     try {
       return read_checkpoint(path, plan, model);
     } catch (const std::exception& e) {

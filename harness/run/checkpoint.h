@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/run/time_to_accuracy.h"
 
@@ -25,12 +28,20 @@ struct CheckpointInfo {
   std::optional<TimeToAccuracy> time_to_accuracy;
   // Optional: the id its ranks' own state files were written under (empty: none written).
   std::string rank_state_id;
+  // Optional (absent before): the settings that shaped the weights (train_dir.h's run_identity).
+  nlohmann::json run;
+  uint64_t parameters = 0, buffers = 0;  // as the header says
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt
 std::string checkpoint_path(const std::string& dir, int64_t epochs_done);
 // Writes checkpoint_path(dir, info.epochs_done); returns it.
 std::string write_checkpoint(const std::string& dir, Plan& plan, const CheckpointInfo& info);
+// The header of `path` alone (the whole file is read and its checksum checked; nothing is
+// loaded): throws std::runtime_error naming the file when it is not a whole checkpoint.
+CheckpointInfo read_checkpoint_header(const std::string& path);
+// The checkpoint files in dir, newest first.
+std::vector<std::string> list_checkpoints(const std::string& dir);
 // Loads `path` into plan; throws std::runtime_error naming the file and the problem.
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);
 // The newest checkpoint in dir that reads back whole; nullopt if none. Damaged ones are skipped

@@ -17,10 +17,13 @@
 #include "harness/run/lr_schedule.h"
 #include "harness/run/real_data.h"
 #include "harness/report/event_file.h"
+#include "harness/report/csv.h"
+#include "harness/report/output_paths.h"
 #include "harness/report/result_files.h"
 #include "harness/report/result_record.h"
 #include "harness/report/run_summary.h"
 #include "harness/run/time_to_accuracy.h"
+#include "harness/run/train_dir.h"
 #include "harness/report/run_context.h"
 #include "harness/run/run_setup.h"
 #include "harness/report/tf_log.h"
@@ -136,12 +139,13 @@ std::string epochs_csv(const std::vector<EpochMetrics>& epochs) {
   std::string out =
       "epoch,train_loss,train_top1,test_loss,test_top1,test_top5,learning_rate,seconds,images_per_sec,"
       "compute_images_per_sec,input_stall_sec\n";
-  for (const EpochMetrics& m : epochs)
-    out += fmt::format("{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", m.epoch, m.train_loss,
-                       m.train_top1, m.evaluated ? fmt::format("{:.6g}", m.test_loss) : "",
-                       m.evaluated ? fmt::format("{:.6g}", m.test_top1) : "",
-                       m.evaluated ? fmt::format("{:.6g}", m.test_top5) : "", m.learning_rate, m.seconds,
-                       m.images_per_sec, m.compute_images_per_sec, m.input_stall_sec);
+  for (const EpochMetrics& m : epochs) {
+    auto test = [&](double v) { return m.evaluated ? csv_number(v) : std::string(); };
+    out += csv_line({std::to_string(m.epoch), csv_number(m.train_loss), csv_number(m.train_top1), test(m.test_loss),
+                     test(m.test_top1), test(m.test_top5), csv_number(m.learning_rate), csv_number(m.seconds),
+                     csv_number(m.images_per_sec), csv_number(m.compute_images_per_sec),
+                     csv_number(m.input_stall_sec)});
+  }
   return out;
 }
 
@@ -201,11 +205,16 @@ void run_convergence(const Config& config, Communicator& comm) {
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
-  if (config.resume) {
-    std::string skipped;
-    const auto found = load_newest_checkpoint(config.train_dir, plan, settings.model.name, &skipped);
-    if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
-    if (found) {
+  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate);
+  if (!config.train_dir.empty()) {
+    const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, comm);
+    if (opened.complete) {
+      if (leader)
+        fmt::print("{}: the run is complete ({} epochs, {} steps done of {}): nothing to train\n",
+                   opened.resumed->path, opened.resumed->epochs_done, opened.resumed->steps_done, total_steps);
+      return;
+    }
+    if (const auto& found = opened.resumed) {
       resumed_from = found;
       first_epoch = found->epochs_done;
       steps_done = found->steps_done;
@@ -218,9 +227,6 @@ void run_convergence(const Config& config, Communicator& comm) {
         // an earlier version's checkpoint, or another target: the seconds start at the resume
         to_target.clock_complete = first_epoch == 0;
       }
-      if (leader) fmt::print("Resuming from {} ({} epochs done)\n", found->path, first_epoch);
-    } else if (leader) {
-      fmt::print("No checkpoint in {}: starting from scratch\n", config.train_dir);
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
@@ -250,15 +256,29 @@ void run_convergence(const Config& config, Communicator& comm) {
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
 
+  // The result's name is claimed now, by its per-epoch CSV (a header alone until the first
+  // epoch), so that runs started in the same second keep a pair of files each.
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
-  const std::string run_name = fmt::format("{}_{}_{}r_{}", settings.model.name, settings.dataset, comm.size(), stamp);
-  const std::string json_path =
-      config.result_json.empty() ? config.benchmark_log_dir + "/" + run_name + ".json" : config.result_json;
-  const std::string csv_path = json_path.substr(0, json_path.size() - (json_path.size() > 5 &&
-                                                                               json_path.ends_with(".json") ? 5 : 0)) +
-                               "_epochs.csv";
+  std::string json_path = config.result_json, csv_path;
+  std::string claim_error;
+  if (leader) {
+    try {
+      if (json_path.empty()) {
+        make_folders(config.benchmark_log_dir);
+        const std::string stem = fmt::format("{}/{}_{}_{}r_{}_{}", config.benchmark_log_dir, settings.model.name,
+                                             settings.dataset, comm.size(), stamp, getpid());
+        csv_path = write_new_file(stem, "_epochs.csv", epochs_csv({}));
+        json_path = csv_path.substr(0, csv_path.size() - std::string("_epochs.csv").size()) + ".json";
+      } else {
+        csv_path = epochs_csv_path(json_path);
+      }
+    } catch (const std::exception& e) {
+      claim_error = e.what();
+    }
+  }
+  if (report_errors_together(claim_error)) throw ErrorsReported{2};
   std::vector<EpochMetrics> history;
   double run_seconds = 0, run_stall_sec = 0;
   int64_t run_images = 0;
@@ -278,6 +298,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       plan.set_input(next_batch(train_input, timeline.get()));
       const StepRecord r = train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(),
                                       true, scaler.get(), timeline.get(), overlap.get());
+      check_finite_loss(r, config, fmt::format("step {} (epoch {})", steps_done + 1, epoch + 1));
       if (timeline)
         timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
       loss_sum += r.loss;
@@ -379,6 +400,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       if (!config.train_dir.empty()) {
         const auto writing = std::chrono::steady_clock::now();
         CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt, ""};
+        info.run = identity;
         info.training_seconds = training_seconds();
         if (to_target.target > 0) info.time_to_accuracy = to_target;
         info.rank_state_id = rank_state_id;
@@ -447,9 +469,16 @@ void run_convergence(const Config& config, Communicator& comm) {
   doc["input"] = input.to_json();
   if (to_target.target > 0) doc["time_to_accuracy"] = to_target.to_json();
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
-  write_file_atomically(json_path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  const std::string json_text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (config.result_json.empty()) {
+    // the name claimed at the start by its CSV: a JSON there is another run's, never replaced
+    json_path = write_new_file(json_path.substr(0, json_path.size() - 5), ".json", json_text);
+  } else {
+    check_replaceable_result(json_path, "--result_json");
+    write_file_atomically(json_path, json_text);
+  }
 
-  auto num = [](double v) { return fmt::format("{:.6g}", v); };
+  auto num = [](double v) { return csv_number(v); };
   std::map<std::string, std::string> row = {
       {"time_utc", context.time_utc}, {"model", settings.model.name}, {"dataset", settings.dataset},
       {"synthetic", "false"}, {"mode", "convergence"}, {"backend", config.backend},

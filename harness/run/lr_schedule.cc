@@ -29,30 +29,9 @@ LrSchedule make_lr_schedule(double base_rate, const std::string& piecewise, doub
   s.base = base_rate;
   if (!piecewise.empty()) {
     if (cosine) throw ConfigError("--piecewise_learning_rate_schedule and --cosine_learning_rate exclude each other");
-    std::stringstream in(piecewise);
-    std::string item;
-    std::vector<double> values;
-    while (std::getline(in, item, ';')) {
-      try {
-        values.push_back(parse_real(item));
-      } catch (const ConfigError& e) {
-        throw ConfigError(std::string("--piecewise_learning_rate_schedule: ") + e.what());
-      }
-    }
-    if (values.size() % 2 == 0)
-      throw ConfigError("--piecewise_learning_rate_schedule: expected rate;epoch;rate;...;rate (an odd count of numbers)");
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (i % 2 == 0) {
-        if (values[i] <= 0) throw ConfigError("--piecewise_learning_rate_schedule: rates must be positive");
-        if (values[i] > max_learning_rate)
-          throw ConfigError("--piecewise_learning_rate_schedule: rates must be at most 1000");
-        s.rates.push_back(values[i]);
-      } else {
-        if (!s.boundaries.empty() && values[i] <= s.boundaries.back())
-          throw ConfigError("--piecewise_learning_rate_schedule: epochs must increase");
-        s.boundaries.push_back(values[i]);
-      }
-    }
+    const PiecewiseSchedule parsed = parse_piecewise_schedule(piecewise);
+    s.rates = parsed.rates;
+    s.boundaries = parsed.boundaries;
     s.base = s.rates[0];
   }
   if (base_batch > 0) s.base *= static_cast<double>(global_batch) / static_cast<double>(base_batch);

@@ -30,8 +30,16 @@ std::vector<std::string> lines_of(const std::string& s) {
 // --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
 // (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
 int default_threads(const Config& config, const Communicator& comm) {
-  if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
   const int mine = available_cpus();
+  // OpenMP threads spin at every barrier: far more of them than CPUs never finish a step (1024 on
+  // 2 CPUs sat in the first layer for minutes), so the bound is what the rank can run
+  constexpr int most_per_cpu = 8;
+  if (config.num_intra_threads > static_cast<int64_t>(most_per_cpu) * mine)
+    throw ConfigError(fmt::format("--num_intra_threads={}: this rank may run on {} CPU{}; at most {} threads ({} per "
+                                  "CPU)",
+                                  config.num_intra_threads, mine, mine == 1 ? "" : "s", most_per_cpu * mine,
+                                  most_per_cpu));
+  if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
   const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
   return mine;

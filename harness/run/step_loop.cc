@@ -1,4 +1,8 @@
 #include "harness/run/step_loop.h"
+#include "harness/run/lr_schedule.h"
+
+#include <fmt/format.h>
+#include <cmath>
 
 #include <algorithm>
 #include <chrono>
@@ -33,13 +37,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& plan, GradientExchange* reducer,
-                    ForwardOverlap* overlap, LossScaler* scaler, const float* images, const int32_t* labels, bool timed,
-                    int64_t index, Timeline* timeline) {
+StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, double learning_rate, Plan& plan,
+                    GradientExchange* reducer, ForwardOverlap* overlap, LossScaler* scaler, const float* images,
+                    const int32_t* labels, bool timed, int64_t index, Timeline* timeline) {
   const auto start = std::chrono::steady_clock::now();
   if (images) plan.set_input(images);  // null: the images are on the device already
-  StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(settings.learning_rate), labels, settings.training,
-                            scaler, timeline, overlap);
+  StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(learning_rate), labels, settings.training, scaler,
+                            timeline, overlap);
+  r.learning_rate = settings.training ? learning_rate : 0;
   if (overlap && timed && index + 1 == settings.timed_steps)  // the last step applies its own updates
     add_exchange(r, overlap->finish());
   if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
@@ -51,6 +56,13 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, Plan& pla
 }
 
 }  // namespace
+
+void check_finite_loss(const StepRecord& r, const Config& config, const std::string& step) {
+  if (std::isfinite(r.loss) || r.skipped || config.allow_nonfinite_loss) return;
+  throw DivergedError(fmt::format("the loss is {} at {}: the run diverged (lower --init_learning_rate, or "
+                                  "--allow_nonfinite_loss to go on); no result written",
+                                  r.loss, step));
+}
 
 SgdConfig sgd_config(const Config& config) {
   SgdConfig sgd;
@@ -157,17 +169,30 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
     plan.set_input(images);
     images = nullptr;
   }
+  // tf_cnn_benchmarks applies its schedules on synthetic data too, counting epochs of the data
+  // set's size from the first warm-up step
+  const double images_per_epoch = static_cast<double>(std::max<int64_t>(1, dataset_train_size(settings.dataset)));
+  const double epochs_per_step = static_cast<double>(settings.global_batch) / images_per_epoch;
+  const LrSchedule schedule = make_lr_schedule(
+      settings.learning_rate, config.piecewise_learning_rate_schedule, config.num_learning_rate_warmup_epochs,
+      config.cosine_learning_rate, static_cast<double>(settings.warmup_steps + settings.timed_steps) * epochs_per_step,
+      settings.global_batch, config.learning_rate_base_batch);
+  auto rate_at = [&](int64_t step) { return schedule.at(static_cast<double>(step) * epochs_per_step); };
   if (events.warmup_started) events.warmup_started();
-  for (int64_t i = 0; i < settings.warmup_steps; ++i)
-    one_step(settings, sgd, plan, reducer, overlap, scaler, images, labels, /*timed=*/false, i, events.timeline);
+  for (int64_t i = 0; i < settings.warmup_steps; ++i) {
+    const StepRecord r = one_step(settings, sgd, rate_at(i), plan, reducer, overlap, scaler, images, labels,
+                                  /*timed=*/false, i, events.timeline);
+    check_finite_loss(r, config, "warm-up step " + std::to_string(i + 1));
+  }
   if (events.warmup_done) events.warmup_done();
 
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
-    steps.push_back(
-        one_step(settings, sgd, plan, reducer, overlap, scaler, images, labels, /*timed=*/true, i, events.timeline));
+    steps.push_back(one_step(settings, sgd, rate_at(settings.warmup_steps + i), plan, reducer, overlap, scaler, images,
+                             labels, /*timed=*/true, i, events.timeline));
+    check_finite_loss(steps.back(), config, "step " + std::to_string(i + 1));
     if (events.step_done) events.step_done(i, steps);
   }
   if (overlap) overlap->finish();  // no timed steps: the warm-up's updates

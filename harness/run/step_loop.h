@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "harness/cli/run_settings.h"
@@ -24,7 +26,16 @@ struct StepRecord {
   double loss = 0;
   int64_t top1_correct = 0, top5_correct = 0;
   bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
+  double learning_rate = 0;  // the rate this step updated with (0: forward-only)
 };
+
+// A loss that is NaN or infinite: the run diverged, and a diverged benchmark is not a result.
+struct DivergedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Throws DivergedError naming `step` when r's loss is not finite, unless the step was one the
+// loss scaler skipped or --allow_nonfinite_loss is set.
+void check_finite_loss(const StepRecord& r, const Config& config, const std::string& step);
 
 struct StepLoopEvents {
   std::function<void()> warmup_started, warmup_done;

@@ -1,0 +1,91 @@
+#include "harness/report/output_paths.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "harness/cli/bounded_file.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void refuse(const std::string& flag, const std::string& path, const std::string& why) {
+  throw std::runtime_error(flag + ": " + printable(path, 4096) + " " + why);
+}
+
+// `path` is a folder, or can be made one: the first part of it that exists is a folder.
+void check_folder(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  for (fs::path p = fs::path(path); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec)) {
+      if (fs::is_directory(p, ec)) return;
+      if (p == fs::path(path)) refuse(flag, path, "is a file, not a folder");
+      refuse(flag, path, "cannot be made: " + printable(p.string(), 4096) + " is a file");
+    }
+    if (p == p.parent_path()) return;
+  }
+}
+
+// A file the run writes: not a folder, its folder possible.
+void check_file(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) refuse(flag, path, "is a folder, not a file");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) check_folder(parent.string(), flag);
+}
+
+}  // namespace
+
+std::string epochs_csv_path(const std::string& json_path) {
+  const bool json = json_path.size() > 5 && json_path.ends_with(".json");
+  return json_path.substr(0, json_path.size() - (json ? 5 : 0)) + "_epochs.csv";
+}
+
+void check_replaceable_result(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
+  std::string text;
+  try {
+    text = read_bounded_file(path, uint64_t{1} << 30, "a cnnbench result");
+  } catch (const BoundedFileError&) {
+    refuse(flag, path, "exists and is not a cnnbench result: not replaced (name another file)");
+  }
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
+  if (!doc.is_object() || schema == doc.end() || !schema->is_string() ||
+      schema->get<std::string>().rfind("cnnbench.", 0) != 0)
+    refuse(flag, path, "exists and is not a cnnbench result: not replaced (name another file)");
+}
+
+void check_output_paths(const Config& config) {
+  const RunKind kind = run_kind(config);
+  if (kind == kNoRun) return;
+  check_folder(config.benchmark_log_dir, "--benchmark_log_dir");
+  if (kind == kRealData) check_folder(config.train_dir, "--train_dir");
+  if (kind == kSynthetic || kind == kRealData) check_folder(config.summary_dir, "--summary_dir");
+  if (!config.timeline.empty() && (kind == kSynthetic || kind == kRealData)) check_file(config.timeline, "--timeline");
+  if (!config.result_json.empty()) {
+    check_file(config.result_json, "--result_json");
+    check_replaceable_result(config.result_json, "--result_json");
+    if (kind == kRealData) {
+      // the per-epoch CSV beside it: replaced only if it is one
+      const std::string csv = epochs_csv_path(config.result_json);
+      check_file(csv, "--result_json");
+      std::error_code ec;
+      if (fs::exists(fs::symlink_status(csv, ec))) {
+        std::string head;
+        try {
+          head = read_bounded_file(csv, uint64_t{1} << 30, "a per-epoch CSV");
+        } catch (const BoundedFileError&) {
+        }
+        if (head.rfind("epoch,train_loss,", 0) != 0)
+          refuse("--result_json", csv, "exists and is not a cnnbench per-epoch CSV: not replaced (name another file)");
+      }
+    }
+  }
+}
+
+}  // namespace cnnbench

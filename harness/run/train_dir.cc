@@ -1,0 +1,184 @@
+#include "harness/run/train_dir.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <vector>
+
+namespace cnnbench {
+namespace {
+
+std::string text_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string this_host() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() < 12 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Removes the old run's checkpoints and their ranks' state files (rank 0).
+void remove_checkpoints(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint-epoch-", 0) != 0) continue;
+    if (!name.ends_with(".ckpt") && !name.ends_with(".state")) continue;
+    std::error_code removed;
+    std::filesystem::remove(entry.path(), removed);
+    if (removed) throw std::runtime_error(entry.path().string() + ": cannot remove: " + removed.message());
+  }
+}
+
+}  // namespace
+
+nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate) {
+  nlohmann::json id = {{"model", settings.model.name},
+                       {"dataset", settings.dataset},
+                       {"seed", std::to_string(config.seed)},
+                       {"global_batch", std::to_string(settings.global_batch)},
+                       {"precision", std::string(dtype_name(settings.precision))},
+                       {"optimizer", config.optimizer},
+                       {"weight_decay", fmt::format("{}", config.weight_decay)},
+                       {"learning_rate", fmt::format("{}", learning_rate)},
+                       {"piecewise_learning_rate_schedule", config.piecewise_learning_rate_schedule},
+                       {"num_learning_rate_warmup_epochs", fmt::format("{}", config.num_learning_rate_warmup_epochs)},
+                       {"cosine_learning_rate", config.cosine_learning_rate ? "true" : "false"},
+                       {"label_smoothing", fmt::format("{}", config.label_smoothing)},
+                       {"train_augmentation", config.train_augmentation},
+                       {"variable_update", config.variable_update},
+                       {"compression", config.compression}};
+  if (config.optimizer != "sgd") {
+    id["momentum"] = fmt::format("{}", config.momentum);
+    id["nesterov"] = config.nesterov ? "true" : "false";
+  }
+  if (config.optimizer == "lars") id["lars_eta"] = fmt::format("{}", config.lars_eta);
+  if (config.compression == "powersgd") id["powersgd_rank"] = std::to_string(config.powersgd_rank);
+  return id;
+}
+
+std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::json& ours) {
+  std::string out;
+  auto differ = [&](const std::string& key, const std::string& their_value, const std::string& our_value) {
+    if (their_value == our_value) return;
+    out += fmt::format("{}{} {} (this run: {})", out.empty() ? "" : ", ", key, their_value.empty() ? "none" : their_value,
+                       our_value.empty() ? "none" : our_value);
+  };
+  if (!theirs.run.is_object()) {  // an earlier version's checkpoint
+    differ("model", theirs.model, text_of(ours.at("model")));
+    differ("seed", std::to_string(theirs.seed), text_of(ours.at("seed")));
+    return out;
+  }
+  for (const auto& [key, value] : ours.items())
+    differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : "", text_of(value));
+  for (const auto& [key, value] : theirs.run.items())
+    if (!ours.contains(key)) differ(key, text_of(value), "");
+  return out;
+}
+
+int clear_stale_temporaries(const std::string& dir) {
+  const std::string host = this_host();
+  int cleared = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto tmp = name.rfind(".tmp.");
+    if (tmp == std::string::npos || !entry.is_regular_file()) continue;
+    std::string writer = name.substr(tmp + 5);  // HOST.PID, or PID
+    const auto dot = writer.rfind('.');
+    if (dot != std::string::npos) {
+      if (writer.substr(0, dot) != host) continue;  // another host's writer may still run
+      writer = writer.substr(dot + 1);
+    }
+    if (!all_digits(writer)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stoll(writer));
+    if (pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;  // still running (or not ours to ask)
+    std::error_code removed;
+    if (std::filesystem::remove(entry.path(), removed)) ++cleared;
+  }
+  return cleared;
+}
+
+TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identity, Plan& plan, int64_t total_steps,
+                             Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  const std::string& dir = config.train_dir;
+  TrainDirStart start;
+  std::string error, skipped;
+  bool afresh = false;  // --overwrite_train_dir over another run's checkpoints
+  try {
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+      throw std::runtime_error("--train_dir: " + printable(dir, 4096) + " is a file, not a folder");
+    const std::vector<std::string> found = list_checkpoints(dir);
+    if (!found.empty() && !config.resume) {
+      if (!config.overwrite_train_dir)
+        throw std::runtime_error(fmt::format(
+            "--train_dir: {} holds the checkpoints of a run (newest: {}): --resume continues it, "
+            "--overwrite_train_dir starts afresh and removes them",
+            printable(dir, 4096), std::filesystem::path(found.front()).filename().string()));
+      afresh = true;
+    }
+    if (config.resume) {
+      for (const std::string& path : found) {
+        CheckpointInfo header;
+        try {
+          header = read_checkpoint_header(path);
+        } catch (const std::exception& e) {
+          skipped += std::string(skipped.empty() ? "" : "; ") + e.what();
+          continue;
+        }
+        const std::string differences = identity_differences(header, identity);
+        if (!differences.empty()) {
+          if (!config.overwrite_train_dir)
+            throw std::runtime_error(fmt::format(
+                "--resume: {} is another run's checkpoint ({}); --overwrite_train_dir starts afresh and removes it",
+                printable(path, 4096), differences));
+          afresh = true;
+          break;
+        }
+        try {
+          start.resumed = read_checkpoint(path, plan, identity.at("model").get<std::string>());
+        } catch (const std::exception& e) {  // sizes differ from this build's model: not ours to load
+          throw std::runtime_error("--resume: " + std::string(e.what()));
+        }
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
+  // the folder is this run's from here on: the old run's files go, and so do killed writes' leftovers
+  error.clear();
+  if (leader) {
+    try {
+      if (afresh) {
+        remove_checkpoints(dir);
+        fmt::print("Removed the checkpoints of another run from {} (--overwrite_train_dir)\n", dir);
+      }
+      clear_stale_temporaries(dir);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (afresh) start.resumed.reset();
+  start.complete = start.resumed && start.resumed->steps_done >= total_steps;
+  if (config.resume && leader && !afresh) {
+    if (start.resumed)
+      fmt::print("Resuming from {} ({} epochs done)\n", start.resumed->path, start.resumed->epochs_done);
+    else
+      fmt::print("No checkpoint in {}: starting from scratch\n", dir);
+  }
+  return start;
+}
+
+}  // namespace cnnbench

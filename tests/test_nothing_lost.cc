@@ -1,0 +1,201 @@
+// Nothing a user wrote is overwritten by surprise, and a diverged run is not a result: result
+// names that never collide, a train_dir bound to the run that made it, --result_json that
+// replaces only a cnnbench result, outputs checked before the first step, stale temporaries of
+// killed writes cleared, a complete run resumed as complete, a non-finite loss ending the run.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_run.h"
+#include "harness/report/csv.h"
+#include "test_files.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string idx = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_data_workers=1 ";
+
+std::string idx_dir(const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  testing::write_idx_dataset(dir, "train", 128, false);
+  testing::write_idx_dataset(dir, "t10k", 32, false);
+  return dir;
+}
+
+// Every file under dir with its bytes.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out[e.path().string()] = slurp_file(e.path().string());
+  return out;
+}
+
+int count_ending(const std::string& dir, const std::string& end) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().ends_with(end);
+  return n;
+}
+
+int csv_rows(const std::string& path) { return static_cast<int>(parse_csv(slurp_file(path), path).size()) - 1; }
+
+TEST(NothingLost, ConvergenceResultsInTheSameSecondKeepAFileEach) {
+  const std::string dir = idx_dir("lost_names");
+  for (int seed = 1; seed <= 4; ++seed) {
+    const CliRun r = run_cnnbench(idx + "--num_batches=1 --benchmark_log_dir=L --seed=" + std::to_string(seed), dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  // two at once
+  std::thread other([&] { run_cnnbench(idx + "--num_batches=1 --benchmark_log_dir=L --seed=5", dir); });
+  run_cnnbench(idx + "--num_batches=1 --benchmark_log_dir=L --seed=6", dir);
+  other.join();
+  EXPECT_EQ(csv_rows(dir + "/L/results.csv"), 6);
+  EXPECT_EQ(count_ending(dir + "/L", "_epochs.csv"), 6);
+  EXPECT_EQ(count_ending(dir + "/L", ".json"), 6);
+  // each row names its own JSON, and it is there
+  const std::vector<CsvRow> rows = parse_csv(slurp_file(dir + "/L/results.csv"), "results.csv");
+  const auto column = std::find(rows[0].fields.begin(), rows[0].fields.end(), "json_file") - rows[0].fields.begin();
+  std::set<std::string> named;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    named.insert(rows[i].fields[column]);
+    EXPECT_TRUE(fs::exists(dir + "/" + rows[i].fields[column])) << rows[i].fields[column];
+  }
+  EXPECT_EQ(named.size(), 6u);
+}
+
+TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
+  const std::string dir = idx_dir("lost_train_dir");
+  CliRun r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto before = snapshot(dir + "/T");
+  ASSERT_EQ(before.size(), 3u);
+  // a new run, another seed, no --resume: refused, nothing touched
+  r = run_cnnbench(idx + "--num_epochs=1 --train_dir=T --seed=2", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: --train_dir: T holds the checkpoints of a run (newest: checkpoint-epoch-0003.ckpt): "
+                          "--resume continues it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
+  // another model's checkpoints are foreign, not damaged: refused, naming the difference
+  r = run_cnnbench("--model=resnet20_fmnist --data_dir=. --batch_size=32 --num_intra_threads=1 --train_dir=T --resume",
+                   dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is another run's checkpoint (model small_cnn (this run: resnet20_fmnist))"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("damaged"), std::string::npos) << r.output;
+  // so is the same model trained with another seed
+  r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --resume --seed=7", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("seed 1 (this run: 7)"), std::string::npos) << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
+  // resuming the complete run says so and touches nothing
+  r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T --resume", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the run is complete (3 epochs, 12 steps done of 12): nothing to train"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
+  // --num_epochs may grow on --resume
+  r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --resume --benchmark_log_dir=L4", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0004.ckpt"));
+  // --overwrite_train_dir starts afresh: none of the old run's epochs is left to resume from
+  r = run_cnnbench(idx + "--num_epochs=1 --train_dir=T --seed=2 --overwrite_train_dir", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0001.ckpt"));
+  EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
+  EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0004.ckpt"));
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --seed=2", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+}
+
+TEST(NothingLost, ADamagedCheckpointIsSkippedAndAStaleTemporaryCleared) {
+  const std::string dir = idx_dir("lost_damaged");
+  CliRun r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::resize_file(dir + "/T/checkpoint-epoch-0002.ckpt", 100);
+  // a killed write's leftover: a process that is gone (pid 4194304 is above Linux's pid_max)
+  std::ofstream(dir + "/T/checkpoint-epoch-0003.ckpt.tmp.4194304") << "half";
+  fs::create_symlink("/dev/zero", dir + "/T/checkpoint-epoch-0009.ckpt");
+  r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T --resume", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("T/checkpoint-epoch-0009.ckpt: is a device, not a regular file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("T/checkpoint-epoch-0002.ckpt: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0003.ckpt.tmp.4194304"));
+  EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0003.ckpt"));
+}
+
+TEST(NothingLost, ResultJsonReplacesOnlyACnnbenchResult) {
+  const std::string dir = idx_dir("lost_result_json");
+  std::ofstream(dir + "/mine.csv") << "a,b\n1,2\n";
+  const auto before = snapshot(dir);
+  for (const std::string& args : {std::string("--model=trivial --batch_size=2 --num_batches=1"), idx + "--num_batches=1"}) {
+    const CliRun r = run_cnnbench(args + " --result_json=mine.csv", dir);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("cnnbench: --result_json: mine.csv exists and is not a cnnbench result: not replaced"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(snapshot(dir), before);
+  }
+  // a result of its own is replaced, as asked
+  CliRun r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=1 --result_json=r.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=2 --result_json=r.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["timed_steps"], 2);
+}
+
+TEST(NothingLost, OutputsThatCannotBeWrittenStopTheRunBeforeItsFirstStep) {
+  const std::string dir = idx_dir("lost_outputs");
+  std::ofstream(dir + "/F") << "a file";
+  for (const std::string& args : {std::string("--model=trivial --batch_size=2 --num_batches=1 --benchmark_log_dir=F"),
+                                  idx + "--num_batches=1 --train_dir=F", idx + "--num_batches=1 --benchmark_log_dir=F/x",
+                                  std::string("--model=trivial --batch_size=2 --num_batches=1 --summary_dir=F")}) {
+    const CliRun r = run_cnnbench(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args << r.output;
+    EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << args << r.output;
+    EXPECT_EQ(r.output.find("Epoch"), std::string::npos) << args << r.output;
+  }
+  EXPECT_EQ(slurp_file(dir + "/F"), "a file");
+}
+
+TEST(NothingLost, ADivergedRunEndsNamingTheStepAndWritesNoResult) {
+  const std::string dir = fresh_dir("lost_diverged");
+  CliRun r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20", dir);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("the run diverged"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("the loss is [-a-z]+ at (warm-up )?step [0-9]+"))) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/cnnbench_results/results.csv"));
+  // allowed: the result is written, its non-finite numbers as empty cells and null
+  r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20 --allow_nonfinite_loss --result_json=r.json",
+                   dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = slurp_file(dir + "/cnnbench_results/results.csv");
+  const std::string json = slurp_file(dir + "/r.json");
+  for (const char* word : {"nan", "inf"}) {
+    EXPECT_EQ(csv.find(word), std::string::npos) << csv;
+    EXPECT_EQ(json.find(word), std::string::npos);
+  }
+  EXPECT_TRUE(nlohmann::json::parse(json)["summary"]["final_loss"].is_null());
+  // the default run trains: finite, falling loss
+  r = run_cnnbench("--num_batches=30 --result_json=d.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto loss = nlohmann::json::parse(slurp_file(dir + "/d.json"))["steps"]["loss"];
+  EXPECT_LT(loss.back().get<double>(), loss.front().get<double>());
+}
+
+}  // namespace
+}  // namespace cnnbench
