@@ -16,6 +16,10 @@ std::vector<std::string> backend_names();
 std::unique_ptr<Plan> compile_plan(const std::string& backend, const Graph& graph,
                                    const PlanOptions& options = {});
 
+// Whether the onednn backend can compute in bf16 on this CPU (AVX-512 or newer); a bf16 plan is
+// refused with that reason where it cannot.
+bool cpu_computes_bf16();
+
 // True for backends whose plans run on a GPU ("cuda").
 bool is_device_backend(const std::string& backend);
 // Device backends: makes this rank's GPU current (local rank mod visible GPUs) and returns

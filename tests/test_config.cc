@@ -254,7 +254,7 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
       {"--num_epochs=-1", "--num_epochs: must not be negative"},
       {"--init_learning_rate=1e300", "--init_learning_rate: must be at most 1000, not 1e+300"},
       {"--init_learning_rate=inf", "--init_learning_rate: 'inf' is not a number"},
-      {"--init_learning_rate=1e400", "--init_learning_rate: '1e400' is not a number"},
+      {"--init_learning_rate=1e400", "--init_learning_rate: '1e400' is out of range (a double holds at most 1.8e308)"},
       {"--init_learning_rate=-nan", "--init_learning_rate: '-nan' is not a number"},
       {"--momentum=1.5", "--momentum: must be at most 1, not 1.5"},
       {"--weight_decay=2", "--weight_decay: must be at most 1, not 2"},

@@ -2,6 +2,7 @@
 // timed as a part of its backward time (the GPU case is in test_cuda_vs_ref.cc).
 #include "kernels/onednn/bf16_weight_grad.h"
 #include "layer_timing_check.h"
+#include "test_util.h"
 
 namespace cnnbench {
 namespace {
@@ -17,6 +18,7 @@ TEST(LayerTiming, OnednnSplitsWeightGradients) {
 }
 
 TEST(LayerTiming, OnednnBf16SplitsOwnWeightGradients) {
+  SKIP_WITHOUT_CPU_BF16();
   PlanOptions options;
   options.compute = DType::bf16;
   auto plan = compile_plan("onednn", testing::layer_timing_graph(), options);

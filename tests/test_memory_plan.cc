@@ -146,7 +146,12 @@ std::ostream& operator<<(std::ostream& os, const ModelCase& c) {
   return ::testing::AssertionSuccess();
 }
 
-class OnednnMemoryPlan : public ::testing::TestWithParam<ModelCase> {};
+class OnednnMemoryPlan : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().compute == DType::bf16) SKIP_WITHOUT_CPU_BF16();
+  }
+};
 
 // Shared bytes train as bytes of their own, and the shared plan is smaller.
 TEST_P(OnednnMemoryPlan, SharedTensorsTrainBitForBitAsUnshared) {

@@ -2,6 +2,7 @@
 // inference) and backward (parameter and input gradients), over the real layer shapes of
 // ResNet50, VGG16 and CIFAR ResNet-20 with the batch reduced.
 #include "op_cases.h"
+#include "test_util.h"
 
 namespace cnnbench {
 namespace {
@@ -14,7 +15,10 @@ TEST_P(OnednnVsRef, ForwardBackwardMatch) { compare_with_reference(GetParam(), D
 // and 15% for the gradients that flow back through batch norm, whose backward subtracts batch
 // means of dy and dy * x-hat from dy: a small difference of large bf16-rounded terms; 25% for
 // the small network that chains five of them.
-class OnednnBf16VsRef : public ::testing::TestWithParam<OpCase> {};
+class OnednnBf16VsRef : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_CPU_BF16(); }
+};
 
 TEST_P(OnednnBf16VsRef, ForwardBackwardMatch) {
   const OpCase& c = GetParam();

@@ -77,7 +77,12 @@ LossResult train(const std::string& backend, const Graph& graph, const Problem& 
   return plan->loss(problem.labels.data());
 }
 
-class ToyTraining : public ::testing::TestWithParam<std::string> {};
+class ToyTraining : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "onednn-bf16") SKIP_WITHOUT_CPU_BF16();
+  }
+};
 
 TEST_P(ToyTraining, TwoLayerNetLearnsRings) {
   const int64_t n = 96;
@@ -166,6 +171,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn
 // bf16 training follows the fp32 loss curve: over 150 steps of the bar problem the losses stay
 // within 0.05 + 10% of each other, step by step.
 TEST(ToyTrainingBf16, FollowsTheFp32LossCurve) {
+  SKIP_WITHOUT_CPU_BF16();
   const int64_t n = 64;
   const Problem problem = bars(n);
   const Graph cnn = bars_cnn(n);

@@ -4,12 +4,19 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/backend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
+
+// bf16 on the CPU needs AVX-512: elsewhere the bf16 tests skip, saying why (as GPU tests do).
+#define SKIP_WITHOUT_CPU_BF16()                                                                     \
+  if (!::cnnbench::cpu_computes_bf16())                                                           \
+  GTEST_SKIP() << "this CPU has no AVX-512: oneDNN has no bf16 kernels for it"
 
 namespace cnnbench::testing {
 

@@ -29,7 +29,7 @@ struct CheckpointInfo {
   // Optional: the id its ranks' own state files were written under (empty: none written).
   std::string rank_state_id;
   // Optional (absent before): the settings that shaped the weights (train_dir.h's run_identity).
-  nlohmann::json run;
+  nlohmann::json run = nlohmann::json();
   uint64_t parameters = 0, buffers = 0;  // as the header says
 };
 

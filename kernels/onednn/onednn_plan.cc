@@ -10,7 +10,20 @@
 
 #include <omp.h>
 
+#include "kernels/backend.h"
 #include "kernels/onednn/onednn_plan.h"
+
+namespace cnnbench {
+
+bool cpu_computes_bf16() {
+  // oneDNN's ISA values are masks that hold the ISAs below them: AVX-512 core and up emulate or
+  // run bf16; AVX2 and below have no bf16 primitives at all
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & core) == core;
+}
+
+}  // namespace cnnbench
 
 namespace cnnbench::onednn {
 
@@ -27,6 +40,10 @@ OnednnPlan::OnednnPlan(const Graph& graph, const PlanOptions& options)
     throw std::invalid_argument(
         "backend 'onednn': fp16 compute needs AVX-512 FP16, which this build does not target; "
         "bf16 is the CPU's fast half type (--precision=bf16, or --use_fp16, picks it)");
+  if (options.compute == DType::bf16 && !cpu_computes_bf16())
+    throw std::invalid_argument(
+        "backend 'onednn': bf16 compute needs AVX-512 (oneDNN has no bf16 kernels for this CPU); run in fp32 "
+        "(--precision=fp32, without --use_fp16)");
   act_dt_ = options.compute == DType::bf16 ? dt::bf16 : dt::f32;
   engine_ = ONEDNN_CHECK("creating the CPU engine", dnnl::engine(dnnl::engine::kind::cpu, 0));
   stream_ = dnnl::stream(engine_);
