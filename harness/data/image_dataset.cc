@@ -1,5 +1,7 @@
 #include "harness/data/image_dataset.h"
 
+#include "harness/cli/bounded_file.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -44,9 +46,13 @@ ImageDataset load_cifar10(const std::string& dir, bool train) {
     files.push_back((fs::path(folder) / "test_batch.bin").string());
   constexpr int64_t record = 1 + 3 * 32 * 32;
   for (const std::string& path : files) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) bad(path, "cannot open (is the binary CIFAR-10 complete?)");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes;
+    try {  // a regular file of at most a few batches (each is 30 MB): a folder or a FIFO is no batch
+      bytes = read_bounded_file(path, uint64_t{1} << 30, "a CIFAR-10 batch");
+    } catch (const BoundedFileError& e) {
+      if (!fs::exists(path)) bad(path, "cannot open (is the binary CIFAR-10 complete?)");
+      throw std::runtime_error(e.what());
+    }
     if (bytes.empty() || bytes.size() % record != 0)
       bad(path, std::to_string(bytes.size()) + " bytes is not a whole number of 3073-byte records (truncated or not CIFAR-10 binary)");
     const int64_t n = static_cast<int64_t>(bytes.size()) / record;

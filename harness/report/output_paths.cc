@@ -64,6 +64,14 @@ void check_output_paths(const Config& config) {
   const RunKind kind = run_kind(config);
   if (kind == kNoRun) return;
   check_folder(config.benchmark_log_dir, "--benchmark_log_dir");
+  // the CSV each kind of run appends to: a regular file or none (a FIFO would block the run's end)
+  for (const char* csv : {"results.csv", "allreduce.csv", "input.csv"}) {
+    const std::string path = config.benchmark_log_dir + "/" + csv;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (fs::exists(status) && !fs::is_regular_file(status))
+      refuse("--benchmark_log_dir", path, "is not a regular file: results cannot be appended to it");
+  }
   if (kind == kRealData) check_folder(config.train_dir, "--train_dir");
   if (kind == kSynthetic || kind == kRealData) check_folder(config.summary_dir, "--summary_dir");
   if (!config.timeline.empty() && (kind == kSynthetic || kind == kRealData)) check_file(config.timeline, "--timeline");

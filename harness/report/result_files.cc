@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "harness/cli/bounded_file.h"
 #include "harness/report/csv.h"
 
 namespace cnnbench {
@@ -62,14 +63,16 @@ std::string under_header(std::string existing, const std::vector<std::string>& h
   return existing;
 }
 
+// The whole CSV, or "" when there is none yet; a FIFO or a device in its place is refused, not
+// waited on (the cap is far above any results.csv: a row is about 400 bytes).
 std::string read_whole(const std::string& path) {
-  std::string existing;
-  if (std::ifstream in{path, std::ios::binary}) {
-    std::ostringstream s;
-    s << in.rdbuf();
-    existing = s.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return "";
+  try {
+    return read_bounded_file(path, uint64_t{4} << 30, "a cnnbench results file");
+  } catch (const BoundedFileError& e) {
+    throw std::runtime_error(e.what());
   }
-  return existing;
 }
 
 }  // namespace

@@ -171,6 +171,14 @@ void run_training(const Config& config, Communicator& comm) {
   const Graph& graph = setup.graph;
   const int threads = setup.threads;
   const bool exchange_gradients = exchanges_gradients(comm, config, settings);  // each run attaches a reducer
+  // a --baseline that cannot be read is refused now (exit 2), not after the run
+  std::string baseline_error;
+  try {
+    if (!config.baseline.empty()) read_baseline(config.baseline);
+  } catch (const std::exception& e) {
+    baseline_error = e.what();
+  }
+  if (report_errors_together(baseline_error)) throw ErrorsReported{2};
 
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan));
