@@ -8,10 +8,12 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sys/stat.h>
 
 #include "harness/compare/compare.h"
 #include "harness/report/result_files.h"
 #include "harness/report/result_record.h"
+#include "harness/report/run_summary.h"
 #include "harness/compare/significance.h"
 #include "test_util.h"
 
@@ -451,6 +453,45 @@ TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
   }
 }
 
+// Issue 35: compare read its inputs whole, whatever they were: /dev/zero grew without end (5 GB
+// in 10 s) and a FIFO blocked forever. Every file it reads is a regular file within a cap.
+TEST(Compare, InputsThatAreNoRegularFileOrTooLargeAreRefusedUnread) {
+  const std::string dir = fresh_dir("compare_bounded");
+  const std::string good = write_result(dir + "/good.json", 0.1, 1);
+  const std::string fifo = dir + "/fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // sparse: as large as they say, with no disk behind them
+  const std::string huge_json = dir + "/huge.json", huge_csv = dir + "/huge.csv";
+  std::ofstream(huge_json).close();
+  std::filesystem::resize_file(huge_json, (uint64_t{3} << 30) + 1);
+  std::ofstream(huge_csv).close();
+  std::filesystem::resize_file(huge_csv, (uint64_t{256} << 20) + 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "/dev/zero: is a device, not a regular file"},
+      {fifo, fifo + ": is a pipe, not a regular file"},
+      {huge_json, huge_json + ": larger than 3 GiB, not a cnnbench result"},
+      {huge_csv, huge_csv + ": larger than 256 MiB, not a cnnbench results.csv"},
+  };
+  for (const auto& [path, message] : cases)
+    for (const auto& args : {std::vector<std::string>{path, good}, std::vector<std::string>{good, path}}) {
+      const CommandRun r = run_compare(args);
+      EXPECT_EQ(r.exit_code, 2) << path;
+      EXPECT_EQ(r.err, "cnnbench compare: " + message + "\n");
+    }
+  // in a folder: a results.csv or *.json that is a pipe is refused, not passed over
+  make_folders(dir + "/folder");
+  write_result(dir + "/folder/a.json", 0.1, 2);
+  ASSERT_EQ(mkfifo((dir + "/folder/results.csv").c_str(), 0600), 0);
+  EXPECT_EQ(run_compare({dir + "/folder", good}).err,
+            "cnnbench compare: " + dir + "/folder/results.csv: is a pipe, not a regular file\n");
+  std::filesystem::remove(dir + "/folder/results.csv");
+  ASSERT_EQ(mkfifo((dir + "/folder/b.json").c_str(), 0600), 0);
+  EXPECT_EQ(run_compare({dir + "/folder", good}).err,
+            "cnnbench compare: " + dir + "/folder/b.json: is a pipe, not a regular file\n");
+  std::filesystem::remove(dir + "/folder/b.json");
+  EXPECT_EQ(run_compare({dir + "/folder", good}).exit_code, 0);
+}
+
 // ---- time to accuracy ----------------------------------------------------------------------------
 
 // A convergence result of resnet20_fmnist on 1 rank with a 0.9 target: reached after `seconds`
@@ -589,6 +630,19 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   csv_append(dir + "/bad.csv", bad);
   EXPECT_EQ(run_compare({dir + "/bad.csv", dir + "/bad.csv"}).err,
             "cnnbench compare: " + dir + "/bad.csv:2: a negative time to accuracy\n");
+}
+
+// --baseline reads a result JSON the same way: a regular file within the cap.
+TEST(Compare, BaselineIsReadBounded) {
+  const std::string dir = fresh_dir("compare_baseline_file");
+  const std::string fifo = dir + "/fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(testing::error_of([&] { read_baseline(fifo); }), "--baseline: " + fifo + ": is a pipe, not a regular file");
+  EXPECT_EQ(testing::error_of([] { read_baseline("/dev/zero"); }),
+            "--baseline: /dev/zero: is a device, not a regular file");
+  nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 1));
+  doc["summary"]["images_per_sec"] = 320;
+  EXPECT_EQ(read_baseline(write_json(dir + "/good.json", doc)).images_per_sec, 320);
 }
 
 TEST(Compare, BadUsageIsRefused) {

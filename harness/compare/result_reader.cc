@@ -3,16 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 
+#include "harness/cli/bounded_file.h"
 #include "harness/cli/config.h"  // printable(), max_steps
 #include "harness/compare/stats.h"
 #include "harness/report/csv.h"
@@ -28,15 +25,21 @@ constexpr const char* convergence_schema = "cnnbench.convergence/1";
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw ResultReadError(where + ": " + what); }
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) fail(path, "no such file or folder");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot read") + (errno ? std::string(": ") + std::strerror(errno) : ""));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Every file compare reads is a regular file of at most these sizes, refused otherwise before
+// it is read (a FIFO would block, /dev/zero would fill memory). A result JSON keeps every timed
+// step: 9 numbers a step, each on a line of at most 29 bytes as the writer indents them (3
+// spaces, a double's 24 characters, ",\n"), so 261 bytes a step and under 2.61e9 bytes for the
+// longest run (max_steps, 10 million steps), the rest of the document (context, layers, repeats)
+// under 1 MB. results.csv gains a row of about 0.5 KB a run: 256 MiB is over 500,000 runs, a run
+// a minute for a year; parsed, a row takes a few times its size in memory.
+constexpr uint64_t max_results_csv_bytes = uint64_t{256} << 20;
+
+std::string read_text(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  try {
+    return read_bounded_file(path, max_bytes, what);
+  } catch (const BoundedFileError& e) {
+    throw ResultReadError(e.what());
+  }
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the rest says what is wrong.
@@ -47,9 +50,17 @@ std::string json_message(const json::exception& e) {
 }
 
 json parse_json(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_text(path, max_result_json_bytes, "a cnnbench result");
+  // of the per-step arrays only steps.time_sec is read: the others are dropped as they are
+  // parsed, so a long run's JSON costs its text and one number a step, not nine
+  std::string top_key;
+  const json::parser_callback_t keep = [&top_key](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return true;
+    if (depth == 1) top_key = parsed.is_string() ? parsed.get<std::string>() : "";
+    return !(depth == 2 && top_key == "steps" && parsed != "time_sec");
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, keep);
   } catch (const json::exception& e) {
     fail(path, "not JSON (" + json_message(e) + ")");
   }
@@ -197,7 +208,7 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
                                 std::vector<AccuracyRun>& accuracy_runs) {
   std::vector<CsvRow> rows;
   try {
-    rows = parse_csv(read_text(path), path);
+    rows = parse_csv(read_text(path, max_results_csv_bytes, "a cnnbench results.csv"), path);
   } catch (const CsvError& e) {
     throw ResultReadError(e.what());
   }
@@ -270,10 +281,16 @@ ResultSet read_folder(const std::string& dir) {
   std::set<std::string> read;
   const std::string csv = (fs::path(dir) / "results.csv").string();
   std::error_code ec;
-  if (fs::is_regular_file(csv, ec)) set.runs = read_csv(csv, read, set.accuracy_runs);
+  // a results.csv or *.json that is no regular file (a pipe, a device, a dangling link) is
+  // refused by read_text, not passed over: a result may be missing behind it
+  auto is_result_file = [](const fs::path& p) {
+    std::error_code e;
+    return fs::symlink_status(p, e).type() != fs::file_type::not_found && !fs::is_directory(p, e);
+  };
+  if (is_result_file(csv)) set.runs = read_csv(csv, read, set.accuracy_runs);
   std::vector<std::string> jsons;
   for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") jsons.push_back(entry.path().string());
+    if (entry.path().extension() == ".json" && is_result_file(entry.path())) jsons.push_back(entry.path().string());
   if (ec) fail(dir, "cannot list: " + ec.message());
   std::sort(jsons.begin(), jsons.end());
   for (const std::string& path : jsons) {

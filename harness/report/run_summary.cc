@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli/bounded_file.h"
+#include "harness/compare/result_reader.h"  // max_result_json_bytes
 
 namespace cnnbench {
 
@@ -96,11 +98,18 @@ void print_repeats(FILE* out, const RepeatSpeeds& r) {
 }
 
 BaselineSpeed read_baseline(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("--baseline: cannot read " + path);
+  std::string text;
+  try {  // a regular file of at most a result JSON's size: a pipe or /dev/zero is refused unread
+    text = read_bounded_file(path, max_result_json_bytes, "a cnnbench result");
+  } catch (const BoundedFileError& e) {
+    throw std::runtime_error(std::string("--baseline: ") + e.what());
+  }
   BaselineSpeed b;
   try {
-    const auto doc = nlohmann::json::parse(in);
+    // the per-step arrays are never read here: dropped as they are parsed
+    const auto doc = nlohmann::json::parse(text, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json& key) {
+      return !(depth == 1 && event == nlohmann::json::parse_event_t::key && key == "steps");
+    });
     b.ranks = doc.at("run").at("ranks").get<int>();
     if (const auto summary = doc.find("summary"); summary != doc.end()) {
       b.images_per_sec = summary->at("images_per_sec").get<double>();
