@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <sys/stat.h>
 
 #include "harness/compare/compare.h"
@@ -558,6 +559,37 @@ TEST(Compare, ConvergenceRowsEmptyCellsMeanNotMeasured) {
     EXPECT_EQ(bad.exit_code, 2) << problem;
     EXPECT_EQ(bad.err, "cnnbench compare: " + path + ":2: " + problem + "\n");
   }
+}
+
+// Numbers in range can still be far apart: every cell of the table stays narrow.
+TEST(Compare, TableCellsStayNarrowForExtremeSpeeds) {
+  const std::string dir = fresh_dir("compare_wide_numbers");
+  const std::string base = csv_with(dir + "/base.csv", {{"images_per_sec", "1e-09"}, {"images_per_sec_mean", "1e-09"},
+                                                       {"images_per_sec_stderr", "0"}});
+  const std::string next = csv_with(dir + "/new.csv", {{"images_per_sec", "1.6e16"}, {"images_per_sec_mean", "1.6e16"},
+                                                      {"images_per_sec_stderr", "1e16"}});
+  const CommandRun r = run_compare({base, next});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  1.6e+16  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+1.6e+27%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     1e-09  "), std::string::npos) << "not 0.00: " << r.out;
+  // the time-to-accuracy table the same way
+  auto accuracy_csv = [&](const std::string& name, const std::string& seconds) {
+    Settings s = settings_with({{"model", "resnet20_fmnist"}, {"dataset", "fashion_mnist"}, {"synthetic", "false"},
+                                {"mode", "convergence"}, {"batch_size_per_rank", "128"}});
+    s["target_top_1_accuracy"] = "0.9";
+    s["time_to_accuracy_sec"] = seconds;
+    s["epochs_to_accuracy"] = "10";
+    s["images_to_accuracy"] = "600000";
+    csv_append(dir + "/" + name, s);
+    return dir + "/" + name;
+  };
+  const CommandRun a = run_compare({accuracy_csv("fast.csv", "0.001"), accuracy_csv("slow.csv", "1e12")});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("1e+12 s (1/1)"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("+1e+17%"), std::string::npos) << a.out;
+  std::istringstream lines(r.out);  // the speed table's rows are about 120 characters here
+  for (std::string line; std::getline(lines, line);) EXPECT_LT(line.size(), 150u) << line;
 }
 
 // The JSON side: summary speeds in range (the steps give the table's figures, but a result whose

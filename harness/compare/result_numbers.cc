@@ -48,4 +48,17 @@ double json_number(const nlohmann::json& value, const std::string& path, const s
   return value.get<double>();
 }
 
+std::string number_text(double v, int decimals, size_t width) {
+  std::string text = fmt::format("{:.{}f}", v, decimals);
+  // too wide, or so small that the decimals would show 0.00
+  if (text.size() > width || (v != 0 && std::fabs(v) < std::pow(10.0, -decimals))) text = fmt::format("{:.6g}", v);
+  return text;
+}
+
+std::string change_text(double fraction) {
+  std::string text = fmt::format("{:+.1f}%", 100 * fraction);
+  if (text.size() > 9) text = fmt::format("{:+.6g}%", 100 * fraction);
+  return text;
+}
+
 }  // namespace cnnbench

@@ -1,8 +1,9 @@
 // harness/compare/result_numbers.h — the numbers `cnnbench compare` takes from result files, each
-// checked against the range a result cnnbench wrote can hold before it is used. The ranges keep
-// every ratio, square and sum the statistics form finite.
+// checked against the range a result cnnbench wrote can hold before it is used, and printed in a
+// bounded width. The ranges keep every ratio, square and sum the statistics form finite.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -47,5 +48,11 @@ double csv_cell_number(const std::string& text, const std::string& where, const 
 // A JSON value as a number within `range`; throws ResultReadError "PATH: NAME is not a speed from ...".
 double json_number(const nlohmann::json& value, const std::string& path, const std::string& name,
                    const NumberRange& range);
+
+// `v` with `decimals` decimals where that fits in `width` characters and shows it (not 0.00 for
+// 1e-09), else in 6 significant digits ("1.67772e+16"): a cell never wider than `width` or 13.
+std::string number_text(double v, int decimals, size_t width);
+// A change as a signed percentage: "+25.0%", "-79.4%"; "+1.67772e+27%" past +-99999.9%.
+std::string change_text(double fraction);
 
 }  // namespace cnnbench
