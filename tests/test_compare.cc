@@ -8,10 +8,13 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
+#include <sys/stat.h>
 
 #include "harness/compare/compare.h"
 #include "harness/report/result_files.h"
 #include "harness/report/result_record.h"
+#include "harness/report/run_summary.h"
 #include "harness/compare/significance.h"
 #include "test_util.h"
 
@@ -132,6 +135,7 @@ std::string write_result(const std::string& path, double step_sec, uint64_t seed
 void append_row(const std::string& csv, const Settings& s, double mean, double stderr_, int steps,
                 const std::string& json_file) {
   std::map<std::string, std::string> by_name = s;
+  by_name["images_per_sec"] = std::to_string(mean);  // all steps over all their time: near the mean
   by_name["images_per_sec_mean"] = std::to_string(mean);
   by_name["images_per_sec_stderr"] = std::to_string(stderr_);
   by_name["timed_steps"] = std::to_string(steps);
@@ -393,6 +397,7 @@ TEST(Compare, MalformedFilesGetOneLineNamingThem) {
 // (field values as they are, quoted as CSV needs).
 std::string csv_with(const std::string& path, const Settings& raw) {
   std::map<std::string, std::string> by_name = settings_with();
+  by_name["images_per_sec"] = "320";
   by_name["images_per_sec_mean"] = "320";
   by_name["images_per_sec_stderr"] = "1";
   by_name["timed_steps"] = "30";
@@ -423,9 +428,9 @@ TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
   }
   const std::vector<std::pair<std::string, std::string>> refused = {
       {csv_with(dir + "/steps_1e300.csv", {{"timed_steps", "1e300"}}) + ":2",
-       "timed_steps '1e300' is not a whole number of steps up to 10000000"},
+       "timed_steps '1e300' is not a whole number of steps from 1 to 10000000"},
       {csv_with(dir + "/steps_half.csv", {{"timed_steps", "2.5"}}) + ":2",
-       "timed_steps '2.5' is not a whole number of steps up to 10000000"},
+       "timed_steps '2.5' is not a whole number of steps from 1 to 10000000"},
       {csv_with(dir + "/mean_newline.csv", {{"images_per_sec_mean", "1\n2"}}) + ":2",
        "images_per_sec_mean '1\\n2' is not a number"},
   };
@@ -449,6 +454,222 @@ TEST(Compare, FuzzFoundInputsCompareOrGetOneLine) {
     EXPECT_EQ(r.exit_code, 2) << where;
     EXPECT_EQ(r.err, "cnnbench compare: " + where + ": " + problem + "\n");
   }
+}
+
+// Issue 35: every number compare takes from a results.csv row is checked where it is read, in
+// rows whose JSON is at hand too; each problem is one line naming the file, the line and the
+// column. Before, images_per_sec was never read (nan, -100, abc and a renamed column compared,
+// exit 0), a negative standard error moved Welch's p-value (0.59 to 0.39) and 1e300 img/s
+// printed a 300-digit cell.
+TEST(Compare, CsvNumbersAreCheckedWhereTheyAreRead) {
+  const std::string dir = fresh_dir("compare_csv_numbers");
+  const std::string speed = "is not a speed from 1e-09 to 1.67772e+16 images/sec";
+  std::vector<std::pair<Settings, std::string>> cases;
+  for (const char* column : {"images_per_sec", "images_per_sec_mean"}) {
+    const std::string c = column;
+    for (const char* text : {"nan", "inf", "-inf", "1e309", "abc", "", " 320", "0x10", "320 "})
+      cases.push_back({{{c, text}}, c + " '" + text + "' is not a number"});
+    for (const char* text : {"-100", "0", "1e300", "1e-10"})
+      cases.push_back({{{c, text}}, c + " '" + text + "' " + speed});
+  }
+  cases.push_back({{{"images_per_sec_stderr", "-1"}}, "images_per_sec_stderr '-1' is not a number from 0 to 1.67772e+16"});
+  cases.push_back({{{"images_per_sec_stderr", "nan"}}, "images_per_sec_stderr 'nan' is not a number"});
+  cases.push_back({{{"images_per_sec_stderr", ""}}, "images_per_sec_stderr '' is not a number"});
+  cases.push_back({{{"timed_steps", "0"}}, "timed_steps '0' is not a whole number of steps from 1 to 10000000"});
+  cases.push_back({{{"timed_steps", "-3"}}, "timed_steps '-3' is not a whole number of steps from 1 to 10000000"});
+  int n = 0;
+  for (const auto& [raw, problem] : cases) {
+    const std::string path = csv_with(dir + "/case" + std::to_string(n++) + ".csv", raw);
+    const CommandRun r = run_compare({path, path});
+    EXPECT_EQ(r.exit_code, 2) << problem;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "cnnbench compare: " + path + ":2: " + problem + "\n");
+  }
+  // a row whose JSON is read instead is checked all the same
+  const std::string good_json = write_result(dir + "/good.json", 0.1, 1);
+  const std::string with_json = csv_with(dir + "/with_json.csv", {{"images_per_sec", "nan"}, {"json_file", good_json}});
+  EXPECT_EQ(run_compare({with_json, good_json}).err,
+            "cnnbench compare: " + with_json + ":2: images_per_sec 'nan' is not a number\n");
+  EXPECT_EQ(run_compare({csv_with(dir + "/fine.csv", {{"json_file", good_json}}), good_json}).exit_code, 0);
+}
+
+// The columns compare reads are in the header, each once; the other columns are not its business
+// (a later version adds some, and readers ignore fields they do not know).
+TEST(Compare, CsvHeaderNamesEveryColumnCompareReadsOnce) {
+  const std::string dir = fresh_dir("compare_csv_header");
+  const std::string good = csv_with(dir + "/good.csv", {});
+  std::ifstream in(good);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto with_header = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    std::ofstream(dir + "/" + name) << changed;
+    return dir + "/" + name;
+  };
+  const std::string renamed = with_header("renamed.csv", "fusion_threshold_mb,compression,images_per_sec,",
+                                          "fusion_threshold_mb,compression,images_per_sec_total,");
+  CommandRun r = run_compare({renamed, good});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "cnnbench compare: " + renamed + ": not a cnnbench results.csv: its header has no column "
+                   "'images_per_sec'\n");
+  const std::string twice = with_header("twice.csv", ",host,", ",images_per_sec_mean,");
+  r = run_compare({good, twice});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "cnnbench compare: " + twice + ": not a cnnbench results.csv: its header has column "
+                   "'images_per_sec_mean' twice\n");
+  const std::string other = with_header("other.csv", ",host,", ",the_host,");  // not read by compare
+  EXPECT_EQ(run_compare({good, other}).exit_code, 0);
+}
+
+// Empty cells where a convergence run writes them (its speed when it trained no epoch, its time
+// when it missed the target) are read as such; anything else in them is checked like the rest.
+TEST(Compare, ConvergenceRowsEmptyCellsMeanNotMeasured) {
+  const std::string dir = fresh_dir("compare_csv_convergence_numbers");
+  auto row = [](const Settings& changes) {
+    Settings s = settings_with({{"model", "resnet20_fmnist"}, {"dataset", "fashion_mnist"}, {"synthetic", "false"},
+                                {"mode", "convergence"}, {"batch_size_per_rank", "128"}});
+    s["target_top_1_accuracy"] = "0.9";
+    s["time_to_accuracy_sec"] = "100";
+    s["epochs_to_accuracy"] = "10";
+    s["images_to_accuracy"] = "600000";
+    for (const auto& [k, v] : changes) s[k] = v;
+    return s;
+  };
+  const std::string fine = dir + "/fine.csv";
+  csv_append(fine, row({}));                                                      // images_per_sec empty
+  csv_append(fine, row({{"images_per_sec", "2000"}}));
+  csv_append(fine, row({{"time_to_accuracy_sec", ""}, {"epochs_to_accuracy", ""}, {"images_to_accuracy", ""}}));
+  const CompareReport r = compare_results(fine, fine, {});
+  ASSERT_EQ(r.accuracy.size(), 1u);
+  EXPECT_EQ(r.accuracy[0].base_runs, 3);
+  EXPECT_EQ(r.accuracy[0].base_reached, 2);
+  const std::vector<std::pair<Settings, std::string>> refused = {
+      {{{"images_per_sec", "nan"}}, "images_per_sec 'nan' is not a number"},
+      {{{"images_per_sec", "-1"}}, "images_per_sec '-1' is not a number from 0 to 1.67772e+16 images/sec"},
+      {{{"target_top_1_accuracy", "1.5"}}, "target_top_1_accuracy '1.5' is not a number from 0 to 1"},
+      {{{"epochs_to_accuracy", "inf"}}, "epochs_to_accuracy 'inf' is not a number"},
+      {{{"images_to_accuracy", "-600000"}}, "images_to_accuracy '-600000' is not a number from 0 to 1e+18"},
+      {{{"time_to_accuracy_sec", ""}}, "epochs_to_accuracy '10' without a time_to_accuracy_sec"},
+  };
+  int n = 0;
+  for (const auto& [changes, problem] : refused) {
+    const std::string path = dir + "/bad" + std::to_string(n++) + ".csv";
+    csv_append(path, row(changes));
+    const CommandRun bad = run_compare({path, fine});
+    EXPECT_EQ(bad.exit_code, 2) << problem;
+    EXPECT_EQ(bad.err, "cnnbench compare: " + path + ":2: " + problem + "\n");
+  }
+}
+
+// Numbers in range can still be far apart: every cell of the table stays narrow.
+TEST(Compare, TableCellsStayNarrowForExtremeSpeeds) {
+  const std::string dir = fresh_dir("compare_wide_numbers");
+  const std::string base = csv_with(dir + "/base.csv", {{"images_per_sec", "1e-09"}, {"images_per_sec_mean", "1e-09"},
+                                                       {"images_per_sec_stderr", "0"}});
+  const std::string next = csv_with(dir + "/new.csv", {{"images_per_sec", "1.6e16"}, {"images_per_sec_mean", "1.6e16"},
+                                                      {"images_per_sec_stderr", "1e16"}});
+  const CommandRun r = run_compare({base, next});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  1.6e+16  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+1.6e+27%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     1e-09  "), std::string::npos) << "not 0.00: " << r.out;
+  // the time-to-accuracy table the same way
+  auto accuracy_csv = [&](const std::string& name, const std::string& seconds) {
+    Settings s = settings_with({{"model", "resnet20_fmnist"}, {"dataset", "fashion_mnist"}, {"synthetic", "false"},
+                                {"mode", "convergence"}, {"batch_size_per_rank", "128"}});
+    s["target_top_1_accuracy"] = "0.9";
+    s["time_to_accuracy_sec"] = seconds;
+    s["epochs_to_accuracy"] = "10";
+    s["images_to_accuracy"] = "600000";
+    csv_append(dir + "/" + name, s);
+    return dir + "/" + name;
+  };
+  const CommandRun a = run_compare({accuracy_csv("fast.csv", "0.001"), accuracy_csv("slow.csv", "1e12")});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("1e+12 s (1/1)"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("+1e+17%"), std::string::npos) << a.out;
+  std::istringstream lines(r.out);  // the speed table's rows are about 120 characters here
+  for (std::string line; std::getline(lines, line);) EXPECT_LT(line.size(), 150u) << line;
+}
+
+// The JSON side: summary speeds in range (the steps give the table's figures, but a result whose
+// summary holds nan or a negative speed is damaged), step times below 31 years.
+TEST(Compare, ResultJsonNumbersAreChecked) {
+  const std::string dir = fresh_dir("compare_json_numbers");
+  const std::string good = write_result(dir + "/good.json", 0.1, 1);
+  const std::string speed = "is not a speed from 1e-09 to 1.67772e+16 images/sec";
+  std::vector<std::pair<std::string, std::string>> cases;
+  auto with = [&](const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 2));
+    change(doc);
+    return write_json(dir + "/" + name, doc);
+  };
+  cases.push_back({with("nan.json", [](auto& d) { d["summary"]["images_per_sec"] = NAN; }),  // written as null
+                   "summary.images_per_sec " + speed});
+  cases.push_back({with("negative.json", [](auto& d) { d["summary"]["images_per_sec"] = -100; }),
+                   "summary.images_per_sec " + speed});
+  cases.push_back({with("huge.json", [](auto& d) { d["summary"]["images_per_sec"] = 1e300; }),
+                   "summary.images_per_sec " + speed});
+  cases.push_back({with("text.json", [](auto& d) { d["summary"]["images_per_sec_mean"] = "fast"; }),
+                   "summary.images_per_sec_mean " + speed});
+  cases.push_back({with("stderr.json", [](auto& d) { d["summary"]["images_per_sec_stderr"] = -4.5; }),
+                   "summary.images_per_sec_stderr is not a number from 0 to 1.67772e+16"});
+  cases.push_back({with("no_summary.json", [](auto& d) { d.erase("summary"); }),
+                   "no \"summary\" object (not a whole cnnbench result)"});
+  cases.push_back({with("long_step.json", [](auto& d) { d["steps"]["time_sec"][3] = 2e9; }),
+                   "steps.time_sec[3] is 2e+09 s, more than 1e9 s (31 years)"});
+  for (const auto& [path, problem] : cases) {
+    const CommandRun r = run_compare({good, path});
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_EQ(r.err, "cnnbench compare: " + path + ": " + problem + "\n");
+  }
+  // the other per-step arrays are not read (and not kept while parsing): whatever they hold
+  const std::string other_arrays = with("other_arrays.json", [](auto& d) {
+    d["steps"]["loss"] = {"not", "numbers"};
+    d["steps"]["forward_sec"] = nlohmann::json::array({1, 2, 3});
+  });
+  const CompareReport r = compare_results(good, other_arrays, {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].new_steps, 30);
+}
+
+// Issue 35: compare read its inputs whole, whatever they were: /dev/zero grew without end (5 GB
+// in 10 s) and a FIFO blocked forever. Every file it reads is a regular file within a cap.
+TEST(Compare, InputsThatAreNoRegularFileOrTooLargeAreRefusedUnread) {
+  const std::string dir = fresh_dir("compare_bounded");
+  const std::string good = write_result(dir + "/good.json", 0.1, 1);
+  const std::string fifo = dir + "/fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // sparse: as large as they say, with no disk behind them
+  const std::string huge_json = dir + "/huge.json", huge_csv = dir + "/huge.csv";
+  std::ofstream(huge_json).close();
+  std::filesystem::resize_file(huge_json, (uint64_t{3} << 30) + 1);
+  std::ofstream(huge_csv).close();
+  std::filesystem::resize_file(huge_csv, (uint64_t{256} << 20) + 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "/dev/zero: is a device, not a regular file"},
+      {fifo, fifo + ": is a pipe, not a regular file"},
+      {huge_json, huge_json + ": larger than 3 GiB, not a cnnbench result"},
+      {huge_csv, huge_csv + ": larger than 256 MiB, not a cnnbench results.csv"},
+  };
+  for (const auto& [path, message] : cases)
+    for (const auto& args : {std::vector<std::string>{path, good}, std::vector<std::string>{good, path}}) {
+      const CommandRun r = run_compare(args);
+      EXPECT_EQ(r.exit_code, 2) << path;
+      EXPECT_EQ(r.err, "cnnbench compare: " + message + "\n");
+    }
+  // in a folder: a results.csv or *.json that is a pipe is refused, not passed over
+  make_folders(dir + "/folder");
+  write_result(dir + "/folder/a.json", 0.1, 2);
+  ASSERT_EQ(mkfifo((dir + "/folder/results.csv").c_str(), 0600), 0);
+  EXPECT_EQ(run_compare({dir + "/folder", good}).err,
+            "cnnbench compare: " + dir + "/folder/results.csv: is a pipe, not a regular file\n");
+  std::filesystem::remove(dir + "/folder/results.csv");
+  ASSERT_EQ(mkfifo((dir + "/folder/b.json").c_str(), 0600), 0);
+  EXPECT_EQ(run_compare({dir + "/folder", good}).err,
+            "cnnbench compare: " + dir + "/folder/b.json: is a pipe, not a regular file\n");
+  std::filesystem::remove(dir + "/folder/b.json");
+  EXPECT_EQ(run_compare({dir + "/folder", good}).exit_code, 0);
 }
 
 // ---- time to accuracy ----------------------------------------------------------------------------
@@ -588,7 +809,44 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   Settings bad = row("-5");
   csv_append(dir + "/bad.csv", bad);
   EXPECT_EQ(run_compare({dir + "/bad.csv", dir + "/bad.csv"}).err,
-            "cnnbench compare: " + dir + "/bad.csv:2: a negative time to accuracy\n");
+            "cnnbench compare: " + dir + "/bad.csv:2: time_to_accuracy_sec '-5' is not a number from 0 to 1e+12\n");
+}
+
+// --baseline reads a result JSON the same way: a regular file within the cap.
+TEST(Compare, BaselineIsReadBounded) {
+  const std::string dir = fresh_dir("compare_baseline_file");
+  const std::string fifo = dir + "/fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(testing::error_of([&] { read_baseline(fifo); }), "--baseline: " + fifo + ": is a pipe, not a regular file");
+  EXPECT_EQ(testing::error_of([] { read_baseline("/dev/zero"); }),
+            "--baseline: /dev/zero: is a device, not a regular file");
+  nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 1));
+  doc["summary"]["images_per_sec"] = 320;
+  EXPECT_EQ(read_baseline(write_json(dir + "/good.json", doc)).images_per_sec, 320);
+}
+
+// --baseline checks the numbers it takes: whole ranks in range (1e300 was converted to int out
+// of range, undefined behaviour), epochs' seconds and speeds finite and not negative.
+TEST(Compare, BaselineNumbersAreChecked) {
+  const std::string dir = fresh_dir("compare_baseline_numbers");
+  nlohmann::json doc = result_doc(settings_with(), step_times(0.1, 1));
+  doc["run"]["ranks"] = 1e300;
+  const std::string ranks = write_json(dir + "/ranks.json", doc);
+  EXPECT_EQ(testing::error_of([&] { read_baseline(ranks); }),
+            "--baseline: " + ranks + ": run.ranks is not a whole number from 1 to 16777216");
+  doc = result_doc(settings_with(), step_times(0.1, 1));
+  doc["summary"]["images_per_sec"] = 1e300;
+  const std::string speed = write_json(dir + "/speed.json", doc);
+  EXPECT_EQ(testing::error_of([&] { read_baseline(speed); }),
+            "--baseline: " + speed + ": summary.images_per_sec is not a number from 0 to 1.67772e+16 images/sec");
+  nlohmann::json convergence = convergence_doc(100);
+  convergence.erase("summary");
+  convergence["epochs"] = {{{"seconds", 10}, {"images_per_sec", 100}}, {{"seconds", -5}, {"images_per_sec", -20}}};
+  const std::string epochs = write_json(dir + "/epochs.json", convergence);
+  EXPECT_EQ(testing::error_of([&] { read_baseline(epochs); }),
+            "--baseline: " + epochs + ": epochs[].seconds is not a number from 0 to 1e+12");
+  convergence["epochs"] = {{{"seconds", 10}, {"images_per_sec", 100}}, {{"seconds", 30}, {"images_per_sec", 200}}};
+  EXPECT_DOUBLE_EQ(read_baseline(write_json(dir + "/fine.json", convergence)).images_per_sec, 175);
 }
 
 TEST(Compare, BadUsageIsRefused) {

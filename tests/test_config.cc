@@ -129,6 +129,53 @@ TEST(Config, CharactersTomlPlusPlusMishandlesReadAsThemselves) {
   EXPECT_EQ(data_dir_of("data_dir = '\xee\xaf\x8b'\n"), "\xee\xaf\x8b");  // U+EBCB, the first private-use one not a stand-in
 }
 
+// Issue 35: TOML's line-ending backslash trims spaces, tabs and newlines only; toml++ 3.3 trimmed
+// every character it takes for whitespace, so """triv\<newline>U+3000 ial""" read "trivial" where
+// TOML (and Python's tomllib) read "triv" U+3000 " ial". Each of the 23 such characters, in each
+// place the trimming reaches, reads as tomllib reads it.
+TEST(Config, LineEndingBackslashTrimsOnlyTomlWhitespace) {
+  const std::string path = ::testing::TempDir() + "/cnnbench_line_ending_backslash.toml";
+  auto model_of = [&](const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+    return parse({"--config=" + path}).model;
+  };
+  auto utf8 = [](uint32_t c) {
+    std::string out;
+    if (c < 0x800) {
+      out += static_cast<char>(0xC0 | (c >> 6));
+    } else {
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    }
+    out += static_cast<char>(0x80 | (c & 0x3F));
+    return out;
+  };
+  EXPECT_EQ(model_of("model = \"\"\"triv\\\n\xe3\x80\x80 ial\"\"\"\n"), "triv\xe3\x80\x80 ial");  // the report's case
+  std::vector<uint32_t> odd = {0x85, 0xA0, 0x1680, 0x180E, 0x2028, 0x2029, 0x202F, 0x205F, 0x2060, 0x3000, 0xFEFF};
+  for (uint32_t c = 0x2000; c <= 0x200B; ++c) odd.push_back(c);
+  for (const uint32_t c : odd) {
+    const std::string w = utf8(c);
+    EXPECT_EQ(model_of("model = \"\"\"triv\\\n" + w + " ial\"\"\"\n"), "triv" + w + " ial") << std::hex << c;
+    EXPECT_EQ(model_of("model = \"\"\"triv\\\r\n \t" + w + "ial\"\"\"\n"), "triv" + w + "ial") << std::hex << c;
+    EXPECT_EQ(model_of("model = \"\"\"triv\\\n\n  \n" + w + "ial\"\"\"\n"), "triv" + w + "ial") << std::hex << c;
+    EXPECT_EQ(model_of("model = \"\"\"a\\\n  \\\n" + w + "\"\"\"\n"), "a" + w) << std::hex << c;
+    // and as before: a character in a string, an error between tokens
+    EXPECT_EQ(model_of("model = 'a" + w + "b'  # " + w + "\n"), "a" + w + "b") << std::hex << c;
+    std::ofstream(path, std::ios::binary) << "model " + w + "= 'x'\n";
+    EXPECT_THROW(parse({"--config=" + path}), ConfigError) << std::hex << c;
+  }
+  // ASCII whitespace is trimmed as ever
+  EXPECT_EQ(model_of("model = \"\"\"triv\\   \r\n \t\n\t ial\"\"\"\n"), "trivial");
+  // a byte-order mark opens a file (toml++ skips it there); anywhere else it is a character
+  EXPECT_EQ(model_of("\xef\xbb\xbfmodel = \"x\"\n"), "x");
+  std::ofstream(path, std::ios::binary) << "\xef\xbb\xbf\xef\xbb\xbfmodel = \"x\"\n";
+  EXPECT_THROW(parse({"--config=" + path}), ConfigError);
+  // the new stand-ins, like the first ones, are refused as input
+  std::ofstream(path, std::ios::binary) << "model = '\xef\xa3\xa0'\n";
+  EXPECT_EQ(error_of({"--config=" + path}), path + ":1: private-use character U+F8E0 is not accepted in a config file");
+  EXPECT_EQ(model_of("model = '\xef\xa3\x9f'\n"), "\xef\xa3\x9f");  // U+F8DF, not a stand-in
+}
+
 // Every character of the Basic Multilingual Plane where toml++ asks "whitespace?": after a value,
 // between tokens and after a backslash in a multi-line string. Each parses or gives one error that
 // names the character as written (never a stand-in); the sanitizer build (UBSan) fails this test

@@ -24,16 +24,44 @@ const std::vector<uint32_t>& mishandled() {
   return list;
 }
 
-constexpr uint32_t kStandIn = 0xE000;  // private use: toml++'s table answers these correctly
-
-// The position of c among the mishandled characters, or -1.
-int mishandled_index(uint32_t c) {
-  const auto& list = mishandled();
-  const auto at = std::lower_bound(list.begin(), list.end(), c);
-  return at != list.end() && *at == c ? static_cast<int>(at - list.begin()) : -1;
+// The characters toml++ 3.3 takes for whitespace and TOML does not (TOML's are space, tab and
+// the line breaks LF and CRLF): the spaces its table does answer (U+00A0, U+3000, U+FEFF above),
+// the others of is_non_ascii_horizontal_whitespace and is_non_ascii_vertical_whitespace. Where it
+// asks, it would skip them: after a line-ending backslash in a multi-line string,
+// """a\<newline>U+3000 b""" read "ab" where TOML says "a" U+3000 " b". Behind a stand-in, like the
+// mishandled ones, they are what TOML says they are: characters, whitespace nowhere.
+const std::vector<uint32_t>& false_whitespace() {
+  static const std::vector<uint32_t> list = [] {
+    std::vector<uint32_t> out = {0x85, 0xA0, 0x1680, 0x180E};
+    for (uint32_t c = 0x2000; c <= 0x200B; ++c) out.push_back(c);
+    for (const uint32_t c : {0x2028u, 0x2029u, 0x202Fu, 0x205Fu, 0x2060u, 0x3000u, 0xFEFFu}) out.push_back(c);
+    return out;
+  }();
+  return list;
 }
 
-uint32_t stand_in_end() { return kStandIn + static_cast<uint32_t>(mishandled().size()); }
+// Private use: toml++'s table answers these correctly. Two ranges, each in the order of its list
+// (the second at the end of the BMP's private use area, so the first range's stand-ins and the
+// private-use characters a config may hold stay as they were).
+constexpr uint32_t kStandIn = 0xE000, kWhitespaceStandIn = 0xF8E0;
+
+// c's stand-in, or 0 when toml++ may read it as it is.
+uint32_t stand_in_for(uint32_t c) {
+  for (const auto& [list, first] :
+       {std::pair{&mishandled(), kStandIn}, std::pair{&false_whitespace(), kWhitespaceStandIn}}) {
+    const auto at = std::lower_bound(list->begin(), list->end(), c);
+    if (at != list->end() && *at == c) return first + static_cast<uint32_t>(at - list->begin());
+  }
+  return 0;
+}
+
+// The character a stand-in stands for, or 0 when c is none.
+uint32_t original_of(uint32_t c) {
+  if (c >= kStandIn && c < kStandIn + mishandled().size()) return mishandled()[c - kStandIn];
+  if (c >= kWhitespaceStandIn && c < kWhitespaceStandIn + false_whitespace().size())
+    return false_whitespace()[c - kWhitespaceStandIn];
+  return 0;
+}
 
 void append_utf8(std::string& out, uint32_t c) {
   if (c < 0x80) {
@@ -77,7 +105,6 @@ bool decode_utf8(const std::string& text, size_t i, uint32_t& c, size_t& length)
 }  // namespace
 
 std::string shield_from_toml(const std::string& text, const std::string& path) {
-  const uint32_t end = stand_in_end();
   std::string out;
   out.reserve(text.size() + text.size() / 8);
   int line = 1;
@@ -86,16 +113,17 @@ std::string shield_from_toml(const std::string& text, const std::string& path) {
     size_t length = 0;
     if (!decode_utf8(text, i, c, length))
       throw ConfigError(path + ":" + std::to_string(line) + ": is not UTF-8 text (a TOML file must be)");
-    if (c >= kStandIn && c < end) {
+    if (original_of(c) != 0) {
       char name[16];
       std::snprintf(name, sizeof(name), "U+%04X", static_cast<unsigned>(c));
       throw ConfigError(path + ":" + std::to_string(line) + ": private-use character " + name +
                         " is not accepted in a config file");
     }
     if (c == '\n') ++line;
-    const int index = mishandled_index(c);
-    if (index >= 0)
-      append_utf8(out, kStandIn + static_cast<uint32_t>(index));
+    // a byte-order mark opening the file stays one: toml++ skips it there, as most readers do
+    const uint32_t stand_in = i == 0 && c == 0xFEFF ? 0 : stand_in_for(c);
+    if (stand_in != 0)
+      append_utf8(out, stand_in);
     else
       out.append(text, i, length);
     i += length;
@@ -104,15 +132,15 @@ std::string shield_from_toml(const std::string& text, const std::string& path) {
 }
 
 std::string unshield_from_toml(const std::string& text) {
-  const uint32_t end = stand_in_end();
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     uint32_t c = 0;
     size_t length = 0;
     if (!decode_utf8(text, i, c, length)) length = 1;  // passed on byte by byte
-    if (c >= kStandIn && c < end && length == 3)
-      append_utf8(out, mishandled()[c - kStandIn]);
+    const uint32_t original = length == 3 ? original_of(c) : 0;
+    if (original != 0)
+      append_utf8(out, original);
     else
       out.append(text, i, length);
     i += length;

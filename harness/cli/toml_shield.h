@@ -8,13 +8,19 @@
 // to match every place. Instead every such character is swapped for a private-use one (U+E000
 // on), which toml++ answers correctly and which, like the original, is no whitespace; the keys,
 // strings and errors toml++ returns are swapped back.
+//
+// The same goes for the 23 characters toml++ takes for whitespace and TOML does not (U+00A0,
+// U+2000..U+200B, U+3000, U+FEFF, U+2028, ...; stand-ins U+F8E0 on): toml++ skipped them after a
+// line-ending backslash in a multi-line string, where TOML trims only spaces, tabs and newlines.
+// A byte-order mark opening the file is left to toml++, which skips it.
 #pragma once
 
 #include <string>
 
 namespace cnnbench {
 
-// The text with every character toml++ 3.3 mishandles swapped for its private-use stand-in.
+// The text with every character toml++ 3.3 mishandles or takes for whitespace swapped for its
+// private-use stand-in.
 // Throws ConfigError("PATH:LINE: ...") on text that is not UTF-8 or that uses a stand-in itself.
 std::string shield_from_toml(const std::string& text, const std::string& path);
 

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "harness/compare/compare.h"
+#include "harness/compare/result_numbers.h"
 #include "harness/compare/significance.h"
 #include "harness/compare/stats.h"
 
@@ -43,7 +44,7 @@ int count_reached(const std::vector<AccuracyRun>& runs) {
   return static_cast<int>(std::count_if(runs.begin(), runs.end(), [](const AccuracyRun& r) { return r.reached; }));
 }
 
-std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : fmt::format("{:.1f} s", s); }
+std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : number_text(s, 1, 9) + " s"; }
 
 }  // namespace
 
@@ -96,7 +97,7 @@ std::string format_accuracy_rows(const std::vector<ComparedAccuracy>& compared) 
   std::string out = fmt::format("{:<{}}  {:>22}  {:>22}  {:>7}  {:>7}  {}\n", "time to accuracy", width,
                                 "base (reached/runs)", "new (reached/runs)", "change", "p-value", "verdict");
   for (const ComparedAccuracy& c : compared) {
-    const std::string change = std::isfinite(c.change) ? fmt::format("{:+.1f}%", 100 * c.change) : "-";
+    const std::string change = std::isfinite(c.change) ? change_text(c.change) : "-";
     const std::string verdict =
         c.enough_runs ? verdict_name(c.verdict)
                       : fmt::format("too few runs to decide ({} + {} cannot give p < {:g})", c.base_runs, c.new_runs,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/compare/result_numbers.h"
 #include "harness/compare/stats.h"
 #include "models/model_zoo.h"
 
@@ -208,11 +209,12 @@ std::string format_report(const CompareReport& r) {
                        "base img/s", "new img/s", "change", "p-value", "new/base 95%", "test", test_width, "verdict");
     bool summaries = false;
     for (const ComparedConfiguration& c : r.matched) {
+      // every number in a cell of bounded width, whatever the files held (1e16 img/s: 1e+16)
       const std::string interval =
-          c.from_samples ? fmt::format("{:.3f}-{:.3f}", c.ratio_ci.low, c.ratio_ci.high) : std::string("-");
-      out += fmt::format("{:<{}}  {:>10.2f}  {:>10.2f}  {:>+6.1f}%  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
-                         c.base_speed, c.new_speed, 100 * c.change, p_text(c.p_value), interval, test_text(c),
-                         test_width, verdict_name(c.verdict));
+          c.from_samples ? number_text(c.ratio_ci.low, 3, 9) + "-" + number_text(c.ratio_ci.high, 3, 9) : "-";
+      out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
+                         number_text(c.base_speed, 2, 10), number_text(c.new_speed, 2, 10), change_text(c.change),
+                         p_text(c.p_value), interval, test_text(c), test_width, verdict_name(c.verdict));
       summaries = summaries || !c.from_samples;
     }
     out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";

@@ -3,17 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 
+#include "harness/cli/bounded_file.h"
 #include "harness/cli/config.h"  // printable(), max_steps
+#include "harness/compare/result_numbers.h"
 #include "harness/compare/stats.h"
 #include "harness/report/csv.h"
 
@@ -28,15 +27,21 @@ constexpr const char* convergence_schema = "cnnbench.convergence/1";
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw ResultReadError(where + ": " + what); }
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) fail(path, "no such file or folder");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot read") + (errno ? std::string(": ") + std::strerror(errno) : ""));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Every file compare reads is a regular file of at most these sizes, refused otherwise before
+// it is read (a FIFO would block, /dev/zero would fill memory). A result JSON keeps every timed
+// step: 9 numbers a step, each on a line of at most 29 bytes as the writer indents them (3
+// spaces, a double's 24 characters, ",\n"), so 261 bytes a step and under 2.61e9 bytes for the
+// longest run (max_steps, 10 million steps), the rest of the document (context, layers, repeats)
+// under 1 MB. results.csv gains a row of about 0.5 KB a run: 256 MiB is over 500,000 runs, a run
+// a minute for a year; parsed, a row takes a few times its size in memory.
+constexpr uint64_t max_results_csv_bytes = uint64_t{256} << 20;
+
+std::string read_text(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  try {
+    return read_bounded_file(path, max_bytes, what);
+  } catch (const BoundedFileError& e) {
+    throw ResultReadError(e.what());
+  }
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the rest says what is wrong.
@@ -47,9 +52,17 @@ std::string json_message(const json::exception& e) {
 }
 
 json parse_json(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_text(path, max_result_json_bytes, "a cnnbench result");
+  // of the per-step arrays only steps.time_sec is read: the others are dropped as they are
+  // parsed, so a long run's JSON costs its text and one number a step, not nine
+  std::string top_key;
+  const json::parser_callback_t keep = [&top_key](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return true;
+    if (depth == 1) top_key = parsed.is_string() ? parsed.get<std::string>() : "";
+    return !(depth == 2 && top_key == "steps" && parsed != "time_sec");
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, keep);
   } catch (const json::exception& e) {
     fail(path, "not JSON (" + json_message(e) + ")");
   }
@@ -111,21 +124,23 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
   for (size_t i = 0; i < times.size(); ++i) {
     const double t = times[i].is_number() ? times[i].get<double>() : -1;
     if (!(t > 0) || !std::isfinite(t)) fail(path, fmt::format("steps.time_sec[{}] is not a positive number", i));
-    if (t < 1e-9) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, less than a nanosecond", i, t));
+    if (t < min_step_sec) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, less than a nanosecond", i, t));
+    if (t > max_step_sec) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, more than 1e9 s (31 years)", i, t));
     run.per_step.push_back(batch.get<double>() / t);
   }
+  // the summary's speeds, which the table does not show but a reader of the file does: a result
+  // with a speed no run can have is damaged, however good its steps
+  json_number(member(doc, path, "summary", "images_per_sec"), path, "summary.images_per_sec", speed_range);
+  const json& summary = doc.at("summary");
+  if (const auto mean = summary.find("images_per_sec_mean"); mean != summary.end())
+    json_number(*mean, path, "summary.images_per_sec_mean", speed_range);
+  if (const auto spread = summary.find("images_per_sec_stderr"); spread != summary.end())
+    json_number(*spread, path, "summary.images_per_sec_stderr", spread_range);
   const SpeedStats s = speed_stats(run.per_step);
   run.mean = s.mean;
   run.stderr_ = s.stderr_;
   run.steps = static_cast<int64_t>(run.per_step.size());
   return run;
-}
-
-// A number in a JSON result that must be finite and within [low, high].
-double bounded(const json& v, const std::string& path, const std::string& name, double low, double high) {
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < low || v.get<double>() > high)
-    fail(path, fmt::format("{} is not a number from {:g} to {:g}", name, low, high));
-  return v.get<double>();
 }
 
 // A convergence result with a time-to-accuracy target; nullopt for one without a target, or
@@ -142,16 +157,26 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   for (const std::string& field : configuration_fields())
     run.config.values[field] = setting_text(member(doc, path, "run", field), path, "run." + field);
   read_later_fields(doc, path, run.config);
-  const double target = bounded(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
-                                "time_to_accuracy.target_top_1_accuracy", 0, 1);
+  const double target = json_number(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
+                                    "time_to_accuracy.target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
   const json& reached = member(doc, path, "time_to_accuracy", "reached");
   if (!reached.is_boolean()) fail(path, "time_to_accuracy.reached is not true or false");
   run.reached = reached.get<bool>();
   if (run.reached) {
-    run.seconds = bounded(member(doc, path, "time_to_accuracy", "seconds"), path, "time_to_accuracy.seconds", 0, 1e12);
-    run.epochs = bounded(member(doc, path, "time_to_accuracy", "epochs"), path, "time_to_accuracy.epochs", 0, 1e12);
-    run.images = bounded(member(doc, path, "time_to_accuracy", "images"), path, "time_to_accuracy.images", 0, 1e18);
+    run.seconds = json_number(member(doc, path, "time_to_accuracy", "seconds"), path, "time_to_accuracy.seconds",
+                              accuracy_seconds_range);
+    run.epochs = json_number(member(doc, path, "time_to_accuracy", "epochs"), path, "time_to_accuracy.epochs",
+                             accuracy_seconds_range);
+    run.images = json_number(member(doc, path, "time_to_accuracy", "images"), path, "time_to_accuracy.images",
+                             accuracy_images_range);
+  }
+  // its speed over the training epochs, where it has one (results before --baseline reached
+  // convergence runs have no summary); 0 when nothing was timed
+  if (const auto summary = doc.find("summary"); summary != doc.end()) {
+    if (!summary->is_object()) fail(path, "summary is not an object");
+    if (const auto speed = summary->find("images_per_sec"); speed != summary->end())
+      json_number(*speed, path, "summary.images_per_sec", speed_or_zero_range);
   }
   return run;
 }
@@ -179,17 +204,67 @@ std::string canonical(const std::string& path) {
   return ec ? path : p.string();
 }
 
-double csv_number(const std::string& text, const std::string& where, const std::string& column) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+// The header names every column compare reads, each once. Other columns are not checked: a
+// later version's results.csv has more of them, and readers ignore fields they do not know.
+std::map<std::string, size_t> csv_columns(const std::vector<std::string>& header, const std::string& path) {
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i)
+    if (!column.emplace(header[i], i).second)
+      fail(path, "not a cnnbench results.csv: its header has column '" + printable(header[i]) + "' twice");
+  std::vector<std::string> needed = configuration_fields();
+  for (const char* name : {"images_per_sec", "images_per_sec_mean", "images_per_sec_stderr", "timed_steps", "json_file"})
+    needed.push_back(name);
+  if (column.count("target_top_1_accuracy"))  // the time-to-accuracy columns come together
+    for (const char* name : {"time_to_accuracy_sec", "epochs_to_accuracy", "images_to_accuracy"}) needed.push_back(name);
+  for (const std::string& name : needed)
+    if (!column.count(name)) fail(path, "not a cnnbench results.csv: its header has no column '" + name + "'");
+  return column;
+}
+
+// A row's numbers are checked whether or not its JSON is at hand to be read instead: a row
+// cnnbench wrote never holds a number out of range, so one that does is damage to the file.
+// An empty cell is damage too, except where a run writes one for "not measured": a convergence
+// row's speeds (images_per_sec when it trained no epoch; the mean and standard error it never
+// has), its target (no target: the row is passed over, as before) and its time to accuracy
+// (not reached). A benchmark row has every speed column filled, in every version: the columns
+// added since (the accuracy ones, at the end) are what an older row has empty, and compare
+// reads none of them in a benchmark row.
+using Cell = std::function<std::string(const std::string&)>;
+
+// A convergence row's time to its target; nullopt when the row has no target.
+std::optional<AccuracyRun> accuracy_row(const Cell& at, const std::string& where) {
+  if (!at("images_per_sec").empty()) csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_or_zero_range);
+  if (at("target_top_1_accuracy").empty()) return std::nullopt;
+  AccuracyRun run;
+  run.source = where;
+  for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+  for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
+  const double target = csv_cell_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy", fraction_range);
+  run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
+  run.reached = !at("time_to_accuracy_sec").empty();  // empty: not reached
+  if (run.reached) {
+    run.seconds = csv_cell_number(at("time_to_accuracy_sec"), where, "time_to_accuracy_sec", accuracy_seconds_range);
+    run.epochs = csv_cell_number(at("epochs_to_accuracy"), where, "epochs_to_accuracy", accuracy_seconds_range);
+    run.images = csv_cell_number(at("images_to_accuracy"), where, "images_to_accuracy", accuracy_images_range);
+  } else {
+    for (const char* column : {"epochs_to_accuracy", "images_to_accuracy"})
+      if (!at(column).empty())
+        fail(where, std::string(column) + " '" + printable(at(column)) + "' without a time_to_accuracy_sec");
   }
-  if (text.empty() || used != text.size() || !std::isfinite(v))
-    fail(where, column + " '" + printable(text) + "' is not a number");
-  return v;
+  return run;
+}
+
+// A benchmark row's speed summary (used when its JSON is gone).
+RunSpeeds speed_row(const Cell& at, const std::string& where) {
+  RunSpeeds run;
+  run.source = where;
+  for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
+  for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
+  csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_range);
+  run.mean = csv_cell_number(at("images_per_sec_mean"), where, "images_per_sec_mean", speed_range);
+  run.stderr_ = csv_cell_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr", spread_range);
+  run.steps = static_cast<int64_t>(csv_cell_number(at("timed_steps"), where, "timed_steps", steps_range));
+  return run;
 }
 
 // `read`: canonical paths of JSON files already read, so that one run is never counted twice.
@@ -197,21 +272,13 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
                                 std::vector<AccuracyRun>& accuracy_runs) {
   std::vector<CsvRow> rows;
   try {
-    rows = parse_csv(read_text(path), path);
+    rows = parse_csv(read_text(path, max_results_csv_bytes, "a cnnbench results.csv"), path);
   } catch (const CsvError& e) {
     throw ResultReadError(e.what());
   }
   if (rows.empty()) fail(path, "empty: no header");
   const std::vector<std::string>& header = rows[0].fields;
-  std::map<std::string, size_t> column;
-  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-  std::vector<std::string> needed = configuration_fields();
-  for (const char* name : {"images_per_sec_mean", "images_per_sec_stderr", "timed_steps", "json_file"})
-    needed.push_back(name);
-  if (column.count("target_top_1_accuracy"))  // the time-to-accuracy columns come together
-    for (const char* name : {"time_to_accuracy_sec", "epochs_to_accuracy", "images_to_accuracy"}) needed.push_back(name);
-  for (const std::string& name : needed)
-    if (!column.count(name)) fail(path, "not a cnnbench results.csv: its header has no column '" + name + "'");
+  const std::map<std::string, size_t> column = csv_columns(header, path);
 
   std::vector<RunSpeeds> runs;
   for (size_t r = 1; r < rows.size(); ++r) {
@@ -219,48 +286,27 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
     const std::string where = fmt::format("{}:{}", path, row.line);
     if (row.fields.size() != header.size())
       fail(where, fmt::format("{} fields, the header has {}", row.fields.size(), header.size()));
-    auto at = [&](const std::string& name) { return row.fields[column.at(name)]; };
+    const Cell at = [&](const std::string& name) {
+      const auto it = column.find(name);
+      return it == column.end() ? std::string() : row.fields[it->second];
+    };
     if (at("mode") == "convergence") {  // a convergence run: its time to a target, if it had one
-      if (!column.count("target_top_1_accuracy") || at("target_top_1_accuracy").empty()) continue;
+      std::optional<AccuracyRun> run = accuracy_row(at, where);
+      if (!run) continue;
       if (const auto json_path = find_json(at("json_file"), path)) {
         if (read.insert(canonical(*json_path)).second)
-          if (auto run = parse_convergence(parse_json(*json_path), *json_path)) accuracy_runs.push_back(*run);
+          if (auto from_json = parse_convergence(parse_json(*json_path), *json_path)) accuracy_runs.push_back(*from_json);
         continue;
       }
-      AccuracyRun run;
-      run.source = where;
-      for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
-      for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
-      const double target = csv_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy");
-      if (target < 0 || target > 1) fail(where, "target_top_1_accuracy is not in [0, 1]");
-      run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
-      run.reached = !at("time_to_accuracy_sec").empty();  // empty: not reached
-      if (run.reached) {
-        run.seconds = csv_number(at("time_to_accuracy_sec"), where, "time_to_accuracy_sec");
-        run.epochs = csv_number(at("epochs_to_accuracy"), where, "epochs_to_accuracy");
-        run.images = csv_number(at("images_to_accuracy"), where, "images_to_accuracy");
-        if (run.seconds < 0 || run.epochs < 0 || run.images < 0) fail(where, "a negative time to accuracy");
-      }
-      accuracy_runs.push_back(std::move(run));
+      accuracy_runs.push_back(std::move(*run));
       continue;
     }
+    RunSpeeds run = speed_row(at, where);
     if (const auto json_path = find_json(at("json_file"), path)) {
       if (read.insert(canonical(*json_path)).second) runs.push_back(read_result_json(*json_path));
       continue;
     }
-    RunSpeeds run;  // the JSON is gone: the row's summary is all there is
-    run.source = where;
-    for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
-    for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
-    run.mean = csv_number(at("images_per_sec_mean"), where, "images_per_sec_mean");
-    run.stderr_ = csv_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr");
-    const double steps = csv_number(at("timed_steps"), where, "timed_steps");
-    if (steps < 1 || run.mean <= 0) fail(where, "no timed steps to compare");
-    if (steps > static_cast<double>(max_steps) || steps != std::floor(steps))  // then it converts exactly
-      fail(where, fmt::format("timed_steps '{}' is not a whole number of steps up to {}", printable(at("timed_steps")),
-                              max_steps));
-    run.steps = static_cast<int64_t>(steps);
-    runs.push_back(std::move(run));
+    runs.push_back(std::move(run));  // the JSON is gone: the row's summary is all there is
   }
   return runs;
 }
@@ -270,10 +316,16 @@ ResultSet read_folder(const std::string& dir) {
   std::set<std::string> read;
   const std::string csv = (fs::path(dir) / "results.csv").string();
   std::error_code ec;
-  if (fs::is_regular_file(csv, ec)) set.runs = read_csv(csv, read, set.accuracy_runs);
+  // a results.csv or *.json that is no regular file (a pipe, a device, a dangling link) is
+  // refused by read_text, not passed over: a result may be missing behind it
+  auto is_result_file = [](const fs::path& p) {
+    std::error_code e;
+    return fs::symlink_status(p, e).type() != fs::file_type::not_found && !fs::is_directory(p, e);
+  };
+  if (is_result_file(csv)) set.runs = read_csv(csv, read, set.accuracy_runs);
   std::vector<std::string> jsons;
   for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") jsons.push_back(entry.path().string());
+    if (entry.path().extension() == ".json" && is_result_file(entry.path())) jsons.push_back(entry.path().string());
   if (ec) fail(dir, "cannot list: " + ec.message());
   std::sort(jsons.begin(), jsons.end());
   for (const std::string& path : jsons) {

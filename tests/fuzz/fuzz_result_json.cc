@@ -1,11 +1,13 @@
 // tests/fuzz/fuzz_result_json.cc — libFuzzer harness for the result JSON reader behind `cnnbench
-// compare`: the input is one result file. read_results() gives one run with positive finite
-// speeds (a training result) or one time-to-accuracy run with finite non-negative figures (a
-// convergence result), or one ResultReadError line naming the file.
-#include <cmath>
+// compare`: the input is one result file. read_results() gives one run (a training result) or
+// one time-to-accuracy run (a convergence result) whose every number is within the ranges a
+// result can hold (harness/compare/result_numbers.h), or one ResultReadError line naming the
+// file; the run is compared with itself (statistics in range, report lines of bounded length),
+// and `cnnbench compare JSON JSON` exits 0 or 2 with one line naming the file.
 #include <cstdint>
 #include <string>
 
+#include "fuzz_compare.h"
 #include "fuzz_files.h"
 #include "harness/compare/result_reader.h"
 
@@ -17,19 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const ResultSet set = read_results(path);
     fuzz::expect(set.runs.size() + set.accuracy_runs.size() == 1, "one run per JSON");
-    for (const AccuracyRun& a : set.accuracy_runs) {
-      fuzz::expect(!a.reached || (std::isfinite(a.seconds) && a.seconds >= 0 && std::isfinite(a.epochs) &&
-                                  std::isfinite(a.images)),
-                   "finite times to accuracy");
-      fuzz::expect(!a.config["target_top_1_accuracy"].empty(), "a target");
-    }
-    if (set.runs.empty()) return 0;
-    const RunSpeeds& run = set.runs[0];
-    fuzz::expect(run.steps >= 1 && static_cast<size_t>(run.steps) == run.per_step.size(), "one speed per step");
-    for (double v : run.per_step) fuzz::expect(v > 0 && std::isfinite(v), "positive finite speeds");
-    fuzz::expect(std::isfinite(run.mean) && std::isfinite(run.stderr_), "a finite summary");
+    fuzz::expect_numbers_in_range(set);
+    for (const RunSpeeds& run : set.runs) fuzz::expect(!run.per_step.empty(), "every step's speed");
+    fuzz::compare_runs_with_one_another(set);
   } catch (const ResultReadError& e) {
     fuzz::expect_one_line(e.what(), path);
   }
+  fuzz::compare_with_itself(path, size % 2 == 0);
   return 0;
 }
