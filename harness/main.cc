@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   } catch (const ErrorsReported& e) {
     exit_code = e.exit_code;
   } catch (const DivergedError& e) {
-    // every rank's weights are the same, so every rank gets here; the first one ends the job
+    // a rank whose loss is not finite: it ends the whole job (the others would wait for it)
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     std::fprintf(stderr, "cnnbench: rank %d: %s\n", world_rank(), e.what());

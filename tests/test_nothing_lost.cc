@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <algorithm>
 #include <fstream>
+#include <cstring>
 #include <map>
 #include <regex>
 #include <set>
@@ -121,6 +122,35 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
 }
 
+// A checkpoint's weights, momentum and statistics (its bytes after the header, before the checksum).
+std::string checkpoint_payload(const std::string& path) {
+  const std::string bytes = slurp_file(path);
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + 8, sizeof length);
+  return bytes.substr(16 + length, bytes.size() - 16 - length - 8);
+}
+
+// A --num_batches run's checkpoint ends inside an epoch: the resume goes on from that step, and
+// ends where a run never interrupted does, bit for bit.
+TEST(NothingLost, AResumeInsideAnEpochGoesOnFromItsStep) {
+  const std::string dir = idx_dir("lost_mid_epoch");  // 4 steps an epoch
+  CliRun r = run_cnnbench(idx + "--num_batches=3 --train_dir=whole --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench(idx + "--num_batches=2 --train_dir=parts --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench(idx + "--num_batches=3 --train_dir=parts --resume --result_json=parts.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/parts.json"))["summary"]["images"], 32) << "one step of 32";
+  const std::string whole = checkpoint_payload(dir + "/whole/checkpoint-epoch-0001.ckpt");
+  ASSERT_FALSE(whole.empty());
+  EXPECT_TRUE(whole == checkpoint_payload(dir + "/parts/checkpoint-epoch-0001.ckpt"));
+  // and then it is complete
+  r = run_cnnbench(idx + "--num_batches=3 --train_dir=parts --resume", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the run is complete (1 epochs, 3 steps done of 3)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Resuming from"), std::string::npos) << r.output;
+}
+
 TEST(NothingLost, ADamagedCheckpointIsSkippedAndAStaleTemporaryCleared) {
   const std::string dir = idx_dir("lost_damaged");
   CliRun r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T", dir);
@@ -179,6 +209,12 @@ TEST(NothingLost, ADivergedRunEndsNamingTheStepAndWritesNoResult) {
   EXPECT_NE(r.output.find("the run diverged"), std::string::npos) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("the loss is [-a-z]+ at (warm-up )?step [0-9]+"))) << r.output;
   EXPECT_FALSE(fs::exists(dir + "/cnnbench_results/results.csv"));
+  // a convergence run that diverges leaves no empty per-epoch CSV behind either
+  testing::write_idx_dataset(dir, "train", 1024, false);  // 32 steps an epoch: it diverges inside the first
+  testing::write_idx_dataset(dir, "t10k", 32, false);
+  r = run_cnnbench(idx + "--num_batches=30 --init_learning_rate=1000 --optimizer=momentum --benchmark_log_dir=L", dir);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_TRUE(!fs::exists(dir + "/L") || count_ending(dir + "/L", "_epochs.csv") == 0);
   // allowed: the result is written, its non-finite numbers as empty cells and null
   r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20 --allow_nonfinite_loss --result_json=r.json",
                    dir);

@@ -262,7 +262,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "exit"));
     v.push_back(INT_FLAG(num_intra_threads, non_negative(c.num_intra_threads); at_most(c.num_intra_threads, max_threads),
-                         "compute threads per rank, at most 1024 and at most 8 per CPU the rank may run on; 0 = the "
+                         "compute threads per rank, at most 1024 and at most 64 per CPU the rank may run on; 0 = the "
                          "CPUs the rank is bound to, or the host's shared among its ranks")
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "json:run.threads_per_rank"));
@@ -707,6 +707,10 @@ void resolve_device(Config& config) {
   if (config.forward_only && !config.data_dir.empty())
     throw ConfigError("--forward_only: times inference on synthetic data; a --data_dir run trains and evaluates "
                       "(leave out one of them)");
+  if (config.data_dir.empty() && config.mode == "train" && !config.train_dir.empty())
+    throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
+  if (config.data_dir.empty() && config.mode == "train" && config.resume)
+    throw ConfigError("--resume: needs --data_dir and --train_dir");
   if (config.resume && config.train_dir.empty() && !config.data_dir.empty())
     throw ConfigError("--resume: needs --train_dir (the folder of the run's checkpoints)");
 

@@ -147,6 +147,26 @@ std::string write_new_file(const std::string& stem, const std::string& suffix, c
     if (done != 0 && (errno == EINVAL || errno == ENOSYS)) {  // a file system without it: link fails on a name taken
       done = ::link(temp.c_str(), path.c_str());
       if (done == 0) ::unlink(temp.c_str());
+      if (done != 0 && errno != EEXIST) {  // nor hard links (vfat, some FUSE): create the name exclusively
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd >= 0) {
+          size_t written = 0;
+          while (written < contents.size()) {
+            const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+            if (n <= 0) break;
+            written += static_cast<size_t>(n);
+          }
+          const bool whole = written == contents.size() && ::fsync(fd) == 0;
+          ::close(fd);
+          ::unlink(temp.c_str());
+          if (!whole) {
+            ::unlink(path.c_str());
+            errno = EIO;
+            fail(path, "cannot write (left as it was)");
+          }
+          return path;
+        }
+      }
     }
     if (done == 0) return path;
     if (errno != EEXIST) {

@@ -114,6 +114,7 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   if (info.time_to_accuracy) header["time_to_accuracy"] = info.time_to_accuracy->to_json();
   if (!info.rank_state_id.empty()) header["rank_state_id"] = info.rank_state_id;
   if (info.run.is_object()) header["run"] = info.run;
+  if (info.stopped_at_target) header["stopped_at_target"] = true;
   write_file_atomically(path, frame(kMagic, header,
                                     {{plan.parameters().data(), plan.parameters().size_bytes()},
                                      {plan.momentum().data(), plan.momentum().size_bytes()},
@@ -164,6 +165,10 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
   if (const auto it = header.find("rank_state_id"); it != header.end()) {
     if (!it->is_string() || it->get<std::string>().empty()) return fail("header's rank_state_id is not an id");
     info.rank_state_id = it->get<std::string>();
+  }
+  if (const auto it = header.find("stopped_at_target"); it != header.end()) {
+    if (!it->is_boolean()) return fail("header's stopped_at_target is not true or false");
+    info.stopped_at_target = it->get<bool>();
   }
   if (const auto it = header.find("run"); it != header.end()) {
     if (!it->is_object()) return fail("header's run is not an object");

@@ -31,6 +31,7 @@ struct CheckpointInfo {
   // Optional (absent before): the settings that shaped the weights (train_dir.h's run_identity).
   nlohmann::json run = nlohmann::json();
   uint64_t parameters = 0, buffers = 0;  // as the header says
+  bool stopped_at_target = false;  // the run stopped here at --stop_at_top_1_accuracy: it is complete
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt

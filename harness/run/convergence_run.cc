@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <optional>
 #include <ctime>
@@ -216,7 +217,8 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
     if (const auto& found = opened.resumed) {
       resumed_from = found;
-      first_epoch = found->epochs_done;
+      // by steps: a --num_batches run's checkpoint can end inside an epoch
+      first_epoch = steps > 0 ? found->steps_done / steps : 0;
       steps_done = found->steps_done;
       const bool same_target = to_target.target <= 0 ||
                                (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
@@ -279,6 +281,14 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
   }
   if (report_errors_together(claim_error)) throw ErrorsReported{2};
+  // a run that ends before its first epoch (diverged, failed) leaves no empty CSV behind
+  struct UnusedClaim {
+    std::string path;
+    ~UnusedClaim() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove(path, ec);
+    }
+  } unused_claim{leader && config.result_json.empty() ? csv_path : ""};
   std::vector<EpochMetrics> history;
   double run_seconds = 0, run_stall_sec = 0;
   int64_t run_images = 0;
@@ -286,13 +296,18 @@ void run_convergence(const Config& config, Communicator& comm) {
   auto training_seconds = [&] {
     return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - training_start).count();
   };
+  const int64_t resumed_inside_epoch = steps_done - first_epoch * steps;  // steps of first_epoch done before
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     const int64_t epoch_steps = std::min<int64_t>(steps, total_steps - epoch * steps);
+    const int64_t skip = epoch == first_epoch ? resumed_inside_epoch : 0;
+    const int64_t trained = epoch_steps - skip;  // the steps this run trains of this epoch
     train_input.start_epoch(epoch);
+    // the batches trained before the resume: drawn and passed over, so the rest are the same ones
+    for (int64_t s = 0; s < skip; ++s) train_input.next_images();
     const double stall_before = train_input.stall_sec();
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, correct = 0, lr = 0;
-    for (int64_t s = 0; s < epoch_steps; ++s) {
+    for (int64_t s = skip; s < epoch_steps; ++s) {
       const auto step_start = std::chrono::steady_clock::now();
       lr = schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps));
       plan.set_input(next_batch(train_input, timeline.get()));
@@ -337,19 +352,19 @@ void run_convergence(const Config& config, Communicator& comm) {
     EpochMetrics m;
     m.epoch = epoch + 1;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double sums[3] = {loss_sum / std::max<int64_t>(1, epoch_steps), correct, train_input.stall_sec() - stall_before};
+    double sums[3] = {loss_sum / std::max<int64_t>(1, trained), correct, train_input.stall_sec() - stall_before};
     comm.allreduce_sum(sums, 3);
     comm.allreduce_max(&seconds, 1);
     m.train_loss = sums[0] / comm.size();
-    m.train_top1 = sums[1] / static_cast<double>(epoch_steps * settings.global_batch);
+    m.train_top1 = sums[1] / static_cast<double>(trained * settings.global_batch);
     m.input_stall_sec = sums[2] / comm.size();
     m.seconds = seconds;
     m.learning_rate = lr;
-    m.images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / seconds;
-    m.compute_images_per_sec = static_cast<double>(epoch_steps * settings.global_batch) / (seconds - m.input_stall_sec);
+    m.images_per_sec = static_cast<double>(trained * settings.global_batch) / seconds;
+    m.compute_images_per_sec = static_cast<double>(trained * settings.global_batch) / (seconds - m.input_stall_sec);
     run_seconds += m.seconds;
     run_stall_sec += m.input_stall_sec;
-    run_images += epoch_steps * settings.global_batch;
+    run_images += trained * settings.global_batch;
     // a --num_batches run is a benchmark: it evaluates only where asked to
     const bool last = epoch + 1 == epochs && !(config.num_epochs == 0 && config.num_batches_set);
     const double every = config.eval_during_training_every_n_epochs;
@@ -389,7 +404,9 @@ void run_convergence(const Config& config, Communicator& comm) {
       std::fflush(stdout);
       make_folders(config.benchmark_log_dir);
       write_file_atomically(csv_path, epochs_csv(history));
+      unused_claim.path.clear();
     }
+    const bool stopping = config.stop_at_top_1_accuracy > 0 && m.evaluated && m.test_top1 >= config.stop_at_top_1_accuracy;
     // every rank's own state (PowerSGD's) before the checkpoint that names it
     std::string rank_state_id;
     if (!config.train_dir.empty()) {
@@ -401,6 +418,7 @@ void run_convergence(const Config& config, Communicator& comm) {
         const auto writing = std::chrono::steady_clock::now();
         CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt, ""};
         info.run = identity;
+        info.stopped_at_target = stopping;
         info.training_seconds = training_seconds();
         if (to_target.target > 0) info.time_to_accuracy = to_target;
         info.rank_state_id = rank_state_id;
@@ -413,7 +431,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     comm.barrier();  // the checkpoint is complete before any rank goes on (or stops)
     if (timeline)
       timeline->span(Track::compute, "epoch " + std::to_string(epoch + 1), start, std::chrono::steady_clock::now());
-    if (config.stop_at_top_1_accuracy > 0 && m.evaluated && m.test_top1 >= config.stop_at_top_1_accuracy) {
+    if (stopping) {
       if (leader) fmt::print("Reached test top-1 {:.2f}% >= {:.2f}%: stopping\n", 100 * m.test_top1,
                              100 * config.stop_at_top_1_accuracy);
       break;

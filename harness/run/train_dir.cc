@@ -39,6 +39,20 @@ void remove_checkpoints(const std::string& dir) {
 }  // namespace
 
 nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate) {
+  // resolved values, not the flags' text: "0.10;82" and "0.1;82" are one schedule, and "auto" is
+  // the data set's recipe
+  std::string schedule;
+  if (!config.piecewise_learning_rate_schedule.empty()) {
+    const PiecewiseSchedule parsed = parse_piecewise_schedule(config.piecewise_learning_rate_schedule);
+    for (size_t i = 0; i < parsed.rates.size(); ++i)
+      schedule += fmt::format("{}{}", i ? ";" : "", parsed.rates[i]) +
+                  (i < parsed.boundaries.size() ? fmt::format(";{}", parsed.boundaries[i]) : "");
+  }
+  std::string augmentation = config.train_augmentation;
+  if (augmentation == "auto" && settings.dataset == "cifar10") augmentation = "crop_flip";
+  if (augmentation == "auto" && settings.dataset == "fashion_mnist") augmentation = "none";
+  if (config.learning_rate_base_batch > 0)
+    learning_rate *= static_cast<double>(settings.global_batch) / static_cast<double>(config.learning_rate_base_batch);
   nlohmann::json id = {{"model", settings.model.name},
                        {"dataset", settings.dataset},
                        {"seed", std::to_string(config.seed)},
@@ -47,11 +61,11 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
                        {"optimizer", config.optimizer},
                        {"weight_decay", fmt::format("{}", config.weight_decay)},
                        {"learning_rate", fmt::format("{}", learning_rate)},
-                       {"piecewise_learning_rate_schedule", config.piecewise_learning_rate_schedule},
+                       {"piecewise_learning_rate_schedule", schedule},
                        {"num_learning_rate_warmup_epochs", fmt::format("{}", config.num_learning_rate_warmup_epochs)},
                        {"cosine_learning_rate", config.cosine_learning_rate ? "true" : "false"},
                        {"label_smoothing", fmt::format("{}", config.label_smoothing)},
-                       {"train_augmentation", config.train_augmentation},
+                       {"train_augmentation", augmentation},
                        {"variable_update", config.variable_update},
                        {"compression", config.compression}};
   if (config.optimizer != "sgd") {
@@ -89,7 +103,8 @@ int clear_stale_temporaries(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const auto tmp = name.rfind(".tmp.");
-    if (tmp == std::string::npos || !entry.is_regular_file()) continue;
+    // only what cnnbench writes here: checkpoints and their ranks' state files
+    if (tmp == std::string::npos || name.rfind("checkpoint-epoch-", 0) != 0 || !entry.is_regular_file()) continue;
     std::string writer = name.substr(tmp + 5);  // HOST.PID, or PID
     const auto dot = writer.rfind('.');
     if (dot != std::string::npos) {
@@ -105,61 +120,66 @@ int clear_stale_temporaries(const std::string& dir) {
   return cleared;
 }
 
+namespace {
+
+// Rank 0's text sent to every rank (its length first).
+std::string broadcast_text(const Communicator& comm, std::string text) {
+  uint64_t length = text.size();
+  comm.broadcast(&length, sizeof length, 0);
+  text.resize(length);
+  if (length > 0) comm.broadcast(text.data(), length, 0);
+  return text;
+}
+
+}  // namespace
+
 TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identity, Plan& plan, int64_t total_steps,
                              Communicator& comm) {
   const bool leader = comm.rank() == 0;
   const std::string& dir = config.train_dir;
   TrainDirStart start;
-  std::string error, skipped;
+  // Rank 0 alone reads the folder and decides (every rank taking the same path through the
+  // collectives after): which checkpoint to resume from, or to start afresh over another run's.
+  std::string error, skipped, chosen;
   bool afresh = false;  // --overwrite_train_dir over another run's checkpoints
-  try {
-    std::error_code ec;
-    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
-      throw std::runtime_error("--train_dir: " + printable(dir, 4096) + " is a file, not a folder");
-    const std::vector<std::string> found = list_checkpoints(dir);
-    if (!found.empty() && !config.resume) {
-      if (!config.overwrite_train_dir)
-        throw std::runtime_error(fmt::format(
-            "--train_dir: {} holds the checkpoints of a run (newest: {}): --resume continues it, "
-            "--overwrite_train_dir starts afresh and removes them",
-            printable(dir, 4096), std::filesystem::path(found.front()).filename().string()));
-      afresh = true;
-    }
-    if (config.resume) {
-      for (const std::string& path : found) {
-        CheckpointInfo header;
-        try {
-          header = read_checkpoint_header(path);
-        } catch (const std::exception& e) {
-          skipped += std::string(skipped.empty() ? "" : "; ") + e.what();
-          continue;
-        }
-        const std::string differences = identity_differences(header, identity);
-        if (!differences.empty()) {
-          if (!config.overwrite_train_dir)
-            throw std::runtime_error(fmt::format(
-                "--resume: {} is another run's checkpoint ({}); --overwrite_train_dir starts afresh and removes it",
-                printable(path, 4096), differences));
-          afresh = true;
-          break;
-        }
-        try {
-          start.resumed = read_checkpoint(path, plan, identity.at("model").get<std::string>());
-        } catch (const std::exception& e) {  // sizes differ from this build's model: not ours to load
-          throw std::runtime_error("--resume: " + std::string(e.what()));
-        }
-        break;
-      }
-    }
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (report_errors_together(error)) throw ErrorsReported{2};
-  if (leader && !skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
-  // the folder is this run's from here on: the old run's files go, and so do killed writes' leftovers
-  error.clear();
   if (leader) {
     try {
+      std::error_code ec;
+      if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+        throw std::runtime_error("--train_dir: " + printable(dir, 4096) + " is a file, not a folder");
+      const std::vector<std::string> found = list_checkpoints(dir);
+      if (!found.empty() && !config.resume) {
+        if (!config.overwrite_train_dir)
+          throw std::runtime_error(fmt::format(
+              "--train_dir: {} holds the checkpoints of a run (newest: {}): --resume continues it, "
+              "--overwrite_train_dir starts afresh and removes them",
+              printable(dir, 4096), std::filesystem::path(found.front()).filename().string()));
+        afresh = true;
+      }
+      if (config.resume) {
+        for (const std::string& path : found) {
+          CheckpointInfo header;
+          try {
+            header = read_checkpoint_header(path);
+          } catch (const std::exception& e) {
+            skipped += std::string(skipped.empty() ? "" : "; ") + e.what();
+            continue;
+          }
+          const std::string differences = identity_differences(header, identity);
+          if (!differences.empty()) {
+            if (!config.overwrite_train_dir)
+              throw std::runtime_error(fmt::format(
+                  "--resume: {} is another run's checkpoint ({}); --overwrite_train_dir starts afresh and removes it",
+                  printable(path, 4096), differences));
+            afresh = true;
+          } else {
+            chosen = path;
+          }
+          break;
+        }
+      }
+      if (!skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
+      // the folder is this run's from here on: the old run's files go, and so do killed writes' leftovers
       if (afresh) {
         remove_checkpoints(dir);
         fmt::print("Removed the checkpoints of another run from {} (--overwrite_train_dir)\n", dir);
@@ -170,9 +190,18 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
     }
   }
   if (report_errors_together(error)) throw ErrorsReported{2};
-  if (afresh) start.resumed.reset();
-  start.complete = start.resumed && start.resumed->steps_done >= total_steps;
-  if (config.resume && leader && !afresh) {
+  chosen = broadcast_text(comm, chosen);
+  error.clear();
+  if (!chosen.empty()) {
+    try {  // every rank loads the checkpoint rank 0 chose, or the job stops
+      start.resumed = read_checkpoint(chosen, plan, identity.at("model").get<std::string>());
+    } catch (const std::exception& e) {
+      error = "--resume: " + std::string(e.what());
+    }
+  }
+  if (report_errors_together(error)) throw ErrorsReported{2};
+  start.complete = start.resumed && (start.resumed->steps_done >= total_steps || start.resumed->stopped_at_target);
+  if (config.resume && leader && !afresh && !start.complete) {
     if (start.resumed)
       fmt::print("Resuming from {} ({} epochs done)\n", start.resumed->path, start.resumed->epochs_done);
     else
