@@ -129,6 +129,20 @@ TEST(Config, CharactersTomlPlusPlusMishandlesReadAsThemselves) {
   EXPECT_EQ(data_dir_of("data_dir = '\xee\xaf\x8b'\n"), "\xee\xaf\x8b");  // U+EBCB, the first private-use one not a stand-in
 }
 
+
+// A BMP character above U+007F as UTF-8 (two or three bytes).
+std::string utf8_of(uint32_t c) {
+  std::string out;
+  if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+  } else {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+  }
+  out += static_cast<char>(0x80 | (c & 0x3F));
+  return out;
+}
+
 // Issue 35: TOML's line-ending backslash trims spaces, tabs and newlines only; toml++ 3.3 trimmed
 // every character it takes for whitespace, so """triv\<newline>U+3000 ial""" read "trivial" where
 // TOML (and Python's tomllib) read "triv" U+3000 " ial". Each of the 23 such characters, in each
@@ -139,17 +153,7 @@ TEST(Config, LineEndingBackslashTrimsOnlyTomlWhitespace) {
     std::ofstream(path, std::ios::binary) << text;
     return parse({"--config=" + path}).model;
   };
-  auto utf8 = [](uint32_t c) {
-    std::string out;
-    if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-    } else {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    }
-    out += static_cast<char>(0x80 | (c & 0x3F));
-    return out;
-  };
+  auto utf8 = utf8_of;
   EXPECT_EQ(model_of("model = \"\"\"triv\\\n\xe3\x80\x80 ial\"\"\"\n"), "triv\xe3\x80\x80 ial");  // the report's case
   std::vector<uint32_t> odd = {0x85, 0xA0, 0x1680, 0x180E, 0x2028, 0x2029, 0x202F, 0x205F, 0x2060, 0x3000, 0xFEFF};
   for (uint32_t c = 0x2000; c <= 0x200B; ++c) odd.push_back(c);
@@ -181,17 +185,7 @@ TEST(Config, LineEndingBackslashTrimsOnlyTomlWhitespace) {
 // names the character as written (never a stand-in); the sanitizer build (UBSan) fails this test
 // on any character that still reaches toml++'s unhandled blocks.
 TEST(Config, EveryCharacterWhereTomlPlusPlusAsksForWhitespace) {
-  auto utf8 = [](uint32_t c) {
-    std::string out;
-    if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-    } else {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    }
-    out += static_cast<char>(0x80 | (c & 0x3F));
-    return out;
-  };
+  auto utf8 = utf8_of;
   int tried = 0, errors = 0;
   for (uint32_t c = 0x80; c <= 0xFFFF; ++c) {
     if ((c >= 0xD800 && c <= 0xDFFF) || (c >= 0xE000 && c <= 0xF8FF)) continue;  // surrogates, private use
