@@ -437,7 +437,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .no_probe("TFRecord shards only: test_tfrecord"));
     v.push_back(BOOL_FLAG(resume, "continue from the newest checkpoint of this run in --train_dir")
                     .reads(D)
-                    .probe(kRealData, "true", "out:Resuming from", "--train_dir=t"));
+                    .probe(kRealData, "true", "out:t/checkpoint-epoch-0001.ckpt", "--train_dir=t"));
     v.push_back(TEXT_FLAG(train_dir, , "folder for checkpoints (one per epoch, real data); it belongs to the run "
                                        "that made it (see --resume, --overwrite_train_dir)")
                     .reads(D)
