@@ -58,6 +58,17 @@ int print_peak(const Config& config) {
   return 0;
 }
 
+// A failure on this rank alone: says so, naming the rank, and ends every rank of the job at once
+// (none is left waiting in a collective). Returns the exit code for a job of one rank.
+int end_job_from_this_rank(const std::string& what, int exit_code) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::fprintf(stderr, "cnnbench: rank %d: %s\n", world_rank(), what.c_str());
+  std::fflush(stderr);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  return exit_code;
+}
+
 void list_models() {
   fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}\n", "model", "data", "input", "classes", "parameters",
              "GMACs/image", "batch");
@@ -162,20 +173,9 @@ int main(int argc, char** argv) {
   } catch (const ErrorsReported& e) {
     exit_code = e.exit_code;
   } catch (const DivergedError& e) {
-    // a rank whose loss is not finite: it ends the whole job (the others would wait for it)
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    std::fprintf(stderr, "cnnbench: rank %d: %s\n", world_rank(), e.what());
-    std::fflush(stderr);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 3);
-    exit_code = 3;
+    exit_code = end_job_from_this_rank(e.what(), 3);  // a diverged loss: the others would wait for this rank
   } catch (const std::exception& e) {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    std::fprintf(stderr, "cnnbench: rank %d: error: %s\n", world_rank(), e.what());
-    std::fflush(stderr);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
-    exit_code = 1;
+    exit_code = end_job_from_this_rank(std::string("error: ") + e.what(), 1);
   }
   finalize_mpi();
   return exit_code;
