@@ -313,7 +313,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       plan.set_input(next_batch(train_input, timeline.get()));
       const StepRecord r = train_step(plan, reducer.get(), sgd, static_cast<float>(lr), train_input.current_labels(),
                                       true, scaler.get(), timeline.get(), overlap.get());
-      check_finite_loss(r, config, fmt::format("step {} (epoch {})", steps_done + 1, epoch + 1));
+      check_finite_loss(r, config, steps_done + 1, /*warmup=*/false, epoch + 1);
       if (timeline)
         timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
       loss_sum += r.loss;

@@ -57,11 +57,12 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, double le
 
 }  // namespace
 
-void check_finite_loss(const StepRecord& r, const Config& config, const std::string& step) {
+void check_finite_loss(const StepRecord& r, const Config& config, int64_t step, bool warmup, int64_t epoch) {
   if (std::isfinite(r.loss) || r.skipped || config.allow_nonfinite_loss) return;
-  throw DivergedError(fmt::format("the loss is {} at {}: the run diverged (lower --init_learning_rate, or "
+  throw DivergedError(fmt::format("the loss is {} at {}step {}{}: the run diverged (lower --init_learning_rate, or "
                                   "--allow_nonfinite_loss to go on); no result written",
-                                  r.loss, step));
+                                  r.loss, warmup ? "warm-up " : "", step,
+                                  epoch > 0 ? fmt::format(" (epoch {})", epoch) : ""));
 }
 
 SgdConfig sgd_config(const Config& config) {
@@ -182,7 +183,7 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   for (int64_t i = 0; i < settings.warmup_steps; ++i) {
     const StepRecord r = one_step(settings, sgd, rate_at(i), plan, reducer, overlap, scaler, images, labels,
                                   /*timed=*/false, i, events.timeline);
-    check_finite_loss(r, config, "warm-up step " + std::to_string(i + 1));
+    check_finite_loss(r, config, i + 1, /*warmup=*/true);
   }
   if (events.warmup_done) events.warmup_done();
 
@@ -192,7 +193,7 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
     steps.push_back(one_step(settings, sgd, rate_at(settings.warmup_steps + i), plan, reducer, overlap, scaler, images,
                              labels, /*timed=*/true, i, events.timeline));
-    check_finite_loss(steps.back(), config, "step " + std::to_string(i + 1));
+    check_finite_loss(steps.back(), config, i + 1, /*warmup=*/false);
     if (events.step_done) events.step_done(i, steps);
   }
   if (overlap) overlap->finish();  // no timed steps: the warm-up's updates

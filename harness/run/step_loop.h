@@ -33,9 +33,10 @@ struct StepRecord {
 struct DivergedError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-// Throws DivergedError naming `step` when r's loss is not finite, unless the step was one the
-// loss scaler skipped or --allow_nonfinite_loss is set.
-void check_finite_loss(const StepRecord& r, const Config& config, const std::string& step);
+// Throws DivergedError naming the step ("warm-up step N", "step N" or "step N (epoch E)" for
+// epoch > 0) when r's loss is not finite, unless the step was one the loss scaler skipped or
+// --allow_nonfinite_loss is set. Formats nothing unless it throws: it runs after every step.
+void check_finite_loss(const StepRecord& r, const Config& config, int64_t step, bool warmup, int64_t epoch = 0);
 
 struct StepLoopEvents {
   std::function<void()> warmup_started, warmup_done;
