@@ -64,6 +64,8 @@ if [ "${1:-}" = __inner ]; then
     kill_inside
     echo "---- [$what] last 25 lines of $(wc -l < "$work/$what.log") ----"
     tail -n 25 "$work/$what.log"
+    # ctest prints its verdict above the list of skipped tests: repeated here, where a reader of the tail looks
+    grep -E '^[0-9]+% tests passed|^Total Test time' "$work/$what.log" | sed "s/^/[$what] /" || true
     echo "----"
     results+=("$(printf '[%s] exit %d, %dm%02ds' "$what" "$rc" $((secs / 60)) $((secs % 60)))")
     say "${results[-1]}"
