@@ -28,7 +28,7 @@
 #include <sstream>
 
 #include "bench/kernel_cases.h"
-#include "harness/report/peak.h"
+#include "kernels/cpu_peak.h"
 #include "kernels/backend.h"
 #include "kernels/device_plan.h"
 #include "kernels/param_layout.h"

@@ -22,7 +22,7 @@
 #include "harness/run/step_loop.h"
 #include "harness/run/training_run.h"
 #include "harness/report/output_paths.h"
-#include "harness/report/peak.h"
+#include "kernels/cpu_peak.h"
 #include "kernels/dtype.h"
 #include "kernels/threads.h"
 #include "models/model_zoo.h"

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "harness/compare/baseline.h"
 #include "harness/compare/compare.h"
 #include "harness/report/result_files.h"
 #include "harness/report/result_record.h"

@@ -289,7 +289,7 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
       {"--batch_size=9223372036854775808", "--batch_size: '9223372036854775808' is not an integer"},
       {"--num_batches=10000001", "--num_batches: must be at most 10000000, not 10000001"},
       {"--num_warmup_batches=9223372036854775806", "--num_warmup_batches: must be at most 10000000, not 9223372036854775806"},
-      {"--num_warmup_batches=-2", "--num_warmup_batches: must be >= 0"},
+      {"--num_warmup_batches=-2", "--num_warmup_batches: must be at least -1, not -2"},
       {"--display_every=10000001", "--display_every: must be at most 10000000, not 10000001"},
       {"--num_epochs=1e300", "--num_epochs: must be at most 10000, not 1e+300"},
       {"--num_epochs=-1", "--num_epochs: must not be negative"},

@@ -1,6 +1,6 @@
 // Statistics as tf_cnn_benchmarks computes them, on samples whose answers are known.
 #include "harness/report/run_summary.h"
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 #include "test_util.h"
 
 namespace cnnbench {

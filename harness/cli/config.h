@@ -8,29 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/limits.h"
+#include "harness/cli/printable.h"
+
 namespace cnnbench {
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-// The ranges of the numeric settings (each flag's --help names its own). Out of range is a
-// ConfigError: the upper ends keep every product and conversion further on inside its type
-// (steps x global batch in int64, MiB to bytes, seconds to int) and refuse what cannot run
-// (100000 OpenMP threads crash libgomp; 1000 input workers would each hold batches).
-inline constexpr int64_t max_batch_size = 65536;          // images per rank per step
-inline constexpr int64_t max_global_batch = 1 << 24;      // images per step over all ranks
-inline constexpr int64_t max_steps = 10'000'000;          // timed steps, warm-up steps, display_every
-inline constexpr double max_epochs = 10'000;              // num_epochs and the epoch counts of schedules
-inline constexpr int64_t max_threads = 1024;              // num_intra_threads
-inline constexpr int64_t max_data_workers = 64;           // num_data_workers
-inline constexpr int64_t max_shuffle_buffer = 1'000'000;  // datasets_shuffle_buffer_size
-inline constexpr int64_t max_repeats = 1000;              // repeats
-inline constexpr double max_learning_rate = 1000;         // init_learning_rate and schedule rates
-inline constexpr double max_loss_scale = 16777216;        // 2^24, as apex's max_loss_scale
-inline constexpr double max_fusion_threshold_mb = 4096;   // fusion_threshold_mb
-inline constexpr double max_timeout_sec = 86400;          // collective_timeout_sec
-inline constexpr double min_timeout_sec = 1;              // below, a busy step would look like a dead rank
 
 struct Config {
   // what to run
@@ -160,10 +145,6 @@ void apply_config_file(const std::string& path, Config& config);
 void apply_config_text(const std::string& text, const std::string& path, Config& config);
 // Applies one flag value, validated, as if given as --name=value.
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source);
-
-// `text` as an error line may show it: control characters as \n, \t or \xNN (a value must not
-// break the one-line message or the terminal), at most `most` characters (then "...").
-std::string printable(const std::string& text, size_t most = 100);
 
 // A whole string as a finite number; throws ConfigError("'v' is not a number") otherwise.
 double parse_real(const std::string& value);

@@ -10,7 +10,7 @@
 #include "harness/compare/compare.h"
 #include "harness/compare/result_numbers.h"
 #include "harness/compare/significance.h"
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 
 namespace cnnbench {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "harness/compare/result_numbers.h"
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 #include "models/model_zoo.h"
 
 namespace cnnbench {

@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "harness/cli/config.h"  // max_global_batch, max_steps
+#include "harness/cli/limits.h"  // max_global_batch, max_steps
+#include "harness/cli/printable.h"
 
 namespace cnnbench {
 

@@ -11,9 +11,10 @@
 #include <set>
 
 #include "harness/cli/bounded_file.h"
-#include "harness/cli/config.h"  // printable(), max_steps
+#include "harness/cli/limits.h"  // max_steps
+#include "harness/cli/printable.h"
 #include "harness/compare/result_numbers.h"
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 #include "harness/report/csv.h"
 
 namespace cnnbench {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 
 namespace cnnbench {
 namespace {

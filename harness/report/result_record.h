@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/step_loop.h"
+#include "harness/report/step_record.h"
 #include "harness/report/run_context.h"
 #include "harness/report/run_summary.h"
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/step_loop.h"
-#include "harness/report/peak.h"
+#include "harness/report/step_record.h"
+#include "kernels/cpu_peak.h"
 #include "harness/cli/run_settings.h"
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 #include "kernels/plan.h"
 
 namespace cnnbench {
@@ -66,8 +66,7 @@ void print_repeats(FILE* out, const RepeatSpeeds& repeats);
 // `steps`: every timed step with time_sec already the max over ranks.
 RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
                      const PeakResult& peak);
-// --baseline: a reference run's speed, from its JSON result: a training result's summary, or a
-// convergence result's images over its training epochs. Throws std::runtime_error naming the file.
+// --baseline: a reference run's speed (harness/compare/baseline.h reads it from its result).
 struct BaselineSpeed {
   double images_per_sec = 0;
   int ranks = 0;
@@ -76,8 +75,6 @@ struct BaselineSpeed {
   // "95.0% efficiency: 7.60 img/s on 2 ranks vs 4.00 img/s on 1 (per rank 3.80 vs 4.00)"
   std::string text(double images_per_sec_here, int ranks_here) const;
 };
-BaselineSpeed read_baseline(const std::string& baseline_json);
-void apply_baseline(RunSummary& summary, const std::string& baseline_json, int ranks);
 void print_summary(FILE* out, const RunSummary& summary, const RunSettings& settings);
 void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps);
 int64_t peak_rss_bytes();

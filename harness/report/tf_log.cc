@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 
 namespace cnnbench {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "harness/run/step_loop.h"
+#include "harness/report/step_record.h"
 #include "harness/cli/run_settings.h"
 
 namespace cnnbench {

@@ -17,6 +17,7 @@
 #include "harness/data/input_pipeline.h"
 #include "harness/run/lr_schedule.h"
 #include "harness/run/real_data.h"
+#include "harness/compare/baseline.h"
 #include "harness/report/event_file.h"
 #include "harness/report/csv.h"
 #include "harness/report/output_paths.h"

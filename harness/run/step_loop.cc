@@ -200,11 +200,4 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   return steps;
 }
 
-std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch) {
-  std::vector<double> speeds;
-  speeds.reserve(steps.size());
-  for (const StepRecord& s : steps) speeds.push_back(static_cast<double>(global_batch) / s.time_sec);
-  return speeds;
-}
-
 }  // namespace cnnbench

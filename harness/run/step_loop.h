@@ -12,22 +12,10 @@
 #include "comm/timeline.h"
 #include "harness/run/forward_overlap.h"
 #include "harness/run/loss_scaler.h"
-#include "harness/compare/stats.h"
+#include "harness/report/step_record.h"
 #include "kernels/plan.h"
 
 namespace cnnbench {
-
-struct StepRecord {
-  double time_sec = 0, forward_sec = 0, backward_sec = 0, update_sec = 0;
-  double comm_sec = 0;     // gradient allreduce, on the communication thread (overlapped)
-  double exposed_sec = 0;  // of which the compute thread waited for, after backward
-                           // (--overlap_forward: in forward, for the previous step's buckets)
-  double hidden_by_forward_sec = 0;  // --overlap_forward: of comm_sec, what ran beside forward's compute
-  double loss = 0;
-  int64_t top1_correct = 0, top5_correct = 0;
-  bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
-  double learning_rate = 0;  // the rate this step updated with (0: forward-only)
-};
 
 // A loss that is NaN or infinite: the run diverged, and a diverged benchmark is not a result.
 struct DivergedError : std::runtime_error {
@@ -68,8 +56,5 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
 std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config& config, Plan& plan,
                                       GradientExchange* reducer, ForwardOverlap* overlap, LossScaler* scaler,
                                       const float* images, const int32_t* labels, const StepLoopEvents& events);
-
-// Images per second of each step (global batch / step time).
-std::vector<double> step_speeds(const std::vector<StepRecord>& steps, int64_t global_batch);
 
 }  // namespace cnnbench

@@ -8,9 +8,10 @@
 
 #include "comm/gradient_reducer.h"
 #include "harness/run/step_loop.h"
+#include "harness/compare/baseline.h"
 #include "harness/report/cpu_wait.h"
 #include "harness/run/fault_injection.h"
-#include "harness/report/peak.h"
+#include "kernels/cpu_peak.h"
 #include "harness/report/result_record.h"
 #include "harness/run/run_setup.h"
 #include "harness/report/run_context.h"

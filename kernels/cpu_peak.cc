@@ -1,4 +1,4 @@
-#include "harness/report/peak.h"
+#include "kernels/cpu_peak.h"
 
 #include <immintrin.h>
 #include <omp.h>

@@ -1,4 +1,4 @@
-// harness/report/peak.h — this machine's arithmetic peak, measured: every compute thread runs
+// kernels/cpu_peak.h — this machine's arithmetic peak, measured: every compute thread runs
 // independent chains of fused multiply-adds (AVX-512, else AVX2) long enough to hide latency.
 // fp32 counts 2 FLOP per FMA lane; bf16 uses the AVX-512 BF16 dot product (4 FLOP per lane).
 #pragma once

@@ -1,4 +1,4 @@
-#include "harness/compare/stats.h"
+#include "harness/report/stats.h"
 
 #include <algorithm>
 #include <cmath>

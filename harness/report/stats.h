@@ -1,4 +1,4 @@
-// harness/compare/stats.h — statistics over per-step samples, computed as tf_cnn_benchmarks does
+// harness/report/stats.h — statistics over per-step samples, computed as tf_cnn_benchmarks does
 // (speed mean, standard error = population std / sqrt(n), jitter = 1.4826 x median absolute
 // deviation) plus percentiles with linear interpolation (numpy's default).
 #pragma once

@@ -1,0 +1,56 @@
+// The notes main.cc prints for flags a run does not read ("--momentum: only with
+// --optimizer=momentum or lars; ignored"), from the flag table's `reads` and `unless`.
+#include <algorithm>
+
+#include "harness/cli/flag_spec.h"
+
+namespace cnnbench {
+
+RunKind run_kind(const Config& config) {
+  if (config.help || config.list_models || config.peak) return kNoRun;
+  if (config.mode == "allreduce") return kAllreduce;
+  if (config.mode == "input") return kInput;
+  return config.data_dir.empty() ? kSynthetic : kRealData;
+}
+
+const char* run_kind_name(RunKind kind) {
+  switch (kind) {
+    case kSynthetic: return "synthetic-data runs";
+    case kRealData: return "runs on real data (--data_dir)";
+    case kAllreduce: return "--mode=allreduce";
+    case kInput: return "--mode=input";
+    case kNoRun: return "--help, --list_models and --peak";
+  }
+  return "?";
+}
+
+std::vector<FlagInfo> flag_table() {
+  std::vector<FlagInfo> out;
+  for (const FlagSpec& f : flag_specs()) out.push_back({f.name, f.runs, f.probes, f.unprobed});
+  return out;
+}
+
+std::vector<std::string> flag_notes(const Config& config) {
+  const RunKind kind = run_kind(config);
+  std::vector<std::string> notes;
+  for (const std::string& name : config.given) {
+    if (std::find(config.given.begin(), config.given.end(), name) - config.given.begin() !=
+        &name - config.given.data())
+      continue;  // given twice (a config file and a flag): one note
+    const FlagSpec* f = find_flag(name);
+    if (!f || kind == kNoRun) continue;
+    std::string why;
+    if (!(f->runs & kind)) {
+      std::string where;
+      for (RunKind k : {kSynthetic, kRealData, kAllreduce, kInput, kNoRun})
+        if (f->runs & k) where += (where.empty() ? "" : ", ") + std::string(run_kind_name(k));
+      why = "applies to " + where + ", not " + run_kind_name(kind);
+    } else if (f->unused) {
+      why = f->unused(config);
+    }
+    if (!why.empty()) notes.push_back("--" + name + ": " + why + "; ignored");
+  }
+  return notes;
+}
+
+}  // namespace cnnbench

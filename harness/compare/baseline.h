@@ -1,0 +1,17 @@
+// harness/compare/baseline.h — --baseline: a reference run's speed, read from its JSON result: a
+// training result's summary, or a convergence result's images over its training epochs.
+#pragma once
+
+#include <string>
+
+#include "harness/report/run_summary.h"
+
+namespace cnnbench {
+
+// Throws std::runtime_error naming the file: missing, not a regular file, too large, not a
+// cnnbench result, or holding no speed.
+BaselineSpeed read_baseline(const std::string& baseline_json);
+// The summary's baseline fields and scaling efficiency, for a run on `ranks`.
+void apply_baseline(RunSummary& summary, const std::string& baseline_json, int ranks);
+
+}  // namespace cnnbench
