@@ -14,6 +14,7 @@
 #include "harness/compare/baseline.h"
 #include "harness/compare/compare.h"
 #include "harness/report/result_files.h"
+#include "harness/report/result_fields.h"
 #include "harness/report/result_record.h"
 #include "harness/report/run_summary.h"
 #include "harness/compare/significance.h"
@@ -149,7 +150,15 @@ void append_row(const std::string& csv, const Settings& s, double mean, double s
 
 // A results.csv row of exactly these columns (the rest empty), as a convergence run writes it.
 void csv_append(const std::string& csv, const Settings& values) {
-  append_csv_row(csv, csv_header(), csv_row_by_name(values));
+  std::vector<std::string> row;
+  for (const std::string& column : csv_header()) {
+    const auto it = values.find(column);
+    row.push_back(it == values.end() ? "" : it->second);
+  }
+  const std::vector<std::string> header = csv_header();
+  for (const auto& [column, value] : values)
+    if (std::find(header.begin(), header.end(), column) == header.end()) ADD_FAILURE() << "no results.csv column " << column;
+  append_csv_row(csv, csv_header(), row);
 }
 
 struct CommandRun {

@@ -16,6 +16,7 @@
 #include "harness/compare/result_numbers.h"
 #include "harness/report/stats.h"
 #include "harness/report/csv.h"
+#include "harness/report/result_fields.h"
 
 namespace cnnbench {
 namespace {
@@ -351,18 +352,25 @@ ResultSet read_folder(const std::string& dir) {
 
 }  // namespace
 
+// Both from the one definition of the result record (harness/report/result_fields.h): the
+// configuration fields with a results.csv column, and those added later, without one.
 const std::vector<std::string>& configuration_fields() {
-  static const std::vector<std::string> fields = {
-      "model",           "dataset",   "synthetic",          "mode",           "backend",
-      "precision",       "ranks",     "hosts",              "threads_per_rank", "batch_size_per_rank",
-      "allreduce",       "variable_update", "fusion_threshold_mb", "compression"};
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> out;
+    for (const ResultField& f : result_fields())
+      if (f.configuration && *f.csv_column) out.emplace_back(f.csv_column);
+    return out;
+  }();
   return fields;
 }
 
 const std::vector<std::pair<std::string, std::string>>& later_configuration_fields() {
-  static const std::vector<std::pair<std::string, std::string>> fields = {{"hierarchical_allreduce", "false"},
-                                                                          {"overlap_forward", "false"},
-                                                                          {"first_layers_bucket_mb", "0"}};
+  static const std::vector<std::pair<std::string, std::string>> fields = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const ResultField& f : result_fields())
+      if (f.configuration && !*f.csv_column) out.emplace_back(std::string(f.json_path).substr(4), f.before);  // "run."
+    return out;
+  }();
   return fields;
 }
 

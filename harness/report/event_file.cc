@@ -46,6 +46,15 @@ void EventWriter::write_event(const std::string& serialized) {
   if (std::chrono::steady_clock::now() - last_flush_ >= std::chrono::seconds(2)) flush();
 }
 
+void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch,
+                        double loss_scale) {
+  file.scalar("loss", step, r.loss);
+  file.scalar("learning_rate", step, r.learning_rate);
+  file.scalar("images_per_sec", step, r.time_sec > 0 ? static_cast<double>(global_batch) / r.time_sec : 0);
+  file.scalar("allreduce_exposed_sec", step, r.exposed_sec);
+  if (loss_scale > 0) file.scalar("loss_scale", step, loss_scale);
+}
+
 void EventWriter::scalar(const std::string& tag, int64_t step, double value) {
   tf::Event e;
   e.set_wall_time(wall_time());

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "harness/report/step_record.h"
+
 namespace cnnbench {
 
 class TfRecordWriter;
@@ -29,6 +31,12 @@ class EventWriter {
   std::chrono::steady_clock::time_point last_flush_;
   int64_t events_ = 0;
 };
+
+// The scalars of one training step, under the same tags in every mode: loss, learning_rate,
+// images_per_sec (global batch / the step's time), allreduce_exposed_sec, and loss_scale where
+// loss scaling is on (loss_scale > 0).
+void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch,
+                        double loss_scale = 0);
 
 class Communicator;
 

@@ -9,6 +9,7 @@
 
 #include "harness/report/csv.h"
 #include "harness/report/output_paths.h"
+#include "harness/report/result_fields.h"
 #include "harness/report/result_files.h"
 
 namespace cnnbench {
@@ -46,7 +47,8 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"forward_gmacs_per_image", static_cast<double>(in.graph.forward_macs_per_image()) / 1e9},
         {"gflop_per_image", m.gflop_per_image}}},
       {"run",
-       {{"mode", s.training ? "training" : "forward-only"},
+       {{"model", s.model.name},
+        {"mode", s.training ? "training" : "forward-only"},
         {"dataset", s.dataset},
         {"synthetic", s.synthetic},
         {"backend", in.backend},
@@ -139,78 +141,12 @@ nlohmann::json result_json(const ResultInputs& in) {
   return doc;
 }
 
-std::vector<std::string> csv_header() {
-  return {"time_utc",          "model",           "dataset",         "synthetic",          "mode",
-          "backend",           "precision",       "ranks",           "hosts",              "threads_per_rank",
-          "batch_size_per_rank", "global_batch",  "timed_steps",     "variable_update",    "allreduce",
-          "fusion_threshold_mb", "compression",   "images_per_sec",
-          "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter", "step_time_p50_sec",
-          "step_time_p90_sec", "step_time_p99_sec", "achieved_gflops", "fraction_of_peak", "comm_mean_sec",
-          "exposed_comm_mean_sec", "rank_skew", "scaling_efficiency", "peak_rss_bytes",
-          "final_loss",        "host",            "git_revision",    "json_file",
-          // convergence runs (mode "convergence"); empty in benchmark rows
-          "test_top1",         "target_top_1_accuracy", "time_to_accuracy_sec", "epochs_to_accuracy",
-          "images_to_accuracy"};
-}
-
-std::vector<std::string> csv_row_by_name(const std::map<std::string, std::string>& values) {
-  const std::vector<std::string> header = csv_header();
-  std::vector<std::string> row(header.size());
-  for (const auto& [name, value] : values) {
-    const auto at = std::find(header.begin(), header.end(), name);
-    if (at == header.end()) throw std::logic_error("results.csv has no column '" + name + "'");
-    row[static_cast<size_t>(at - header.begin())] = value;
-  }
-  return row;
-}
-
-std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path) {
-  const RunSettings& s = in.settings;
-  const RunSummary& m = in.summary;
-  auto num = [](double v) { return csv_number(v); };
-  return {in.context.time_utc,
-          s.model.name,
-          s.dataset,
-          s.synthetic ? "true" : "false",
-          s.training ? "training" : "forward-only",
-          in.backend,
-          dtype_name(s.precision),
-          std::to_string(s.ranks),
-          std::to_string(in.hosts),
-          std::to_string(s.threads),
-          std::to_string(s.batch_size),
-          std::to_string(s.global_batch),
-          std::to_string(s.timed_steps),
-          in.config.variable_update,
-          in.allreduce,
-          num(in.config.fusion_threshold_mb),
-          in.config.compression,
-          num(m.images_per_sec),
-          num(m.speed.mean),
-          num(m.speed.stderr_),
-          num(m.speed.jitter),
-          num(m.step_p50_sec),
-          num(m.step_p90_sec),
-          num(m.step_p99_sec),
-          num(m.achieved_gflops),
-          num(m.fraction_of_peak),
-          num(m.comm_mean_sec),
-          num(m.exposed_mean_sec),
-          num(m.rank_skew),
-          num(m.scaling_efficiency),
-          std::to_string(m.peak_rss_bytes),
-          num(m.final_loss),
-          in.context.host,
-          in.context.git_revision,
-          json_path,
-          "", "", "", "", ""};
-}
-
 std::string write_results(const ResultInputs& in) {
   std::string json_path = in.config.result_json;
   make_folders(in.config.benchmark_log_dir);
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
-  const std::string text = result_json(in).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const nlohmann::json doc = result_json(in);
+  const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (json_path.empty()) {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
@@ -225,7 +161,7 @@ std::string write_results(const ResultInputs& in) {
     check_replaceable_result(json_path, "--result_json");  // checked before the run too; a file may appear since
     write_file_atomically(json_path, text);
   }
-  append_csv_row(in.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(in, json_path));
+  append_csv_row(in.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(doc, json_path));
   return json_path;
 }
 

@@ -1,10 +1,9 @@
-// harness/report/result_record.h — the two result files of a run: one JSON document (schema
-// "cnnbench.result/1": context, config, model, run, every step, summary, optional layers) and
-// one row appended to <benchmark_log_dir>/results.csv, which convergence runs append to as well
-// (mode "convergence", with their accuracy and time-to-accuracy). Both schemas are in the README.
+// harness/report/result_record.h — the two result files of a training or forward-only run: one
+// JSON document (schema "cnnbench.result/1": context, config, model, run, every step, summary,
+// optional repeats and layers) and one row appended to <benchmark_log_dir>/results.csv, read off
+// that document through result_fields.h. docs/results.md lists every field.
 #pragma once
 
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -30,10 +29,6 @@ struct ResultInputs {
 };
 
 nlohmann::json result_json(const ResultInputs& in);
-std::vector<std::string> csv_header();
-std::vector<std::string> csv_row(const ResultInputs& in, const std::string& json_path);
-// A row of results.csv from the columns named (the rest empty): convergence runs' rows.
-std::vector<std::string> csv_row_by_name(const std::map<std::string, std::string>& values);
 
 // Writes the JSON (atomically) and appends the CSV row; returns the JSON path.
 std::string write_results(const ResultInputs& in);

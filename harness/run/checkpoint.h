@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run/time_to_accuracy.h"
+#include "harness/report/time_to_accuracy.h"
 
 #include "kernels/plan.h"
 

@@ -68,10 +68,7 @@ class StepSummaries {
       if ((written_ + 1) % every_ != 0) continue;
       const StepRecord& r = steps[written_];
       const int64_t step = offset_ + written_ + 1;
-      file_->scalar("loss", step, r.loss);
-      file_->scalar("images_per_sec", step, r.time_sec > 0 ? settings_.global_batch / r.time_sec : 0);
-      file_->scalar("learning_rate", step, r.learning_rate);
-      file_->scalar("allreduce_exposed_sec", step, r.exposed_sec);
+      write_step_scalars(*file_, step, r, settings_.global_batch);
     }
   }
 

@@ -1,4 +1,4 @@
-#include "harness/run/time_to_accuracy.h"
+#include "harness/report/time_to_accuracy.h"
 
 #include <fmt/format.h>
 

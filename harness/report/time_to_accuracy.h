@@ -1,4 +1,4 @@
-// harness/run/time_to_accuracy.h — MLPerf's metric for a convergence run: the wall-clock seconds
+// harness/report/time_to_accuracy.h — MLPerf's metric for a convergence run: the wall-clock seconds
 // (evaluations and checkpoints included, as MLPerf counts them), epochs and images trained until
 // the test top-1 accuracy first reaches a target (--target_top_1_accuracy, or
 // --stop_at_top_1_accuracy, which also ends the run there). Its resolution is the evaluation

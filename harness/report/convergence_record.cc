@@ -1,0 +1,177 @@
+#include "harness/report/convergence_record.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "harness/report/csv.h"
+#include "harness/report/output_paths.h"
+#include "harness/report/result_fields.h"
+#include "harness/report/result_files.h"
+
+namespace cnnbench {
+
+std::string InputVerdict::line() const {
+  return fmt::format("input pipeline: {:.1f} images/sec ({} workers, {:.1f} each), compute {:.1f} images/sec, "
+                     "waiting for input {:.1f}% of the time: {}",
+                     pipeline_images_per_sec, workers, pipeline_images_per_sec / std::max(1, workers),
+                     compute_images_per_sec, 100 * stall_fraction,
+                     input_bound ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
+                                 : "not input-bound");
+}
+
+nlohmann::json InputVerdict::to_json() const {
+  return {{"pipeline_images_per_sec", pipeline_images_per_sec}, {"compute_images_per_sec", compute_images_per_sec},
+          {"stall_fraction", stall_fraction}, {"workers", workers}, {"workers_needed", workers_needed},
+          {"input_bound", input_bound}};
+}
+
+InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec) {
+  InputVerdict v;
+  v.pipeline_images_per_sec = capacity;
+  v.workers = workers;
+  v.stall_fraction = seconds > 0 ? stall_sec / seconds : 0;
+  v.compute_images_per_sec = seconds > stall_sec ? static_cast<double>(images) / (seconds - stall_sec) : 0;
+  const double per_worker = capacity / std::max(1, workers);
+  v.workers_needed = per_worker > 0 ? static_cast<int>(std::ceil(v.compute_images_per_sec / per_worker)) : 0;
+  // a few percent of waiting is the first batches' and the epochs' starts
+  v.input_bound = v.stall_fraction > 0.05;
+  return v;
+}
+
+namespace {
+
+nlohmann::json to_json(const EpochMetrics& m) {
+  nlohmann::json j = {{"epoch", m.epoch},
+                      {"train_loss", m.train_loss},
+                      {"train_top1", m.train_top1},
+                      {"learning_rate", m.learning_rate},
+                      {"seconds", m.seconds},
+                      {"images_per_sec", m.images_per_sec},
+                      {"compute_images_per_sec", m.compute_images_per_sec},
+                      {"input_stall_sec", m.input_stall_sec}};
+  if (m.evaluated) {
+    j["test_loss"] = m.test_loss;
+    j["test_top1"] = m.test_top1;
+    j["test_top5"] = m.test_top5;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string epochs_csv(const std::vector<EpochMetrics>& epochs) {
+  std::string out =
+      "epoch,train_loss,train_top1,test_loss,test_top1,test_top5,learning_rate,seconds,images_per_sec,"
+      "compute_images_per_sec,input_stall_sec\n";
+  for (const EpochMetrics& m : epochs) {
+    auto test = [&](double v) { return m.evaluated ? csv_number(v) : std::string(); };
+    out += csv_line({std::to_string(m.epoch), csv_number(m.train_loss), csv_number(m.train_top1), test(m.test_loss),
+                     test(m.test_top1), test(m.test_top5), csv_number(m.learning_rate), csv_number(m.seconds),
+                     csv_number(m.images_per_sec), csv_number(m.compute_images_per_sec),
+                     csv_number(m.input_stall_sec)});
+  }
+  return out;
+}
+
+ResultNames claim_result_names(const Config& config, const RunSettings& settings, int ranks) {
+  ResultNames names;
+  if (!config.result_json.empty()) {
+    names.json = config.result_json;
+    names.epochs_csv = epochs_csv_path(config.result_json);
+    return names;
+  }
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
+  make_folders(config.benchmark_log_dir);
+  const std::string stem = fmt::format("{}/{}_{}_{}r_{}_{}", config.benchmark_log_dir, settings.model.name,
+                                       settings.dataset, ranks, stamp, getpid());
+  names.epochs_csv = write_new_file(stem, "_epochs.csv", epochs_csv({}));
+  names.json = names.epochs_csv.substr(0, names.epochs_csv.size() - std::string("_epochs.csv").size()) + ".json";
+  names.claimed = true;
+  return names;
+}
+
+nlohmann::json convergence_json(const ConvergenceOutcome& r) {
+  const RunSettings& s = r.settings;
+  // "run" holds what `cnnbench compare` matches runs by, named as in training results
+  nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
+                        {"context", to_json(r.context)},
+                        {"config", nlohmann::json::object()},
+                        {"run",
+                         {{"model", s.model.name},
+                          {"dataset", s.dataset},
+                          {"synthetic", false},
+                          {"mode", "convergence"},
+                          {"backend", r.config.backend},
+                          {"precision", dtype_name(s.precision)},
+                          {"ranks", r.ranks},
+                          {"hosts", r.hosts},
+                          {"threads_per_rank", r.threads},
+                          {"batch_size_per_rank", s.batch_size},
+                          {"global_batch", s.global_batch},
+                          {"timed_steps", r.steps_done},
+                          {"variable_update", r.config.variable_update},
+                          {"allreduce", r.allreduce},
+                          {"fusion_threshold_mb", r.config.fusion_threshold_mb},
+                          {"first_layers_bucket_mb", r.config.first_layers_bucket_mb},
+                          {"compression", r.config.compression},
+                          {"hierarchical_allreduce", r.config.hierarchical_allreduce},
+                          {"overlap_forward", r.overlap_forward},
+                          {"steps_per_epoch", r.steps_per_epoch},
+                          {"first_epoch", r.first_epoch}}},
+                        {"epochs", nlohmann::json::array()}};
+  for (const auto& [key, value] : config_values(r.config)) doc["config"][key] = value;
+  for (const EpochMetrics& m : r.history) doc["epochs"].push_back(to_json(m));
+  const double images_per_sec = r.images_per_sec();
+  nlohmann::json& summary = doc["summary"];
+  summary = {{"images_per_sec", images_per_sec},
+             {"training_seconds", r.training_seconds},
+             {"images", r.images},
+             {"peak_rss_bytes", r.peak_rss_bytes}};
+  if (!r.history.empty()) summary["final_loss"] = r.history.back().train_loss;
+  if (!r.history.empty() && r.history.back().evaluated) summary["test_top1"] = r.history.back().test_top1;
+  if (r.baseline && images_per_sec > 0) {
+    summary["baseline_images_per_sec"] = r.baseline->images_per_sec;
+    summary["baseline_ranks"] = r.baseline->ranks;
+    summary["scaling_efficiency"] = r.baseline->efficiency(images_per_sec, r.ranks);
+  }
+  const TimeToAccuracy& t = r.to_target;
+  // a time that leaves out epochs before a resume is not a time to accuracy: no target in the
+  // summary (nor in the results.csv row read off it); time_to_accuracy below keeps the detail
+  if (t.target > 0 && t.clock_complete) {
+    summary["target_top_1_accuracy"] = t.target;
+    // not reached: the time, epochs and images stay absent, read as "not reached"
+    if (t.reached) {
+      summary["time_to_accuracy_sec"] = t.seconds;
+      summary["epochs_to_accuracy"] = t.epochs;
+      summary["images_to_accuracy"] = t.images;
+    }
+  }
+  doc["input"] = r.input.to_json();
+  if (t.target > 0) doc["time_to_accuracy"] = t.to_json();
+  return doc;
+}
+
+std::string write_convergence_results(const ConvergenceOutcome& r, const ResultNames& names) {
+  const nlohmann::json doc = convergence_json(r);
+  // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
+  const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string json_path = names.json;
+  if (r.config.result_json.empty()) {
+    // the name claimed at the start by its CSV: a JSON there is another run's, never replaced
+    json_path = write_new_file(json_path.substr(0, json_path.size() - 5), ".json", text);
+  } else {
+    check_replaceable_result(json_path, "--result_json");
+    write_file_atomically(json_path, text);
+  }
+  make_folders(r.config.benchmark_log_dir);
+  append_csv_row(r.config.benchmark_log_dir + "/results.csv", csv_header(), csv_row(doc, json_path));
+  return json_path;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,76 @@
+// harness/report/convergence_record.h — the result files of a run on real data: one row per
+// epoch in <name>_epochs.csv (rewritten after every epoch), the JSON document
+// "cnnbench.convergence/1" (context, config, run, every epoch, summary, input verdict, time to
+// accuracy) and its results.csv row, read off that document through result_fields.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
+#include "harness/report/run_context.h"
+#include "harness/report/run_summary.h"
+#include "harness/report/time_to_accuracy.h"
+
+namespace cnnbench {
+
+struct EpochMetrics {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0, train_top1 = 0, learning_rate = 0;
+  double seconds = 0, images_per_sec = 0, compute_images_per_sec = 0, input_stall_sec = 0;
+  bool evaluated = false;
+  double test_loss = 0, test_top1 = 0, test_top5 = 0;
+};
+
+// Whether the input pipeline held the run back: its workers' rate (images made per second of
+// their busy time, all workers of all ranks) against the compute's (images per second of the
+// time not spent waiting for input), and the share of the time spent waiting.
+struct InputVerdict {
+  double pipeline_images_per_sec = 0, compute_images_per_sec = 0, stall_fraction = 0;
+  int workers = 0;         // all ranks'
+  int workers_needed = 0;  // at the workers' measured rate, to keep up with the compute
+  bool input_bound = false;
+
+  std::string line() const;
+  nlohmann::json to_json() const;
+};
+InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec);
+
+std::string epochs_csv(const std::vector<EpochMetrics>& epochs);
+
+// The result names a run claims at its start: a new <stem>_epochs.csv (its header alone until
+// the first epoch) and the JSON beside it, so that runs started in the same second keep a pair
+// of files each; with --result_json, that path and the CSV beside it. Rank 0 only.
+struct ResultNames {
+  std::string json, epochs_csv;
+  bool claimed = false;  // epochs_csv was created now (removed again if no epoch ends)
+};
+ResultNames claim_result_names(const Config& config, const RunSettings& settings, int ranks);
+
+struct ConvergenceOutcome {
+  const Config& config;
+  const RunSettings& settings;
+  const RunContext& context;
+  int ranks = 1, hosts = 1, threads = 1;
+  std::string allreduce;  // the backend, or none
+  bool overlap_forward = false;
+  int64_t steps_per_epoch = 0, first_epoch = 0, steps_done = 0;
+  const std::vector<EpochMetrics>& history;
+  double training_seconds = 0;  // this run's training epochs (evaluations and checkpoints left out)
+  int64_t images = 0;           // trained by all ranks in them
+  const BaselineSpeed* baseline = nullptr;
+  const InputVerdict& input;
+  const TimeToAccuracy& to_target;  // target 0: none asked for
+  int64_t peak_rss_bytes = 0;
+
+  double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
+};
+
+nlohmann::json convergence_json(const ConvergenceOutcome& run);
+// Writes the JSON to the claimed name (a new one if another run's JSON took it) and appends
+// the results.csv row; returns the JSON's path.
+std::string write_convergence_results(const ConvergenceOutcome& run, const ResultNames& names);
+
+}  // namespace cnnbench

@@ -1,0 +1,219 @@
+#include "harness/report/result_fields.h"
+
+#include <map>
+#include <set>
+
+#include "harness/report/csv.h"
+
+namespace cnnbench {
+
+namespace {
+constexpr unsigned T = kTrainingResult, C = kConvergenceResult, TC = T | C;
+constexpr bool cfg = true;
+}  // namespace
+
+const std::vector<ResultField>& result_fields() {
+  static const std::vector<ResultField> fields = {
+      // results.csv's columns, in its order
+      {"context.time_utc", "time_utc", "text", TC},
+      {"run.model", "model", "text", TC, cfg},
+      {"run.dataset", "dataset", "text", TC, cfg},
+      {"run.synthetic", "synthetic", "bool", TC, cfg},
+      {"run.mode", "mode", "text", TC, cfg},
+      {"run.backend", "backend", "text", TC, cfg},
+      {"run.precision", "precision", "text", TC, cfg},
+      {"run.ranks", "ranks", "count", TC, cfg},
+      {"run.hosts", "hosts", "count", TC, cfg},
+      {"run.threads_per_rank", "threads_per_rank", "count", TC, cfg},
+      {"run.batch_size_per_rank", "batch_size_per_rank", "images", TC, cfg},
+      {"run.global_batch", "global_batch", "images", TC},
+      {"run.timed_steps", "timed_steps", "steps", TC},
+      {"run.variable_update", "variable_update", "text", TC, cfg},
+      {"run.allreduce", "allreduce", "text", TC, cfg},
+      {"run.fusion_threshold_mb", "fusion_threshold_mb", "MiB", TC, cfg},
+      {"run.compression", "compression", "text", TC, cfg},
+      {"summary.images_per_sec", "images_per_sec", "images/s", TC},
+      {"summary.images_per_sec_mean", "images_per_sec_mean", "images/s", T},
+      {"summary.images_per_sec_stderr", "images_per_sec_stderr", "images/s", T},
+      {"summary.images_per_sec_jitter", "images_per_sec_jitter", "images/s", T},
+      {"summary.step_time_p50_sec", "step_time_p50_sec", "s", T},
+      {"summary.step_time_p90_sec", "step_time_p90_sec", "s", T},
+      {"summary.step_time_p99_sec", "step_time_p99_sec", "s", T},
+      {"summary.achieved_gflops", "achieved_gflops", "GFLOP/s", T},
+      {"summary.fraction_of_peak", "fraction_of_peak", "fraction", T},
+      {"summary.comm_mean_sec", "comm_mean_sec", "s", T},
+      {"summary.exposed_comm_mean_sec", "exposed_comm_mean_sec", "s", T},
+      {"summary.rank_skew", "rank_skew", "fraction", T},
+      {"summary.scaling_efficiency", "scaling_efficiency", "fraction", TC},
+      {"summary.peak_rss_bytes", "peak_rss_bytes", "bytes", TC},
+      {"summary.final_loss", "final_loss", "loss", TC},
+      {"context.host", "host", "text", TC},
+      {"context.git_revision", "git_revision", "text", TC},
+      {"", "json_file", "path", TC},
+      {"summary.test_top1", "test_top1", "fraction", C},
+      {"summary.target_top_1_accuracy", "target_top_1_accuracy", "fraction", C},
+      {"summary.time_to_accuracy_sec", "time_to_accuracy_sec", "s", C},
+      {"summary.epochs_to_accuracy", "epochs_to_accuracy", "epochs", C},
+      {"summary.images_to_accuracy", "images_to_accuracy", "images", C},
+      // JSON only
+      {"schema", "", "text", TC},
+      {"context.cpu_model", "", "text", TC},
+      {"context.cpus", "", "count", TC},
+      {"context.isa", "", "text", TC},
+      {"context.cnnbench_version", "", "text", TC},
+      {"context.compiler", "", "text", TC},
+      {"context.library_versions.onednn", "", "text", TC},
+      {"context.mpi_settings.*", "", "text", TC},
+      {"config.*", "", "text", TC},
+      {"model.name", "", "text", T},
+      {"model.parameters", "", "count", T},
+      {"model.forward_gmacs_per_image", "", "GMAC", T},
+      {"model.gflop_per_image", "", "GFLOP", T},
+      {"run.warmup_steps", "", "steps", T},
+      {"run.learning_rate", "", "rate", T},
+      {"run.first_layers_bucket_mb", "", "MiB", TC, cfg, "0"},
+      {"run.hierarchical_allreduce", "", "bool", TC, cfg, "false"},
+      {"run.overlap_forward", "", "bool", TC, cfg, "false"},
+      {"run.forward_priority", "", "bool", T},
+      {"run.buckets", "", "count", T},
+      {"run.sent_mib_per_step", "", "MiB", T},
+      {"run.steps_per_epoch", "", "steps", C},
+      {"run.first_epoch", "", "epochs", C},
+      {"steps.time_sec", "", "s", T},
+      {"steps.forward_sec", "", "s", T},
+      {"steps.backward_sec", "", "s", T},
+      {"steps.update_sec", "", "s", T},
+      {"steps.comm_sec", "", "s", T},
+      {"steps.exposed_comm_sec", "", "s", T},
+      {"steps.comm_hidden_by_forward_sec", "", "s", T},
+      {"steps.loss", "", "loss", T},
+      {"steps.top1_correct", "", "images", T},
+      {"steps.learning_rate", "", "rate", T},
+      {"summary.elapsed_sec", "", "s", T},
+      {"summary.step_time_mean_sec", "", "s", T},
+      {"summary.forward_mean_sec", "", "s", T},
+      {"summary.backward_mean_sec", "", "s", T},
+      {"summary.update_mean_sec", "", "s", T},
+      {"summary.peak_gflops_per_rank", "", "GFLOP/s", T},
+      {"summary.peak_isa", "", "text", T},
+      {"summary.working_memory_bytes", "", "bytes", T},
+      {"summary.unshared_working_memory_bytes", "", "bytes", T},
+      {"summary.comm_hidden_by_forward_mean_sec", "", "s", T},
+      {"summary.baseline_images_per_sec", "", "images/s", TC},
+      {"summary.baseline_ranks", "", "count", TC},
+      {"summary.loss_scale", "", "scale", T},
+      {"summary.skipped_steps", "", "steps", T},
+      {"summary.cpu_wait_fraction", "", "fraction", T},
+      {"summary.training_seconds", "", "s", C},
+      {"summary.images", "", "images", C},
+      {"repeats.count", "", "runs", T},
+      {"repeats.images_per_sec", "", "images/s", T},
+      {"repeats.cpu_wait_fraction", "", "fraction", T},
+      {"repeats.reported_run", "", "run", T},
+      {"repeats.images_per_sec_median", "", "images/s", T},
+      {"repeats.images_per_sec_min", "", "images/s", T},
+      {"repeats.images_per_sec_max", "", "images/s", T},
+      {"repeats.spread", "", "fraction", T},
+      {"layers[].name", "", "text", T},
+      {"layers[].op", "", "text", T},
+      {"layers[].forward_sec_per_step", "", "s", T},
+      {"layers[].backward_sec_per_step", "", "s", T},
+      {"layers[].weight_grad_sec_per_step", "", "s", T},
+      {"layers[].forward_macs", "", "MAC", T},
+      {"layers[].gradient_elements", "", "elements", T},
+      {"layers[].gradient_rows", "", "rows", T},
+      {"epochs[].epoch", "", "epoch", C},
+      {"epochs[].train_loss", "", "loss", C},
+      {"epochs[].train_top1", "", "fraction", C},
+      {"epochs[].learning_rate", "", "rate", C},
+      {"epochs[].seconds", "", "s", C},
+      {"epochs[].images_per_sec", "", "images/s", C},
+      {"epochs[].compute_images_per_sec", "", "images/s", C},
+      {"epochs[].input_stall_sec", "", "s", C},
+      {"epochs[].test_loss", "", "loss", C},
+      {"epochs[].test_top1", "", "fraction", C},
+      {"epochs[].test_top5", "", "fraction", C},
+      {"input.pipeline_images_per_sec", "", "images/s", C},
+      {"input.compute_images_per_sec", "", "images/s", C},
+      {"input.stall_fraction", "", "fraction", C},
+      {"input.workers", "", "count", C},
+      {"input.workers_needed", "", "count", C},
+      {"input.input_bound", "", "bool", C},
+      {"time_to_accuracy.target_top_1_accuracy", "", "fraction", C},
+      {"time_to_accuracy.reached", "", "bool", C},
+      {"time_to_accuracy.best_test_top1", "", "fraction", C},
+      {"time_to_accuracy.evaluations", "", "count", C},
+      {"time_to_accuracy.clock_complete", "", "bool", C},
+      {"time_to_accuracy.seconds", "", "s", C},
+      {"time_to_accuracy.epochs", "", "epochs", C},
+      {"time_to_accuracy.images", "", "images", C},
+      {"time_to_accuracy.test_top1", "", "fraction", C},
+  };
+  return fields;
+}
+
+std::vector<std::string> csv_header() {
+  std::vector<std::string> header;
+  for (const ResultField& f : result_fields())
+    if (*f.csv_column) header.emplace_back(f.csv_column);
+  return header;
+}
+
+std::vector<std::string> csv_row(const nlohmann::json& doc, const std::string& json_file) {
+  std::vector<std::string> row;
+  for (const ResultField& f : result_fields()) {
+    if (!*f.csv_column) continue;
+    if (!*f.json_path) {  // json_file, the one column without a JSON field
+      row.push_back(json_file);
+      continue;
+    }
+    const nlohmann::json::json_pointer at("/" + [&] {
+      std::string p = f.json_path;
+      for (char& c : p)
+        if (c == '.') c = '/';
+      return p;
+    }());
+    if (!doc.contains(at)) {
+      row.emplace_back();
+      continue;
+    }
+    const nlohmann::json& v = doc.at(at);
+    if (v.is_string())
+      row.push_back(v.get<std::string>());
+    else if (v.is_boolean())
+      row.emplace_back(v.get<bool>() ? "true" : "false");
+    else if (v.is_number_integer())
+      row.push_back(v.dump());
+    else if (v.is_number())
+      row.push_back(csv_number(v.get<double>()));
+    else
+      row.emplace_back();  // null: a number that was not finite
+  }
+  return row;
+}
+
+namespace {
+
+void collect_paths(const nlohmann::json& v, const std::string& path, std::set<std::string>& out) {
+  if (path == "config" || path == "context.mpi_settings") {  // open maps: settings by name
+    out.insert(path + ".*");
+    return;
+  }
+  if (v.is_object()) {
+    for (const auto& [key, member] : v.items()) collect_paths(member, path.empty() ? key : path + "." + key, out);
+  } else if (v.is_array() && !v.empty() && v.front().is_object()) {
+    for (const auto& item : v) collect_paths(item, path + "[]", out);
+  } else {
+    out.insert(path);  // a value, or an array of values (steps.loss, layers[].gradient_elements)
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> json_field_paths(const nlohmann::json& doc) {
+  std::set<std::string> paths;
+  collect_paths(doc, "", paths);
+  return {paths.begin(), paths.end()};
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,91 @@
+#include "harness/run/epoch_loop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "harness/run/evaluation.h"
+#include "harness/run/fault_injection.h"
+#include "harness/run/step_loop.h"
+#include "kernels/device_plan.h"
+
+namespace cnnbench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// batch-norm statistics averaged over ranks: one model to evaluate and to checkpoint
+void average_buffers(Plan& plan, const Communicator& comm, Timeline* timeline) {
+  const auto averaging = std::chrono::steady_clock::now();
+  DevicePlan* device = plan.device();
+  if (device) device->download_state();
+  std::vector<double> stats(plan.buffers().begin(), plan.buffers().end());
+  comm.allreduce_sum(stats.data(), stats.size());
+  for (size_t i = 0; i < stats.size(); ++i) plan.buffers()[i] = static_cast<float>(stats[i] / comm.size());
+  if (device) device->upload_state();
+  if (timeline)
+    timeline->span(Track::compute, "batch-norm statistics averaged", averaging, std::chrono::steady_clock::now());
+}
+
+}  // namespace
+
+EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64_t epoch_steps, int64_t& steps_done) {
+  const Config& config = run.config;
+  BatchPipeline& input = run.input;
+  const int64_t trained = epoch_steps - skip;  // the steps this run trains of this epoch
+  input.start_epoch(epoch);
+  for (int64_t s = 0; s < skip; ++s) input.next_images();
+  const double stall_before = input.stall_sec();
+  const auto start = std::chrono::steady_clock::now();
+  double loss_sum = 0, correct = 0, lr = 0;
+  for (int64_t s = skip; s < epoch_steps; ++s) {
+    const auto step_start = std::chrono::steady_clock::now();
+    lr = run.schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(run.steps_per_epoch));
+    run.plan.set_input(next_batch(input, run.timeline));
+    StepRecord r = train_step(run.plan, run.reducer, run.sgd, static_cast<float>(lr), input.current_labels(), true,
+                              run.scaler, run.timeline, run.overlap);
+    check_finite_loss(r, config, steps_done + 1, /*warmup=*/false, epoch + 1);
+    if (run.timeline)
+      run.timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
+    loss_sum += r.loss;
+    correct += static_cast<double>(r.top1_correct);
+    ++steps_done;
+    if (run.events && steps_done % config.save_summaries_steps == 0) {
+      r.time_sec = seconds_since(step_start);  // the step as this rank lived it, its wait for input included
+      r.learning_rate = lr;
+      write_step_scalars(*run.events, steps_done, r, run.settings.global_batch, run.scaler ? run.scaler->scale() : 0);
+    }
+    exit_here_if_asked(run.comm.rank(), steps_done);
+    if (run.progress_bar && (s % config.display_every == 0 || s + 1 == epoch_steps)) {
+      const int width = 30, done = static_cast<int>(width * (s + 1) / epoch_steps);
+      fmt::print("\rEpoch {}/{} [{}{}] {}/{} loss {:.3f}", epoch + 1, run.epochs, std::string(done, '='),
+                 std::string(width - done, ' '), s + 1, epoch_steps, r.loss);
+      std::fflush(stdout);
+    }
+  }
+  if (run.progress_bar) fmt::print("\n");
+  if (run.overlap) run.overlap->finish();  // the epoch's last updates, before anything reads the weights
+  if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
+  EpochMetrics m;
+  m.epoch = epoch + 1;
+  double seconds = seconds_since(start);
+  double sums[3] = {loss_sum / std::max<int64_t>(1, trained), correct, input.stall_sec() - stall_before};
+  run.comm.allreduce_sum(sums, 3);
+  run.comm.allreduce_max(&seconds, 1);
+  const double images = static_cast<double>(trained * run.settings.global_batch);
+  m.train_loss = sums[0] / run.comm.size();
+  m.train_top1 = sums[1] / images;
+  m.input_stall_sec = sums[2] / run.comm.size();
+  m.seconds = seconds;
+  m.learning_rate = lr;
+  m.images_per_sec = images / seconds;
+  m.compute_images_per_sec = images / (seconds - m.input_stall_sec);
+  return m;
+}
+
+}  // namespace cnnbench

@@ -1,0 +1,45 @@
+// harness/run/epoch_loop.h — one training epoch of a run on real data, beside the step loop of
+// synthetic runs: each step draws its batch from the input pipeline, trains at the schedule's
+// rate, checks the loss, writes its TensorBoard scalars and draws the progress bar; at the end
+// the batch-norm statistics are averaged over ranks and the epoch's figures over ranks.
+#pragma once
+
+#include "comm/communicator.h"
+#include "comm/gradient_reducer.h"
+#include "comm/timeline.h"
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
+#include "harness/data/input_pipeline.h"
+#include "harness/report/convergence_record.h"
+#include "harness/report/event_file.h"
+#include "harness/run/forward_overlap.h"
+#include "harness/run/loss_scaler.h"
+#include "harness/run/lr_schedule.h"
+#include "kernels/plan.h"
+
+namespace cnnbench {
+
+// What every epoch of a run shares.
+struct EpochRun {
+  const Config& config;
+  const RunSettings& settings;
+  const Communicator& comm;
+  Plan& plan;
+  GradientExchange* reducer = nullptr;
+  ForwardOverlap* overlap = nullptr;
+  LossScaler* scaler = nullptr;
+  Timeline* timeline = nullptr;
+  EventWriter* events = nullptr;
+  const LrSchedule& schedule;
+  const SgdConfig& sgd;
+  BatchPipeline& input;
+  int64_t steps_per_epoch = 0, epochs = 0;
+  bool progress_bar = false;  // rank 0 on a terminal
+};
+
+// Trains steps [skip, epoch_steps) of epoch `epoch` (0-based; the first `skip` batches are drawn
+// and passed over, so the rest are the ones an unbroken run trains). `steps_done` counts on.
+// Returns the epoch's training figures, the same on every rank (no evaluation).
+EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64_t epoch_steps, int64_t& steps_done);
+
+}  // namespace cnnbench
