@@ -31,7 +31,11 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11, before the sweep_*.py modules (which import it too) fail on it
+    sys.exit("sweep.py: needs Python 3.11 or later (tomllib); run it with /usr/bin/python3 on Debian 12")
 
 if __package__:  # python3 -m scripts.sweep, or imported as scripts.sweep
     from .sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
