@@ -28,8 +28,10 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep import NON_PARAM_COLUMNS  # noqa: E402  (the CSV layout)
+if __package__:  # python3 -m scripts.plot
+    from .sweep import NON_PARAM_COLUMNS  # the CSV layout
+else:  # scripts/plot.py: scripts/ is first on sys.path
+    from sweep import NON_PARAM_COLUMNS
 
 REFERENCE = {"fusion_threshold_mb": "16", "allreduce": "mpi", "compression": "none",
              "variable_update": "horovod", "precision": "fp32"}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Draws a cnnbench --timeline trace as a Gantt chart PNG: one row per rank and track (compute,
-communication, update, input, checkpoint, device), spans as bars (nested spans drawn thinner
-inside the ones that hold them), instants as ticks, for people who would rather look than load
-the trace into Perfetto or chrome://tracing.
+communication, update, input, checkpoint, device, device communication), spans as bars (nested
+spans drawn thinner inside the ones that hold them), instants as ticks, for people who would rather
+look than load the trace into Perfetto or chrome://tracing.
 
   scripts/plot_timeline.py trace.json -o timeline.png                # the first 2 timed steps
   scripts/plot_timeline.py trace.json --first_step 5 --steps 3 -o t.png

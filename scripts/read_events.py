@@ -8,7 +8,7 @@ wall_time) or, with --summary, each tag's count, first and last value.
 
 Exit 2 with one line naming the file and the record's offset where a record is damaged."""
 import argparse
-import importlib
+import importlib.util
 import os
 import struct
 import subprocess
@@ -70,11 +70,14 @@ def records(path):
 
 
 def event_module():
-    """proto/event.proto compiled for Python by protoc, in a temporary folder."""
+    """proto/event.proto compiled for Python by protoc, in a temporary folder, and loaded from
+    there (it imports no other proto)."""
     out = tempfile.mkdtemp(prefix="cnnbench_event_pb2_")
     subprocess.run(["protoc", f"--proto_path={ROOT}", f"--python_out={out}", "proto/event.proto"], check=True)
-    sys.path.insert(0, out)
-    return importlib.import_module("proto.event_pb2")
+    spec = importlib.util.spec_from_file_location("proto.event_pb2", os.path.join(out, "proto", "event_pb2.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def read_events(path, pb2=None):

@@ -31,13 +31,22 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sweep_file, sweep_point beside it
-from sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions  # noqa: E402
-from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel  # noqa: E402
-from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,  # noqa: E402
-                         run_point)
+try:
+    import tomllib
+except ImportError:  # Python < 3.11, before the sweep_*.py modules (which import it too) fail on it
+    sys.exit("sweep.py: needs Python 3.11 or later (tomllib); run it with /usr/bin/python3 on Debian 12")
+
+if __package__:  # python3 -m scripts.sweep, or imported as scripts.sweep
+    from .sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
+    from .sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
+    from .sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,
+                              run_point)
+else:  # scripts/sweep.py: scripts/ is first on sys.path
+    from sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
+    from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
+    from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,
+                             run_point)
 
 
 # CSV layout: point, repeat, the parameter columns (the standard ones, then any other swept key),

@@ -13,8 +13,12 @@ import re
 import shutil
 import tomllib
 
-from sweep_file import ROOT, SweepError, binary_help, canon, rel
-from sweep_point import SCHEMAS, json_path, log_path, result_fields
+if __package__:  # loaded as scripts.sweep_adopt (python3 -m scripts.sweep)
+    from .sweep_file import ROOT, SweepError, binary_help, canon, rel
+    from .sweep_point import SCHEMAS, json_path, log_path, result_fields
+else:  # imported by a script run as a file (scripts/ first on sys.path)
+    from sweep_file import ROOT, SweepError, binary_help, canon, rel
+    from sweep_point import SCHEMAS, json_path, log_path, result_fields
 
 # Where a run writes, not what it measures: a run by hand may have set them otherwise. (help and
 # list_models end the binary before any run, so a result never records them.)

@@ -8,12 +8,7 @@ import os
 import re
 import shlex
 import subprocess
-import sys
-
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    sys.exit("sweep.py: needs Python 3.11 or later (tomllib); run it with /usr/bin/python3 on Debian 12")
+import tomllib  # Python 3.11: scripts/sweep.py says so before it gets here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_LAUNCH = "mpiexec {allow_root} --oversubscribe --bind-to none --mca btl self,vader -np {ranks}"

@@ -10,7 +10,10 @@ import signal
 import subprocess
 import time
 
-from sweep_file import ROOT, canon, rel
+if __package__:  # loaded as scripts.sweep_point (python3 -m scripts.sweep)
+    from .sweep_file import ROOT, canon, rel
+else:  # imported by a script run as a file (scripts/ first on sys.path)
+    from sweep_file import ROOT, canon, rel
 
 # The summary and run fields of a point's CSV row, read from its result JSON.
 SUMMARY_FIELDS = ["images_per_sec", "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter",

@@ -11,7 +11,7 @@ exit code the shell sees. Seeded: the same --seed gives the same mutants. Run by
 import argparse
 import contextlib
 import glob
-import importlib.util
+import importlib
 import io
 import os
 import random
@@ -40,10 +40,9 @@ LINES = ["[sweep]", "[launch]", "[env]", "[fixed]", "[grid]", "[[exclude]]", "[n
 
 
 def load_sweep_module():
-    spec = importlib.util.spec_from_file_location("sweep", SWEEP)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """scripts/sweep.py as the module scripts.sweep (its siblings imported relatively)."""
+    sys.path.insert(0, ROOT)
+    return importlib.import_module("scripts.sweep")
 
 
 def mutate(rng, text, seeds):
