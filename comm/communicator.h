@@ -1,8 +1,8 @@
 // comm/communicator.h — Communicator: the ranks of a job and what they do together.
 // The control plane (rank, size, hosts, broadcast, barrier, scalar reductions, gathers, abort)
 // always runs over MPI, which launched the job (mpiexec, or srun through PMI). The data plane,
-// allreduce of gradient buckets, is the backend's: MPI_Allreduce, Gloo's ring over TCP, and
-// later NCCL. Backends are chosen by name in comm_registry.cc, the only place with #ifdefs.
+// allreduce of gradient buckets, is the backend's: MPI_Allreduce, Gloo's ring over TCP, or
+// NCCL on GPUs. Backends are chosen by name in comm_registry.cc, the only place with #ifdefs.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// cnnbench: trains (or runs forward) a CNN on synthetic data across MPI ranks and reports
-// images/sec in tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV row.
+// cnnbench: trains (or runs forward) a CNN on synthetic or real data across MPI ranks and
+// reports images/sec in tf_cnn_benchmarks' format, plus a summary, a JSON document and a CSV
+// row; or runs the allreduce or input-pipeline microbenchmark, or a subcommand.
 //   mpiexec -np N cnnbench --model=resnet50 --batch_size=32 ...     (or srun, or one process)
 //   cnnbench compare BASE NEW [--tolerance=PCT] [--check_only]       (results against results)
 //   cnnbench make_tfrecords JPEG_ROOT OUT_DIR [--train_shards=N] ...  (ImageNet shards from JPEGs)

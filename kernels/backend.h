@@ -1,5 +1,5 @@
 // kernels/backend.h — the backend registry: compiles a graph into a Plan by backend name
-// ("ref", "onednn", later "cuda"). Compile-time switches for optional backends live here only.
+// ("ref", "onednn", and "cuda" where the CUDA toolkit was found). Compile-time switches for optional backends live here only.
 #pragma once
 
 #include <memory>

@@ -9,7 +9,7 @@
 Prints the include arrows between folders (how many #include lines run from one to the other),
 then every file over the limit and every arrow up, naming the file and line.
 
-    scripts/check_floors.py            # from anywhere; reads the files git knows
+    scripts/check_floors.py            # from anywhere; reads the files git knows (without git, the tree)
     scripts/check_floors.py --quiet    # only what is wrong
 """
 
@@ -55,8 +55,16 @@ def floor_of(folder):
 
 
 def tracked_files():
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True, capture_output=True).stdout
-    return [p for p in out.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p))]
+    """The files git knows; without git (or outside a clone), the tree less build folders."""
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True, capture_output=True).stdout
+        return [p for p in out.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p))]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for top, dirs, names in os.walk(ROOT):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+            files += [os.path.relpath(os.path.join(top, n), ROOT) for n in names]
+        return files
 
 
 def check(files):

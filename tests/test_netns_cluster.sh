@@ -80,7 +80,7 @@ python3 -c "import sys; b = float(sys.argv[1]); sys.exit(0 if 0.005 < b < 0.026 
 
 # A host whose link is cut mid-run (its veth taken down): the job must end within the collective
 # timeout plus 5 s, naming the host that went away, with either data plane. Trials per backend:
-# CNNBENCH_LINK_CUT_TRIALS (2 here; the README's 10 of 10 come from 10).
+# CNNBENCH_LINK_CUT_TRIALS (2 here; docs/testing.md's 10 of 10 come from 10).
 timeout_sec=6   # above the 4 s in which mpiexec notices the lost daemon (netns_cluster.sh)
 for backend in mpi gloo; do
   for trial in $(seq 1 "${CNNBENCH_LINK_CUT_TRIALS:-2}"); do

@@ -54,7 +54,7 @@ struct Config {
   int64_t fp16_inc_loss_scale_every_n = 1000;
   std::string variable_update = "horovod";
   // distributed
-  std::string allreduce = "mpi";        // mpi | gloo
+  std::string allreduce = "mpi";        // mpi | gloo | nccl
   double fusion_threshold_mb = 16;      // bucket size; 0 = one allreduce per tensor
   double first_layers_bucket_mb = 0;    // > 0: buckets planned from the input side, the first this size
   double allreduce_max_mb = 256;        // largest size of --mode=allreduce
