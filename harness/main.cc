@@ -23,6 +23,7 @@
 #include "harness/run/step_loop.h"
 #include "harness/run/training_run.h"
 #include "harness/report/output_paths.h"
+#include "harness/report/result_fields.h"
 #include "kernels/cpu_peak.h"
 #include "kernels/dtype.h"
 #include "kernels/threads.h"
@@ -123,10 +124,11 @@ int main(int argc, char** argv) {
     finalize_mpi();
     return 2;
   }
-  if (config.help || config.list_models) {
+  if (config.help || config.list_models || config.list_result_fields) {
     if (world_rank() == 0) {
       if (config.help) std::fputs(usage().c_str(), stdout);
       if (config.list_models) list_models();
+      if (config.list_result_fields) std::puts(result_fields_json().dump(1).c_str());
     }
     finalize_mpi();
     return 0;

@@ -40,13 +40,13 @@ except ImportError:  # Python < 3.11, before the sweep_*.py modules (which impor
 if __package__:  # python3 -m scripts.sweep, or imported as scripts.sweep
     from .sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
     from .sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
-    from .sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,
-                              run_point)
+    from .sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, check_result_fields,
+                              command, describe, run_point)
 else:  # scripts/sweep.py: scripts/ is first on sys.path
     from sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
     from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
-    from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, command, describe,
-                             run_point)
+    from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, check_result_fields,
+                             command, describe, run_point)
 
 
 # CSV layout: point, repeat, the parameter columns (the standard ones, then any other swept key),
@@ -177,6 +177,8 @@ def run_sweep(s, args):
     if not have_binary and not args.dry_run:
         raise SweepError(f"no cnnbench binary at {rel(s.binary)} (build it: cmake --build build, or pass --binary)")
     checked = have_binary and check_flags(s)
+    if have_binary:
+        check_result_fields(s.binary)
     for note in s.notes:
         print(f"sweep.py: {note}", file=sys.stderr)
 

@@ -24,7 +24,7 @@ else:  # imported by a script run as a file (scripts/ first on sys.path)
 # list_models end the binary before any run, so a result never records them.)
 OUTPUT_KEYS = {"config", "result_json", "benchmark_log_dir", "train_dir", "resume", "summary_dir",
                "summary_verbosity", "save_summaries_steps", "timeline", "display_every", "baseline",
-               "help", "list_models"}
+               "help", "list_models", "list_result_fields"}
 
 
 def parse_adoptions(specs, s, last):

@@ -11,44 +11,60 @@ import subprocess
 import time
 
 if __package__:  # loaded as scripts.sweep_point (python3 -m scripts.sweep)
-    from .sweep_file import ROOT, canon, rel
+    from .sweep_file import ROOT, SweepError, canon, rel
 else:  # imported by a script run as a file (scripts/ first on sys.path)
-    from sweep_file import ROOT, canon, rel
+    from sweep_file import ROOT, SweepError, canon, rel
 
-# The summary and run fields of a point's CSV row, read from its result JSON.
-SUMMARY_FIELDS = ["images_per_sec", "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter",
-                  "step_time_mean_sec", "step_time_p50_sec", "step_time_p90_sec", "step_time_p99_sec",
-                  "forward_mean_sec", "backward_mean_sec", "update_mean_sec", "achieved_gflops",
-                  "fraction_of_peak", "comm_mean_sec", "exposed_comm_mean_sec", "comm_hidden_by_forward_mean_sec",
-                  "rank_skew", "scaling_efficiency", "peak_rss_bytes", "final_loss"]
-RUN_FIELDS = ["threads_per_rank", "global_batch", "timed_steps", "buckets", "sent_mib_per_step"]
-# A convergence point's accuracy (its JSON is cnnbench.convergence/1): the last evaluation's test
-# top-1, the best, and the time, epochs and images to its target (empty when missed).
+# A point's CSV row takes these fields of its result JSON, each in the column named by its path's
+# last part; the paths are fields of cnnbench's one result record (`cnnbench --list_result_fields`,
+# checked by check_result_fields before a sweep runs).
+SUMMARY_PATHS = ["summary." + k for k in (
+    "images_per_sec", "images_per_sec_mean", "images_per_sec_stderr", "images_per_sec_jitter",
+    "step_time_mean_sec", "step_time_p50_sec", "step_time_p90_sec", "step_time_p99_sec",
+    "forward_mean_sec", "backward_mean_sec", "update_mean_sec", "achieved_gflops",
+    "fraction_of_peak", "comm_mean_sec", "exposed_comm_mean_sec", "comm_hidden_by_forward_mean_sec",
+    "rank_skew", "scaling_efficiency", "peak_rss_bytes", "final_loss")]
+RUN_PATHS = ["run." + k for k in ("threads_per_rank", "global_batch", "timed_steps", "buckets", "sent_mib_per_step")]
+# A convergence point's accuracy (cnnbench.convergence/1): the last evaluation's test top-1 and
+# the target and the time, epochs and images to it (empty when missed) from its summary; the best
+# test top-1 and the epochs trained read off its epochs.
+ACCURACY_PATHS = ["summary.test_top1", "epochs[].test_top1", "epochs[].epoch", "summary.target_top_1_accuracy",
+                  "summary.time_to_accuracy_sec", "summary.epochs_to_accuracy", "summary.images_to_accuracy"]
+SUMMARY_FIELDS = [p.split(".")[-1] for p in SUMMARY_PATHS]
+RUN_FIELDS = [p.split(".")[-1] for p in RUN_PATHS]
 ACCURACY_FIELDS = ["test_top1", "best_test_top1", "epochs", "target_top_1_accuracy", "time_to_accuracy_sec",
                    "epochs_to_accuracy", "images_to_accuracy"]
 SCHEMAS = ("cnnbench.result/1", "cnnbench.convergence/1")
 
 
+def check_result_fields(binary):
+    """Refuses a binary whose result record lacks a field the sweep reads (a renamed field would
+    otherwise leave its column empty); False when the binary cannot list its fields."""
+    try:
+        out = subprocess.run([binary, "--list_result_fields"], capture_output=True, text=True, timeout=30).stdout
+        known = {f["json_path"] for f in json.loads(out)}
+    except (OSError, subprocess.TimeoutExpired, ValueError, TypeError, KeyError):
+        return False
+    missing = [p for p in SUMMARY_PATHS + RUN_PATHS + ACCURACY_PATHS if p not in known]
+    if missing:
+        raise SweepError(f"{rel(binary)} writes no result field {missing[0]} (see {rel(binary)} --list_result_fields)")
+    return True
+
+
 def convergence_fields(doc):
-    """The sweep row's values of a convergence result: images/sec over its training epochs, the
-    run fields it has, the scaling efficiency against its baseline, and ACCURACY_FIELDS."""
-    epochs, run, tta = doc.get("epochs", []), doc.get("run", {}), doc.get("time_to_accuracy", {})
+    """The sweep row's values of a convergence result: its summary (images/sec over its training
+    epochs, the scaling efficiency against its baseline, the accuracy fields), the run fields it
+    has, and the best test top-1 and the epochs from its epochs."""
+    epochs, run, summary = doc.get("epochs", []), doc.get("run", {}), doc.get("summary", {})
     row = {k: run[k] for k in RUN_FIELDS if k in run}
-    seconds = sum(e["seconds"] for e in epochs)
-    if seconds > 0:
-        row["images_per_sec"] = sum(e["images_per_sec"] * e["seconds"] for e in epochs) / seconds
-    if "scaling_efficiency" in doc.get("summary", {}):  # against the sweep's --baseline
-        row["scaling_efficiency"] = doc["summary"]["scaling_efficiency"]
-    tested = [e["test_top1"] for e in epochs if "test_top1" in e]
-    if tested:
-        row["test_top1"], row["best_test_top1"] = tested[-1], max(tested)
+    for k in SUMMARY_FIELDS + ACCURACY_FIELDS:
+        if k in summary:
+            row[k] = summary[k]
+    tested = [e["test_top1"] for e in epochs if e.get("test_top1") is not None]
+    if tested:  # the summary has the last epoch's; a run not evaluated at its end, the last evaluation's
+        row.setdefault("test_top1", tested[-1])
+        row["best_test_top1"] = max(tested)
     row["epochs"] = len(epochs)
-    if tta:
-        row["target_top_1_accuracy"] = tta.get("target_top_1_accuracy")
-        if tta.get("reached"):
-            row["time_to_accuracy_sec"] = tta.get("seconds")
-            row["epochs_to_accuracy"] = tta.get("epochs")
-            row["images_to_accuracy"] = tta.get("images")
     return row
 
 

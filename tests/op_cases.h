@@ -3,12 +3,14 @@
 // comparison itself: forward (training and inference), every gradient, running statistics.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
 #include "kernels/backend.h"
 #include "kernels/device_plan.h"
 #include "models/graph_builder.h"
+#include "models/model_zoo.h"
 #include "test_util.h"
 
 namespace cnnbench {
@@ -114,7 +116,26 @@ inline void compare_with_reference(const OpCase& c, DType compute, double tolera
 
 struct ConvShape {
   int64_t in_c, out_c, kernel, stride, pad, hw;
+  bool bias = false;  // VGG's convolutions have one, the batch-normed ones none
+  bool operator==(const ConvShape& o) const {
+    return in_c == o.in_c && out_c == o.out_c && kernel == o.kernel && stride == o.stride && pad == o.pad &&
+           hw == o.hw && bias == o.bias;
+  }
 };
+
+// Every distinct convolution of `model` as models/ builds it, in the order the network meets them
+// (the kernel suite's bench/kernel_cases.cc reads its layers from the same graphs).
+inline std::vector<ConvShape> model_conv_shapes(const std::string& model) {
+  const Graph g = build_model(model, 1);
+  std::vector<ConvShape> out;
+  for (const Node& n : g.nodes) {
+    if (n.kind != OpKind::conv) continue;
+    const Shape& in = g.nodes[n.inputs.at(0)].out;
+    const ConvShape s{in.c, n.conv.out_channels, n.conv.kernel, n.conv.stride, n.conv.pad, in.h, n.conv.bias};
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
+}
 
 // conv alone, or conv + ReLU (VGG), or conv + batch norm + ReLU (the ResNet pattern)
 enum class After { nothing, relu, bn_relu };
@@ -125,7 +146,7 @@ inline OpCase conv_case(const std::string& net, int64_t batch, const ConvShape& 
                            (after == After::relu ? "_relu" : after == After::bn_relu ? "_bn_relu" : "");
   return {name, [=] {
             GraphBuilder b(name, {batch, s.in_c, s.hw, s.hw});
-            int x = b.conv(b.input(), s.out_c, s.kernel, s.stride, s.pad, "conv", net == "vgg16");
+            int x = b.conv(b.input(), s.out_c, s.kernel, s.stride, s.pad, "conv", s.bias);
             if (after == After::bn_relu) x = b.batch_norm(x, "bn");
             if (after != After::nothing) x = b.relu(x, "relu");
             return b.finish(x);
@@ -134,25 +155,15 @@ inline OpCase conv_case(const std::string& net, int64_t batch, const ConvShape& 
 
 inline std::vector<OpCase> all_cases() {
   std::vector<OpCase> cases;
-  // ResNet50 v1.5 (224 x 224 input), batch 2: every distinct convolution shape.
-  const ConvShape resnet50[] = {
-      {3, 64, 7, 2, 3, 224},     {64, 64, 1, 1, 0, 56},     {64, 64, 3, 1, 1, 56},     {64, 256, 1, 1, 0, 56},
-      {256, 64, 1, 1, 0, 56},    {256, 128, 1, 1, 0, 56},   {128, 128, 3, 2, 1, 56},   {128, 512, 1, 1, 0, 28},
-      {256, 512, 1, 2, 0, 56},   {512, 128, 1, 1, 0, 28},   {128, 128, 3, 1, 1, 28},   {512, 256, 1, 1, 0, 28},
-      {256, 256, 3, 2, 1, 28},   {256, 1024, 1, 1, 0, 14},  {512, 1024, 1, 2, 0, 28},  {1024, 256, 1, 1, 0, 14},
-      {256, 256, 3, 1, 1, 14},   {1024, 512, 1, 1, 0, 14},  {512, 512, 3, 2, 1, 14},   {512, 2048, 1, 1, 0, 7},
-      {1024, 2048, 1, 2, 0, 14}, {2048, 512, 1, 1, 0, 7},   {512, 512, 3, 1, 1, 7}};
+  // ResNet50 v1.5 (224 x 224 input), batch 2: every distinct convolution shape, and the first
+  // with its batch norm and ReLU.
+  const std::vector<ConvShape> resnet50 = model_conv_shapes("resnet50");
   for (const ConvShape& s : resnet50) cases.push_back(conv_case("resnet50", 2, s, After::nothing));
-  cases.push_back(conv_case("resnet50", 2, {3, 64, 7, 2, 3, 224}, After::bn_relu));
+  cases.push_back(conv_case("resnet50", 2, resnet50.at(0), After::bn_relu));
   // VGG16 (224 x 224), batch 1: every distinct conv + ReLU shape.
-  const ConvShape vgg16[] = {{3, 64, 3, 1, 1, 224},    {64, 64, 3, 1, 1, 224},   {64, 128, 3, 1, 1, 112},
-                             {128, 128, 3, 1, 1, 112}, {128, 256, 3, 1, 1, 56},  {256, 256, 3, 1, 1, 56},
-                             {256, 512, 3, 1, 1, 28},  {512, 512, 3, 1, 1, 28},  {512, 512, 3, 1, 1, 14}};
-  for (const ConvShape& s : vgg16) cases.push_back(conv_case("vgg16", 1, s, After::relu));
+  for (const ConvShape& s : model_conv_shapes("vgg16")) cases.push_back(conv_case("vgg16", 1, s, After::relu));
   // CIFAR ResNet-20 (32 x 32), batch 8: conv + batch norm + ReLU as in its blocks.
-  const ConvShape resnet20[] = {{3, 16, 3, 1, 1, 32},  {16, 16, 3, 1, 1, 32}, {16, 32, 3, 2, 1, 32},
-                                {32, 32, 3, 1, 1, 16}, {32, 64, 3, 2, 1, 16}, {64, 64, 3, 1, 1, 8}};
-  for (const ConvShape& s : resnet20) cases.push_back(conv_case("resnet20", 8, s, After::bn_relu));
+  for (const ConvShape& s : model_conv_shapes("resnet20")) cases.push_back(conv_case("resnet20", 8, s, After::bn_relu));
 
   auto single = [&](const std::string& name, Shape in, std::function<int(GraphBuilder&, int)> op) {
     cases.push_back({name, [=] {

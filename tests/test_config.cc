@@ -331,6 +331,15 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
   EXPECT_EQ(error_of({"--config=" + path}), path + ": key 'num_intra_threads': must be at most 1024, not 100000");
 }
 
+// --mode takes the results' name for a training run, and the name it had before.
+TEST(Config, ModeTakesTheResultsNameAndTheOldOne) {
+  EXPECT_EQ(parse({}).mode, "training");
+  EXPECT_EQ(parse({"--mode=train"}).mode, "training");
+  EXPECT_EQ(parse({"--mode=training"}).mode, "training");
+  EXPECT_EQ(parse({"--mode=allreduce"}).mode, "allreduce");
+  EXPECT_NE(error_of({"--mode=eval"}).find("is not one of training, train, allreduce, input"), std::string::npos);
+}
+
 TEST(Config, HelpNamesEachRange) {
   const std::string help = usage();
   for (const char* range : {"at most 1024", "at most 65536", "at most 10000000", "at most 64", "in [0, 1]",

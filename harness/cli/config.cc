@@ -179,9 +179,9 @@ void resolve_device(Config& config) {
   if (config.forward_only && !config.data_dir.empty())
     throw ConfigError("--forward_only: times inference on synthetic data; a --data_dir run trains and evaluates "
                       "(leave out one of them)");
-  if (config.data_dir.empty() && config.mode == "train" && !config.train_dir.empty())
+  if (config.data_dir.empty() && config.mode == "training" && !config.train_dir.empty())
     throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
-  if (config.data_dir.empty() && config.mode == "train" && config.resume)
+  if (config.data_dir.empty() && config.mode == "training" && config.resume)
     throw ConfigError("--resume: needs --data_dir and --train_dir");
   if (config.resume && config.train_dir.empty() && !config.data_dir.empty())
     throw ConfigError("--resume: needs --train_dir (the folder of the run's checkpoints)");
@@ -235,7 +235,8 @@ std::string usage() {
 std::vector<std::pair<std::string, std::string>> config_values(const Config& config) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const FlagSpec& f : flag_specs())
-    if (std::string(f.name) != "help" && std::string(f.name) != "list_models") out.emplace_back(f.name, f.get(config));
+    if (std::string(f.name) != "help" && std::string(f.name) != "list_models" &&
+        std::string(f.name) != "list_result_fields") out.emplace_back(f.name, f.get(config));
   out.emplace_back("config", config.config_file);
   return out;
 }

@@ -66,7 +66,7 @@ struct Config {
   int64_t powersgd_warmup_steps = 10;   // PowerSGD: steps sent uncompressed first
   double collective_timeout_sec = 300;  // a collective stuck this long ends the job, naming the rank
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
-  std::string mode = "train";           // train | allreduce (the allreduce microbenchmark) | input
+  std::string mode = "training";        // training ("train" is taken too) | allreduce | input
   uint64_t seed = 1;
   // convergence (real data)
   std::string piecewise_learning_rate_schedule;  // "rate;epoch;rate;...": tf_cnn_benchmarks' form
@@ -94,6 +94,7 @@ struct Config {
   // modes
   bool peak = false;               // measure the FMA peak and exit
   bool list_models = false;
+  bool list_result_fields = false;  // the result record's fields as JSON, and exit
   bool help = false;
   std::string config_file;
   std::vector<std::string> given;  // the flags set by the command line or the config file, in order
@@ -101,7 +102,8 @@ struct Config {
 
 // The kinds of run a flag can apply to (a flag table's `runs`): the synthetic training benchmark
 // (training or forward-only), training on real data (--data_dir), --mode=allreduce, --mode=input,
-// and the flags that print something and exit before any run (--help, --list_models, --peak).
+// and the flags that print something and exit before any run (--help, --list_models,
+// --list_result_fields, --peak).
 enum RunKind : unsigned { kSynthetic = 1, kRealData = 2, kAllreduce = 4, kInput = 8, kNoRun = 16 };
 RunKind run_kind(const Config& config);
 const char* run_kind_name(RunKind kind);

@@ -7,7 +7,7 @@
 namespace cnnbench {
 
 RunKind run_kind(const Config& config) {
-  if (config.help || config.list_models || config.peak) return kNoRun;
+  if (config.help || config.list_models || config.list_result_fields || config.peak) return kNoRun;
   if (config.mode == "allreduce") return kAllreduce;
   if (config.mode == "input") return kInput;
   return config.data_dir.empty() ? kSynthetic : kRealData;
@@ -19,7 +19,7 @@ const char* run_kind_name(RunKind kind) {
     case kRealData: return "runs on real data (--data_dir)";
     case kAllreduce: return "--mode=allreduce";
     case kInput: return "--mode=input";
-    case kNoRun: return "--help, --list_models and --peak";
+    case kNoRun: return "--help, --list_models, --list_result_fields and --peak";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 // itself is flag_table.cc; config.cc parses command lines and TOML files through it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,6 +59,8 @@ struct FlagSpec {
 // Sets the flag from a value of the right type, then checks its range: throws ConfigError
 // ("must be at most 65536, not 70000") without the flag's name, which the caller adds.
 void assign(const FlagSpec& flag, Config& config, const std::string& value);
+// An integer flag's value: the whole text must be one (throws ConfigError "'x' is not an integer").
+int64_t flag_integer(const std::string& v);
 // A real setting as --help and config_values show it (ostream's default: 1e+300, 0.001).
 std::string real_text(double v);
 // The help line: the flag's text, then its range as the bounds give it ("at most 65536").

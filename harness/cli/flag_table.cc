@@ -1,9 +1,8 @@
+// harness/cli/flag_table.cc — the flag table: each flag's default, bounds, help, the runs that
+// read it and the probes that show it; flag_spec.cc holds what reads a row.
 #include "harness/cli/flag_spec.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdio>
-#include <sstream>
 
 namespace cnnbench {
 namespace {
@@ -17,20 +16,11 @@ std::string fp32_run(const Config& c) {
   return !c.use_fp16 && c.precision == "fp32" ? "only with --precision=bf16/fp16 or --use_fp16 (loss scaling)" : "";
 }
 
-int64_t to_int(const std::string& v) {
-  int64_t out = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + printable(v) + "' is not an integer");
-  return out;
-}
-
-
 bool to_bool(const std::string& v) {
   if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "False" || v == "0" || v == "no") return false;
   throw ConfigError("'" + printable(v) + "' is not true or false");
 }
-
 
 void one_of(const std::string& v, std::initializer_list<const char*> allowed, const char* hint = nullptr) {
   std::string list;
@@ -43,7 +33,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
 
 #define INT_FLAG(field, check, help)                                                              \
   FlagSpec{#field, Kind::integer, help,                                                           \
-           [](Config& c, const std::string& v) { c.field = to_int(v); check; },                   \
+           [](Config& c, const std::string& v) { c.field = flag_integer(v); check; },              \
            [](const Config& c) { return std::to_string(c.field); }, 0, {}, {}, {}, false, 0, 0, {}}
 #define REAL_FLAG(field, check, help)                                                             \
   FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = parse_real(v); check; }, \
@@ -58,50 +48,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
 void positive(int64_t v) {
   if (v < 1) throw ConfigError("must be at least 1, not " + std::to_string(v));
 }
-std::string number_text(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.15g", v);  // 16777216, not 1.67772e+07
-  return text;
-}
-
-// "at most 65536", "1 to 64", "in [0, 1]": what the help says of a flag's bounds.
-std::string range_text(const FlagSpec& f) {
-  std::string text;
-  if (f.kind == Kind::integer)
-    text = f.low == 0 ? "at most " + number_text(f.high) : number_text(f.low) + " to " + number_text(f.high);
-  else
-    text = f.low == 0 && f.high > 1 ? "at most " + number_text(f.high)
-                                    : "in [" + number_text(f.low) + ", " + number_text(f.high) + "]";
-  return f.range_note.empty() ? text : text + " " + f.range_note;
-}
-
 }  // namespace
-
-std::string real_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-// The upper ends keep every product and conversion further on (steps x global batch, MiB to
-// bytes, double to int64 or float) well inside its type.
-void assign(const FlagSpec& f, Config& config, const std::string& value) {
-  f.set(config, value);
-  if (!f.bounded) return;
-  const bool whole = f.kind == Kind::integer;
-  const int64_t n = whole ? to_int(value) : 0;  // compared as an integer: 2^63 - 1 is not 2^63
-  const double x = whole ? static_cast<double>(n) : parse_real(value);
-  const std::string shown = whole ? std::to_string(n) : real_text(x);
-  if (whole ? n < static_cast<int64_t>(f.low) : x < f.low)
-    throw ConfigError(f.low == 0 ? std::string("must not be negative")
-                                 : "must be at least " + number_text(f.low) + ", not " + shown);
-  if (whole ? n > static_cast<int64_t>(f.high) : x > f.high)
-    throw ConfigError("must be at most " + number_text(f.high) + ", not " + shown);
-}
-
-std::string help_text(const FlagSpec& f) {
-  return f.bounded ? std::string(f.help) + "; " + range_text(f) : std::string(f.help);
-}
 
 const std::vector<FlagSpec>& flag_specs() {
   static const std::vector<FlagSpec> specs = [] {
@@ -315,9 +262,13 @@ const std::vector<FlagSpec>& flag_specs() {
     v.push_back(TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it")
                     .reads(training_runs)
                     .probe(kSynthetic, "base.json", "json:summary.scaling_efficiency"));
-    v.push_back(TEXT_FLAG(mode, one_of(c.mode, {"train", "allreduce", "input"}),
-                          "train; allreduce: the allreduce microbenchmark (4 KB to --allreduce_max_mb); input: the "
-                          "input pipeline alone on --data_dir (images/sec it can deliver)")
+    // the results' names: a result says "training" (or "forward-only", "convergence"); "train"
+    // is the name before, still taken
+    v.push_back(TEXT_FLAG(mode, one_of(c.mode, {"training", "train", "allreduce", "input"});
+                          if (c.mode == "train") c.mode = "training",
+                          "training (train is the same; with --data_dir the result's mode is convergence, with "
+                          "--forward_only forward-only); allreduce: the allreduce microbenchmark (4 KB to "
+                          "--allreduce_max_mb); input: the input pipeline alone on --data_dir (images/sec it can deliver)")
                     .reads(S | D | A | I)
                     .probe(kSynthetic, "allreduce", "json:schema"));
     v.push_back(REAL_FLAG(allreduce_max_mb,
@@ -432,16 +383,15 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(X)
                     .probe(kSynthetic, "true", "out:GFLOP/s"));
     v.push_back(BOOL_FLAG(list_models, "list the models and exit").reads(X).probe(kSynthetic, "true", "out:resnet50"));
+    v.push_back(BOOL_FLAG(list_result_fields,
+                          "print every field of the result files (JSON path, results.csv column, unit, schemas) "
+                          "as JSON and exit")
+                    .reads(X)
+                    .probe(kSynthetic, "true", "out:summary.images_per_sec"));
     v.push_back(BOOL_FLAG(help, "print this help and exit").reads(X).probe(kSynthetic, "true", "out:usage:"));
     return v;
   }();
   return specs;
-}
-
-const FlagSpec* find_flag(const std::string& name) {
-  for (const FlagSpec& f : flag_specs())
-    if (name == f.name) return &f;
-  return nullptr;
 }
 
 }  // namespace cnnbench

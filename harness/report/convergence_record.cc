@@ -102,29 +102,12 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
   nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
                         {"context", to_json(r.context)},
                         {"config", nlohmann::json::object()},
-                        {"run",
-                         {{"model", s.model.name},
-                          {"dataset", s.dataset},
-                          {"synthetic", false},
-                          {"mode", "convergence"},
-                          {"backend", r.config.backend},
-                          {"precision", dtype_name(s.precision)},
-                          {"ranks", r.ranks},
-                          {"hosts", r.hosts},
-                          {"threads_per_rank", r.threads},
-                          {"batch_size_per_rank", s.batch_size},
-                          {"global_batch", s.global_batch},
-                          {"timed_steps", r.steps_done},
-                          {"variable_update", r.config.variable_update},
-                          {"allreduce", r.allreduce},
-                          {"fusion_threshold_mb", r.config.fusion_threshold_mb},
-                          {"first_layers_bucket_mb", r.config.first_layers_bucket_mb},
-                          {"compression", r.config.compression},
-                          {"hierarchical_allreduce", r.config.hierarchical_allreduce},
-                          {"overlap_forward", r.overlap_forward},
-                          {"steps_per_epoch", r.steps_per_epoch},
-                          {"first_epoch", r.first_epoch}}},
+                        {"run", run_fields(r.config, s,
+                                           {"convergence", r.config.backend, r.allreduce, r.hosts, r.steps_done,
+                                            r.overlap_forward})},
                         {"epochs", nlohmann::json::array()}};
+  doc["run"]["steps_per_epoch"] = r.steps_per_epoch;
+  doc["run"]["first_epoch"] = r.first_epoch;
   for (const auto& [key, value] : config_values(r.config)) doc["config"][key] = value;
   for (const EpochMetrics& m : r.history) doc["epochs"].push_back(to_json(m));
   const double images_per_sec = r.images_per_sec();

@@ -53,7 +53,7 @@ struct ConvergenceOutcome {
   const Config& config;
   const RunSettings& settings;
   const RunContext& context;
-  int ranks = 1, hosts = 1, threads = 1;
+  int ranks = 1, hosts = 1;
   std::string allreduce;  // the backend, or none
   bool overlap_forward = false;
   int64_t steps_per_epoch = 0, first_epoch = 0, steps_done = 0;

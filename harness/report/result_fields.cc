@@ -152,6 +152,43 @@ const std::vector<ResultField>& result_fields() {
   return fields;
 }
 
+nlohmann::json run_fields(const Config& config, const RunSettings& s, const RunFacts& f) {
+  return {{"model", s.model.name},
+          {"mode", f.mode},
+          {"dataset", s.dataset},
+          {"synthetic", s.synthetic},
+          {"backend", f.backend},
+          {"precision", dtype_name(s.precision)},
+          {"ranks", s.ranks},
+          {"hosts", f.hosts},
+          {"threads_per_rank", s.threads},
+          {"batch_size_per_rank", s.batch_size},
+          {"global_batch", s.global_batch},
+          {"timed_steps", f.timed_steps},
+          {"variable_update", config.variable_update},
+          {"allreduce", f.allreduce},
+          {"fusion_threshold_mb", config.fusion_threshold_mb},
+          {"first_layers_bucket_mb", config.first_layers_bucket_mb},
+          {"compression", config.compression},
+          {"hierarchical_allreduce", config.hierarchical_allreduce},
+          {"overlap_forward", f.overlap_forward}};
+}
+
+nlohmann::json result_fields_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ResultField& f : result_fields()) {
+    nlohmann::json schemas = nlohmann::json::array();
+    if (f.schemas & kTrainingResult) schemas.push_back("cnnbench.result/1");
+    if (f.schemas & kConvergenceResult) schemas.push_back("cnnbench.convergence/1");
+    out.push_back({{"json_path", *f.json_path ? nlohmann::json(f.json_path) : nlohmann::json(nullptr)},
+                   {"csv_column", *f.csv_column ? nlohmann::json(f.csv_column) : nlohmann::json(nullptr)},
+                   {"unit", f.unit},
+                   {"schemas", schemas},
+                   {"configuration", f.configuration}});
+  }
+  return out;
+}
+
 std::vector<std::string> csv_header() {
   std::vector<std::string> header;
   for (const ResultField& f : result_fields())

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
+
 namespace cnnbench {
 
 enum ResultSchema : unsigned { kTrainingResult = 1, kConvergenceResult = 2 };
@@ -29,6 +32,21 @@ struct ResultField {
 // Every field, results.csv's columns first in their order (which only grows at its end: a
 // results.csv written before gains the new columns).
 const std::vector<ResultField>& result_fields();
+
+// The "run" fields every result document holds, named alike in each: what compare matches runs
+// by, the batch and the steps. Each writer adds its own beside them.
+struct RunFacts {
+  std::string mode, backend, allreduce;  // allreduce: the backend, or none
+  int hosts = 1;
+  int64_t timed_steps = 0;
+  bool overlap_forward = false;
+};
+nlohmann::json run_fields(const Config& config, const RunSettings& settings, const RunFacts& facts);
+
+// The table as a JSON array, one object a field: json_path, csv_column (null for none), unit,
+// schemas (the documents' schema names), configuration. `cnnbench --list_result_fields` prints
+// it; scripts read their fields' names from it instead of keeping a copy.
+nlohmann::json result_fields_json();
 
 std::vector<std::string> csv_header();
 // The results.csv row of a result document: each column the value at its field's JSON path

@@ -46,31 +46,9 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"parameters", in.graph.param_count()},
         {"forward_gmacs_per_image", static_cast<double>(in.graph.forward_macs_per_image()) / 1e9},
         {"gflop_per_image", m.gflop_per_image}}},
-      {"run",
-       {{"model", s.model.name},
-        {"mode", s.training ? "training" : "forward-only"},
-        {"dataset", s.dataset},
-        {"synthetic", s.synthetic},
-        {"backend", in.backend},
-        {"precision", dtype_name(s.precision)},
-        {"ranks", s.ranks},
-        {"hosts", in.hosts},
-        {"threads_per_rank", s.threads},
-        {"batch_size_per_rank", s.batch_size},
-        {"global_batch", s.global_batch},
-        {"warmup_steps", s.warmup_steps},
-        {"timed_steps", s.timed_steps},
-        {"learning_rate", s.learning_rate},
-        {"variable_update", in.config.variable_update},
-        {"allreduce", in.allreduce},
-        {"fusion_threshold_mb", in.config.fusion_threshold_mb},
-        {"first_layers_bucket_mb", in.config.first_layers_bucket_mb},
-        {"compression", in.config.compression},
-        {"hierarchical_allreduce", in.config.hierarchical_allreduce},
-        {"overlap_forward", m.overlap_forward},
-        {"forward_priority", m.overlap_forward && in.config.forward_priority},
-        {"buckets", m.buckets},
-        {"sent_mib_per_step", m.sent_mib_per_step}}},
+      {"run", run_fields(in.config, s,
+                         {s.training ? "training" : "forward-only", in.backend, in.allreduce, in.hosts, s.timed_steps,
+                          m.overlap_forward})},
       {"steps", steps},
       {"summary",
        {{"images_per_sec", m.images_per_sec},
@@ -104,6 +82,11 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"skipped_steps", m.skipped_steps},
         {"cpu_wait_fraction", m.cpu_wait_fraction}}},
   };
+  doc["run"]["warmup_steps"] = s.warmup_steps;
+  doc["run"]["learning_rate"] = s.learning_rate;
+  doc["run"]["forward_priority"] = m.overlap_forward && in.config.forward_priority;
+  doc["run"]["buckets"] = m.buckets;
+  doc["run"]["sent_mib_per_step"] = m.sent_mib_per_step;
   if (in.repeats) {
     doc["repeats"] = {{"count", in.repeats->images_per_sec.size()},
                       {"images_per_sec", in.repeats->images_per_sec},

@@ -260,7 +260,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   if (baseline && images_per_sec > 0) fmt::print("Scaling: {}\n", baseline->text(images_per_sec, comm.size()));
   const RunContext context = collect_run_context();
   const ConvergenceOutcome outcome{config,       settings, context,     comm.size(), hosts,
-                                   setup.threads, reducer ? comm.backend() : "none", reducer && config.overlap_forward,
+                                   reducer ? comm.backend() : "none", reducer && config.overlap_forward,
                                    steps,        first_epoch, steps_done, history,     run_seconds,
                                    run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes()};
   const std::string json_path = write_convergence_results(outcome, names);
