@@ -26,6 +26,11 @@ void init_mpi(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return;
+  // Open MPI's hwloc would probe X displays :0 to :N for GPUs' NV-CONTROL (its gl component), and
+  // each probe resolves "localhost": 5 s a launch where that goes to a slow DNS server (a
+  // container without /etc/hosts). Topology for binding and NCCL does not need it; a user's own
+  // HWLOC_COMPONENTS is kept.
+  setenv("HWLOC_COMPONENTS", "-gl", 0);
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   // Errors come back as codes we turn into messages, instead of MPI's default abort.

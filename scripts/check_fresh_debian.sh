@@ -185,6 +185,11 @@ fi
 mkdir "$root"
 tar -C "$root" -xf "$tarball"
 [ -n "$cache" ] || rm -f "$tarball"
+# What every installed Debian machine (installer, cloud image, container runtime) has and a bare
+# mmdebstrap root lacks: without it "localhost" goes to DNS, and Open MPI's mpiexec (its hwloc
+# probing X displays) waited 5 s on a lost reply at every launch.
+[ -e "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+  "$(hostname)" > "$root/etc/hosts"
 git -C "$repo" archive --prefix=cnnbench/ HEAD | tar -C "$root" -xf -
 say "bare root ready in $(( $(date +%s) - t ))s: $root, with $(git -C "$repo" log -1 --format='%h %s' | cut -c1-60)"
 
