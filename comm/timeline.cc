@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -47,7 +48,7 @@ void Timeline::span(Track track, std::string name, Clock::time_point start, Cloc
 void Timeline::instant(Track track, std::string name, Clock::time_point at, const TimelineArgs& args) {
   const double when = micros(at);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (keep()) events_.push_back({track, 'i', std::move(name), when, 0, args});
+  if (keep()) events_.push_back({track, 'I', std::move(name), when, 0, args});
 }
 
 void Timeline::align_clocks(const Communicator& comm) { offset_us_ = comm.clock_offset_to_rank0_sec() * 1e6; }
@@ -93,14 +94,28 @@ std::string Timeline::events_json(double origin_us) const {
   std::set<Track> used;
   for (const Event& e : events_) used.insert(e.track);
   for (const Track t : used)
-    out += fmt::format(R"j({}{{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j",
-                       out.empty() ? "" : ",\n", rank_, static_cast<int>(t), track_name(t));
-  for (const Event& e : events_) {
+    out += fmt::format(
+        R"j({}{{"name":"thread_name","cat":"__metadata","ph":"M","ts":0,"pid":{},"tid":{},"args":{{"name":"{}"}}}})j",
+        out.empty() ? "" : ",\n", trace_pid(rank_), trace_tid(t), track_name(t));
+  // in start order, the longer of two that start together first: readers that nest slices in
+  // file order (catapult, TracerBench) take the first as the parent; a span is recorded when it
+  // ends, after the spans inside it
+  std::vector<const Event*> ordered;
+  ordered.reserve(events_.size());
+  for (const Event& e : events_) ordered.push_back(&e);
+  // compared as written, to the nanosecond
+  const auto ns = [origin_us](double us) { return std::llround((us - origin_us) * 1000.0); };
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const Event* a, const Event* b) {
+    const int64_t sa = ns(a->start_us), sb = ns(b->start_us);
+    return sa < sb || (sa == sb && std::llround(a->duration_us * 1000.0) > std::llround(b->duration_us * 1000.0));
+  });
+  for (const Event* event : ordered) {
+    const Event& e = *event;
     if (!out.empty()) out += ",\n";
     out += fmt::format(R"j({{"name":"{}","cat":"{}","ph":"{}","pid":{},"tid":{},"ts":{:.3f})j", escaped(e.name),
-                       track_name(e.track), e.phase, rank_, static_cast<int>(e.track), e.start_us - origin_us);
+                       track_name(e.track), e.phase, trace_pid(rank_), trace_tid(e.track), e.start_us - origin_us);
     if (e.phase == 'X') out += fmt::format(R"j(,"dur":{:.3f})j", e.duration_us);
-    if (e.phase == 'i') out += R"(,"s":"t")";
+    if (e.phase == 'I') out += R"(,"s":"t")";
     std::string args;
     auto add = [&](const char* key, int64_t v) {
       if (v >= 0) args += fmt::format(R"j({}"{}":{})j", args.empty() ? "" : ",", key, v);

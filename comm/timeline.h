@@ -29,6 +29,11 @@ class Communicator;
 // clock and placed on the host's by an event whose host time is known.
 enum class Track { compute, communication, update, input, checkpoint, device, device_communication };
 const char* track_name(Track t);
+// Trace ids from 1: a viewer takes pid or tid 0 for "none" (Perfetto gives a tid 0 its pid, which
+// put rank 1's compute on its communication track), so rank r is pid r + 1 and a track tid its
+// enum value + 1.
+inline int trace_pid(int rank) { return rank + 1; }
+inline int trace_tid(Track t) { return static_cast<int>(t) + 1; }
 
 // Numbers shown with an event (-1: not given).
 struct TimelineArgs {
@@ -54,7 +59,7 @@ class Timeline {
   // The earliest event's time (rank 0's clock, microseconds); infinity without events.
   double first_us() const;
   // This rank's events as trace-event JSON objects, comma-separated (no brackets), with times
-  // counted from origin_us, after the names of the tracks it used (pid = rank, tid = track).
+  // counted from origin_us, after the names of the tracks it used (trace_pid, trace_tid).
   std::string events_json(double origin_us) const;
   size_t size() const;
   size_t dropped() const;  // events not kept: past max_events
@@ -62,7 +67,7 @@ class Timeline {
  private:
   struct Event {
     Track track;
-    char phase;  // 'X' span, 'i' instant
+    char phase;  // 'X' span, 'I' instant (the letter every reader knows: DevTools and TracerBench skip 'i')
     std::string name;
     double start_us, duration_us;
     TimelineArgs args;

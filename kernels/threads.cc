@@ -2,6 +2,8 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -18,6 +20,11 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+std::vector<int>& recorded_thread_ids() {
+  static std::vector<int> ids;
+  return ids;
+}
+
 }  // namespace
 
 int available_cpus() {
@@ -25,10 +32,17 @@ int available_cpus() {
   return cpus.empty() ? 1 : static_cast<int>(cpus.size());
 }
 
+const std::vector<int>& compute_thread_ids() { return recorded_thread_ids(); }
+
 int configure_threads(int count) {
   const std::vector<int> cpus = allowed_cpus();
   if (count <= 0) count = cpus.empty() ? 1 : static_cast<int>(cpus.size());
   omp_set_num_threads(count);
+  // the team OpenMP keeps for every later parallel region of this size
+  std::vector<int>& ids = recorded_thread_ids();
+  ids.assign(static_cast<size_t>(count), 0);
+#pragma omp parallel num_threads(count)
+  ids[static_cast<size_t>(omp_get_thread_num())] = static_cast<int>(syscall(SYS_gettid));
   // Pin only when the process owns exactly as many CPUs as threads: with a wider mask (an
   // oversubscribed or unbound launch) several ranks would pin onto the same first CPUs.
   if (!cpus.empty() && count == static_cast<int>(cpus.size())) {

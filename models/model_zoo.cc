@@ -33,14 +33,31 @@ std::optional<ModelInfo> find_model(const std::string& name) {
   return std::nullopt;
 }
 
-Graph build_model(const std::string& name, int64_t batch_size) {
+Graph build_model(const std::string& name, int64_t batch_size, int64_t classes) {
   const auto info = find_model(name);
   if (!info) {
     std::string known;
     for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
     throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
   }
-  return info->build(batch_size);
+  Graph graph = info->build(batch_size);
+  return classes > 0 && classes != graph.num_classes() ? with_classes(std::move(graph), classes) : graph;
+}
+
+Graph with_classes(Graph graph, int64_t classes) {
+  if (classes < 1) throw std::invalid_argument("a model needs at least 1 class, not " + std::to_string(classes));
+  Node& head = graph.nodes.at(graph.output);
+  if (head.kind != OpKind::linear || graph.consumers()[head.id].size() != 0)
+    throw std::invalid_argument(graph.name + ": its logits are not a linear layer's output");
+  const int64_t in_features = head.params.at(0).dims.at(1);
+  head.linear.out_features = classes;
+  head.out.c = classes;
+  for (ParamSpec& p : head.params) {
+    p.dims.front() = classes;
+    p.fan_out = classes;
+  }
+  head.forward_macs = head.out.n * in_features * classes;
+  return graph;
 }
 
 }  // namespace cnnbench

@@ -25,8 +25,12 @@ struct ModelInfo {
 
 const std::vector<ModelInfo>& model_zoo();
 std::optional<ModelInfo> find_model(const std::string& name);
-// Throws std::invalid_argument naming the known models if `name` is not one of them.
-Graph build_model(const std::string& name, int64_t batch_size);
+// Throws std::invalid_argument naming the known models if `name` is not one of them. classes > 0
+// gives the head (the last linear layer) that many outputs instead of the model's own.
+Graph build_model(const std::string& name, int64_t batch_size, int64_t classes = 0);
+// The graph with its logits layer (a linear layer nothing reads) resized to `classes` outputs:
+// weight, bias and multiply-accumulates follow; everything before it is unchanged.
+Graph with_classes(Graph graph, int64_t classes);
 
 // The builders, one family per file.
 Graph build_vgg(int depth, int64_t batch_size);          // 11, 16, 19 (torchvision layout)

@@ -129,10 +129,20 @@ def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
         run_checked(args, env, f"cnnbench {model}")
         with open(result) as f:
             doc = json.load(f)
-    return {"images_per_sec": doc["summary"]["images_per_sec"], "fraction_of_peak": doc["summary"]["fraction_of_peak"],
-            "peak_gflops": doc["summary"]["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"],
-            "cpu_wait_fraction": doc["summary"].get("cpu_wait_fraction", -1),
+    summary = doc["summary"]
+    # null where not measured (no peak for the type, or below what the run achieved; no wait figure): -1 here
+    return {"images_per_sec": summary["images_per_sec"], "fraction_of_peak": none_as(summary.get("fraction_of_peak"), -1),
+            "peak_gflops": summary["peak_gflops_per_rank"], "cpu": doc["context"]["cpu_model"],
+            "cpu_wait_fraction": none_as(summary.get("cpu_wait_fraction"), -1),
             "peak_rss_bytes": doc["summary"]["peak_rss_bytes"]}
+
+
+def none_as(value, default):
+    return default if value is None else value
+
+
+def peak_pct(fraction):
+    return f"{100 * fraction:.1f}%" if fraction >= 0 else "?"
 
 
 def runs_text(runs):
@@ -219,7 +229,7 @@ def main():
                      "pytorch_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_theirs) / 2**30, 2)})
         print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
               f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
-              f"({100 * ours['fraction_of_peak']:.1f}% of the measured {args.precision} peak)", flush=True)
+              f"({peak_pct(ours['fraction_of_peak'])} of the measured {args.precision} peak)", flush=True)
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, f"compare_pytorch_{args.precision}")
     with open(stem + ".csv", "w", newline="") as f:
@@ -238,7 +248,7 @@ def main():
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
                     f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
-                    f"| {r['ratio']}x | {100 * r['cnnbench_fraction_of_peak']:.1f}% | {r['most_cpu_wait']} "
+                    f"| {r['ratio']}x | {peak_pct(r['cnnbench_fraction_of_peak'])} | {r['most_cpu_wait']} "
                     f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} "
                     f"| {r['cnnbench_spread_pct']}% / {r['pytorch_spread_pct']}% "
                     f"| {pct(r['cnnbench_iqr_pct'])} / {pct(r['pytorch_iqr_pct'])} |\n")

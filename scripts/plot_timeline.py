@@ -61,7 +61,7 @@ def load(path):
                 processes[e["pid"]] = e["args"]["name"]
             elif e.get("name") == "thread_name":
                 threads[(e["pid"], e["tid"])] = e["args"]["name"]
-        elif e.get("ph") in ("X", "i"):
+        elif e.get("ph") in ("X", "i", "I"):
             events.append({"pid": e["pid"], "tid": e["tid"], "name": e["name"], "ph": e["ph"],
                            "start": e["ts"] / 1e3, "end": (e["ts"] + e.get("dur", 0)) / 1e3})
     if not events:
@@ -83,7 +83,8 @@ def window(events, args):
         lo = args.from_ms if args.from_ms is not None else min(e["start"] for e in events)
         hi = args.to_ms if args.to_ms is not None else max(e["end"] for e in events)
         return lo, hi
-    steps = sorted({(e["start"], e["end"]) for e in events if e["name"] == "step" and e["pid"] == 0})
+    first_rank = min(e["pid"] for e in events)  # rank 0: pid 1 (pid 0 in traces before ids began at 1)
+    steps = sorted({(e["start"], e["end"]) for e in events if e["name"] == "step" and e["pid"] == first_rank})
     if not steps:  # no timed steps: everything
         return min(e["start"] for e in events), max(e["end"] for e in events)
     first = min(max(args.first_step, 0), len(steps) - 1)
@@ -143,7 +144,7 @@ def main():
         y = len(rows) - 1 - row_of[(e["pid"], e["tid"])]
         c = colour(e["name"])
         seen.setdefault(legend_name(e["name"]), c)
-        if e["ph"] == "i":
+        if e["ph"] in ("i", "I"):
             ax.plot([e["start"], e["start"]], [y - 0.4, y + 0.4], color=c, linewidth=0.8)
             continue
         height = 0.8 * (0.72 ** depth[i])

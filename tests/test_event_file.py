@@ -7,6 +7,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,43 @@ class EventFiles(unittest.TestCase):
         run(["--model=resnet20", "--data_dir=cifar", "--batch_size=32", "--num_epochs=1", "--summary_dir=quiet",
              "--summary_verbosity=0", "--result_json=q.json", "--benchmark_log_dir=."], self.dir)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "quiet")))
+
+    def test_the_documented_tags_are_the_tags_written(self):
+        """docs/output.md's TensorBoard section names every scalar tag the writers write, and no other."""
+        written = set()
+        for path in glob.glob(os.path.join(ROOT, "harness", "**", "*.cc"), recursive=True):
+            with open(path) as f:
+                written |= set(re.findall(r'scalar\("([^"]+)"', f.read()))
+        with open(os.path.join(ROOT, "docs", "output.md")) as f:
+            page = f.read()
+        section = page.split("## TensorBoard", 1)[1].split("\n## ", 1)[0]
+        documented = set(re.findall(r"`([a-z][a-z0-9_]*(?:/[a-z0-9_]+)?)`", section))
+        self.assertGreater(len(written), 10)
+        self.assertEqual(documented, written)
+
+    def test_tensorboards_own_reader_reads_what_read_events_reads(self):
+        """TensorBoard's EventAccumulator (tensorboard from PyPI, not a build dependency: run this
+        file with a virtual environment's python that has it) sees every tag, step and value."""
+        try:
+            from tensorboard.backend.event_processing import event_accumulator
+        except ImportError:
+            self.skipTest("tensorboard is not installed here (a by-hand check: pip install tensorboard in a venv)")
+        write_cifar10(os.path.join(self.dir, "cifar"), 64)
+        run(["--model=resnet20", "--data_dir=cifar", "--batch_size=32", "--num_epochs=1", "--summary_dir=s",
+             "--result_json=c.json", "--benchmark_log_dir=."], self.dir)
+        run(["--model=resnet20", "--batch_size=8", "--num_batches=4", "--num_warmup_batches=1", "--summary_dir=t",
+             "--result_json=r.json", "--benchmark_log_dir=."], self.dir)
+        for folder in ("s", "t"):
+            path = self.only_file(os.path.join(self.dir, folder))
+            ours = scalars(read_events.read_events(path, self.pb2))
+            acc = event_accumulator.EventAccumulator(path, size_guidance={event_accumulator.SCALARS: 0})
+            acc.Reload()
+            self.assertEqual(sorted(acc.Tags()["scalars"]), sorted(ours))
+            for tag, points in ours.items():
+                theirs = [(e.step, e.value) for e in acc.Scalars(tag)]
+                self.assertEqual([s for s, _ in theirs], [s for s, _ in points], tag)
+                for (_, a), (_, b) in zip(theirs, points):
+                    self.assertAlmostEqual(a, b, delta=1e-6 * max(1, abs(b)), msg=tag)
 
     def test_a_damaged_record_is_named(self):
         run(["--model=trivial", "--num_batches=3", "--summary_dir=s", "--result_json=r.json",

@@ -269,38 +269,39 @@ TEST(TfRecordPipeline, TrainingIsDeterministicAndEvaluationCoversEveryRecordOnce
   for (int ranks : {1, 2, 3, 5}) {  // 5 ranks: fewer train shards than ranks, records dealt instead
     std::multiset<int32_t> seen;
     for (int rank = 0; rank < ranks; ++rank) {
-      TfRecordPipeline train(s.train, 2, rank, ranks, 9, true, 32, 3, 4, 2), again(s.train, 2, rank, ranks, 9, true, 32, 3, 4, 1);
+      // make_tfrecords' labels 1..3 as stored (0 left for background): 4 outputs
+      TfRecordPipeline train(s.train, 2, rank, ranks, 9, true, 32, 4, 4, 2), again(s.train, 2, rank, ranks, 9, true, 32, 4, 4, 1);
       EXPECT_EQ(train.steps_per_epoch(), 15 / ranks / 2);
       std::vector<float> a, b;
       for (int64_t epoch = 0; epoch < 3; ++epoch)
         EXPECT_EQ(epoch_labels(train, epoch, &a), epoch_labels(again, epoch, &b)) << ranks << " " << rank;
       EXPECT_EQ(a, b);  // the same images, augmented alike, whatever the number of workers
       for (int32_t l : epoch_labels(train, 3)) {
-        EXPECT_GE(l, 0);
-        EXPECT_LT(l, 3);
+        EXPECT_GE(l, 1);
+        EXPECT_LT(l, 4);
       }
-      TfRecordPipeline eval(s.validation, 2, rank, ranks, 9, false, 32, 3, 0, 2);
+      TfRecordPipeline eval(s.validation, 2, rank, ranks, 9, false, 32, 4, 0, 2);
       for (int32_t l : epoch_labels(eval, 0)) seen.insert(l);
       EXPECT_EQ(epoch_labels(eval, 0), epoch_labels(eval, 0));  // each evaluation reads the pass anew
     }
-    EXPECT_EQ(seen, (std::multiset<int32_t>{0, 1, 2})) << ranks << " ranks";
+    EXPECT_EQ(seen, (std::multiset<int32_t>{1, 2, 3})) << ranks << " ranks: each label as stored";
   }
 }
 
 TEST(TfRecordPipeline, BadRecordsStopTheRunNamingShardAndOffset) {
   Shards s = make_shards("tfrecord_pipeline_bad");
-  // a label beyond the model's classes: with 2 classes, label 3 is out of range
-  TfRecordPipeline few(s.validation, 3, 0, 1, 1, false, 32, 2, 0, 1);
+  // a label beyond the model's classes: with 3 outputs (0..2), label 3 is out of range
+  TfRecordPipeline few(s.validation, 3, 0, 1, 1, false, 32, 3, 0, 1);
   few.start_epoch(0);
   const std::string label_error = error_of([&] { few.next_images(); });
   EXPECT_NE(label_error.find("validation-0000"), std::string::npos) << label_error;
   EXPECT_NE(label_error.find(": record at byte "), std::string::npos) << label_error;
-  EXPECT_NE(label_error.find("image/class/label 3 is outside 1..2"), std::string::npos) << label_error;
+  EXPECT_NE(label_error.find("image/class/label 3 is outside 0..2"), std::string::npos) << label_error;
   // a flipped bit in a shard's last record
   std::string bytes = slurp(s.train.files[2]);
   bytes[bytes.size() - 10] ^= 0x10;
   spit(s.train.files[2], bytes);
-  TfRecordPipeline train(s.train, 1, 0, 1, 1, true, 32, 3, 1, 2);
+  TfRecordPipeline train(s.train, 1, 0, 1, 1, true, 32, 4, 1, 2);
   train.start_epoch(0);
   std::string error;
   for (int64_t i = 0; i < train.steps_per_epoch() && error.empty(); ++i) error = error_of([&] { train.next_images(); });

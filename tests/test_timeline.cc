@@ -43,7 +43,7 @@ bool starts_before(const Span& a, const Span& b) { return a.start < b.start; }
 std::map<std::string, std::vector<Span>> spans_by_name(const nlohmann::json& trace, int rank) {
   std::map<std::string, std::vector<Span>> out;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "M" || e["pid"] != rank) continue;
+    if (e["ph"] == "M" || e["pid"] != trace_pid(rank)) continue;
     const double ts = e["ts"].get<double>();
     out[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
         {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)});
@@ -78,7 +78,7 @@ class Timeline2Ranks : public ::testing::Test {
   static std::vector<Span> events(int rank, const std::string& track, const std::string& name = "") {
     std::vector<Span> out;
     for (const auto& e : trace_["traceEvents"]) {
-      if (e["ph"] == "M" || e["pid"] != rank || e["cat"] != track) continue;
+      if (e["ph"] == "M" || e["pid"] != trace_pid(rank) || e["cat"] != track) continue;
       if (!name.empty() && e["name"] != name) continue;
       const double ts = e["ts"].get<double>();
       Span s{e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)};
@@ -200,7 +200,7 @@ TEST(Timeline, KeepsItsFirstEventsAndCountsTheRest) {
   const nlohmann::json events = nlohmann::json::parse("[" + t.events_json(0) + "]");
   std::vector<std::string> names, tracks;
   for (const auto& e : events) {
-    EXPECT_EQ(e["pid"], 3);
+    EXPECT_EQ(e["pid"], 4) << "rank 3 is pid 4: ids start at 1";
     if (e["ph"] == "M") tracks.push_back(e["args"]["name"]);
     else names.push_back(e["name"]);
   }
@@ -227,7 +227,7 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
     std::map<std::string, std::vector<Span>> by_name = spans_by_name(trace, rank);
     std::set<std::string> tracks;
     for (const auto& e : trace["traceEvents"])
-      if (e["pid"] == rank && e["ph"] == "M" && e["name"] == "thread_name")
+      if (e["pid"] == trace_pid(rank) && e["ph"] == "M" && e["name"] == "thread_name")
         tracks.insert(e["args"]["name"].get<std::string>());
     EXPECT_TRUE(tracks.count("compute") && tracks.count("communication") && tracks.count("update") &&
                 tracks.count("input"));

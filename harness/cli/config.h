@@ -26,6 +26,7 @@ struct Config {
   int64_t num_warmup_batches = -1; // -1 = min(10, max(1, num_batches / 4))
   double num_epochs = 0;           // > 0 overrides num_batches
   int64_t display_every = 10;
+  std::string progress_bar = "auto";  // real data: auto (a terminal outside a launcher) | true | false
   int64_t repeats = 1;             // whole runs of the synthetic benchmark; results: the median one
   std::string data_name;           // imagenet, cifar10, fashion_mnist; empty = the model's
   std::string data_dir;            // empty = synthetic data
@@ -68,6 +69,7 @@ struct Config {
   std::string baseline;                 // JSON result of a reference run, for scaling efficiency
   std::string mode = "training";        // training ("train" is taken too) | allreduce | input
   uint64_t seed = 1;
+  int64_t num_classes = 0;              // the head's outputs; 0: the model's (1001 on ImageNet TFRecord shards)
   // convergence (real data)
   std::string piecewise_learning_rate_schedule;  // "rate;epoch;rate;...": tf_cnn_benchmarks' form
   double num_learning_rate_warmup_epochs = 0;

@@ -83,6 +83,11 @@ const std::vector<FlagSpec>& flag_specs() {
                     .within(1, max_steps)
                     .reads(S | D | I)
                     .probe(kSynthetic, "1", "out:images/sec:"));
+    v.push_back(TEXT_FLAG(progress_bar, one_of(c.progress_bar, {"auto", "true", "false"}),
+                          "real data: the progress bar on rank 0's terminal; auto: not under a launcher (mpiexec "
+                          "gives a rank a terminal even when the output goes to a file), true: there too, false: never")
+                    .reads(D)
+                    .no_probe("needs a terminal: Cli.ProgressBarOnlyWhereAPersonWatches runs it under script"));
     v.push_back(INT_FLAG(repeats, , "run the synthetic benchmark N times, each on a new plan with fresh memory and its own warm-up; "
                          "results are the median run's, with every run's images/sec and the spread")
                     .within(1, max_repeats)
@@ -259,6 +264,13 @@ const std::vector<FlagSpec>& flag_specs() {
                       return c.compression != "powersgd" ? "only with --compression=powersgd" : "";
                     })
                     .probe(kSynthetic, "3", "json:run.warmup_steps", "--compression=powersgd"));
+    v.push_back(INT_FLAG(num_classes, ,
+                         "outputs of the model's head, one per class; a label is its class as stored, 0 to N-1 "
+                         "(0: the model's own, 1001 on ImageNet TFRecord shards as tf_cnn_benchmarks: 0 its "
+                         "background class, 1-1000 ImageNet's)")
+                    .within(0, 1000000)
+                    .reads(S | D | A | I)
+                    .probe(kSynthetic, "10", "json:model.classes"));
     v.push_back(TEXT_FLAG(baseline, , "JSON result of a reference run (e.g. 1 rank): report scaling efficiency against it")
                     .reads(training_runs)
                     .probe(kSynthetic, "base.json", "json:summary.scaling_efficiency"));

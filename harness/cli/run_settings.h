@@ -23,6 +23,7 @@ struct RunSettings {
   double learning_rate = 0;
   DType precision = DType::f32;
   int threads = 1;          // compute threads per rank
+  int64_t classes = 0;      // the head's outputs (set with the data: see head_classes in run/real_data.h)
   bool training = true;
 };
 

@@ -2,7 +2,8 @@
 // build_imagenet_data.py writes them: image/encoded (JPEG bytes), image/class/label (1..1000;
 // 0 is left for "background"), image/class/synset, image/height, image/width, image/format,
 // image/filename and, where known, image/object/bbox/{xmin,ymin,xmax,ymax} (fractions of the
-// width and height). cnnbench trains on label - 1, so labels 1..N meet a model's outputs 0..N-1.
+// width and height). cnnbench trains on the label as stored, as tf_cnn_benchmarks does (a
+// 1001-output head for ImageNet's 1..1000).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ struct Box {
 
 struct ImageExample {
   std::string jpeg;
-  int64_t label = 0;   // as stored: 1..classes
+  int64_t label = 0;   // as stored: the class's output (1..1000 for ImageNet, 0 its background)
   std::string synset, filename;
   int64_t height = 0, width = 0;
   std::vector<Box> boxes;

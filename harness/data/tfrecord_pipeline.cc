@@ -89,10 +89,11 @@ void TfRecordPipeline::make(const StreamRecord& record, std::mt19937_64& rng, fl
   } catch (const std::exception& error) {
     throw std::runtime_error(where + ": " + error.what());
   }
-  if (e.label < 1 || e.label > classes_)
-    throw std::runtime_error(where + ": image/class/label " + std::to_string(e.label) + " is outside 1.." +
-                             std::to_string(classes_) + " (label - 1 is the model's class)");
-  label = static_cast<int32_t>(e.label - 1);
+  if (e.label < 0 || e.label >= classes_)
+    throw std::runtime_error(where + ": image/class/label " + std::to_string(e.label) + " is outside 0.." +
+                             std::to_string(classes_ - 1) + " (a label is its class as stored; the model has " +
+                             std::to_string(classes_) + " outputs: --num_classes sets how many)");
+  label = static_cast<int32_t>(e.label);
   make_imagenet_example(reinterpret_cast<const unsigned char*>(e.jpeg.data()), e.jpeg.size(), where,
                         options_.training, image_size_, e.boxes, rng, out);
 }

@@ -26,8 +26,9 @@ struct TfRecordShards {
 
 class TfRecordPipeline final : public BatchPipeline {
  public:
-  // Labels 1..classes in the Examples become 0..classes-1; any other label is an error naming the
-  // shard and the record's offset.
+  // A label is its class as stored (0..classes-1, as tf_cnn_benchmarks trains them: its ImageNet
+  // has 1001 classes, 0 the background); any other label is an error naming the shard and the
+  // record's offset. None is shifted.
   TfRecordPipeline(TfRecordShards shards, int64_t batch_size, int rank, int ranks, uint64_t seed, bool training,
                    int64_t image_size, int64_t classes, int64_t shuffle_buffer, int workers = 2, int depth = 3);
   ~TfRecordPipeline() override;

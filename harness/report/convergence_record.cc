@@ -102,6 +102,7 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
   nlohmann::json doc = {{"schema", "cnnbench.convergence/1"},
                         {"context", to_json(r.context)},
                         {"config", nlohmann::json::object()},
+                        {"model", model_fields(s, *r.graph)},
                         {"run", run_fields(r.config, s,
                                            {"convergence", r.config.backend, r.allreduce, r.hosts, r.steps_done,
                                             r.overlap_forward})},

@@ -11,6 +11,7 @@
 #include "harness/cli/config.h"
 #include "harness/cli/run_settings.h"
 #include "harness/report/run_context.h"
+#include "models/graph.h"
 #include "harness/report/run_summary.h"
 #include "harness/report/time_to_accuracy.h"
 
@@ -64,6 +65,7 @@ struct ConvergenceOutcome {
   const InputVerdict& input;
   const TimeToAccuracy& to_target;  // target 0: none asked for
   int64_t peak_rss_bytes = 0;
+  const Graph* graph = nullptr;  // the model as trained (its head's classes, its parameters)
 
   double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
 };

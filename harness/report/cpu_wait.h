@@ -4,10 +4,13 @@
 // cores to a neighbour from one that was slow by itself.
 #pragma once
 
+#include <vector>
+
 namespace cnnbench {
 
-// Seconds spent waiting on a run queue, summed over the process's current threads; a negative
-// number where the kernel does not report it.
-double runqueue_wait_sec();
+// Seconds spent waiting on a run queue, summed over the given threads of this process (kernel
+// thread ids; all of its threads when empty); a negative number where the kernel does not
+// report it.
+double runqueue_wait_sec(const std::vector<int>& thread_ids = {});
 
 }  // namespace cnnbench

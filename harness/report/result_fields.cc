@@ -65,9 +65,10 @@ const std::vector<ResultField>& result_fields() {
       {"context.library_versions.onednn", "", "text", TC},
       {"context.mpi_settings.*", "", "text", TC},
       {"config.*", "", "text", TC},
-      {"model.name", "", "text", T},
-      {"model.parameters", "", "count", T},
-      {"model.forward_gmacs_per_image", "", "GMAC", T},
+      {"model.name", "", "text", TC},
+      {"model.classes", "", "count", TC},
+      {"model.parameters", "", "count", TC},
+      {"model.forward_gmacs_per_image", "", "GMAC", TC},
       {"model.gflop_per_image", "", "GFLOP", T},
       {"run.warmup_steps", "", "steps", T},
       {"run.learning_rate", "", "rate", T},
@@ -187,6 +188,13 @@ nlohmann::json result_fields_json() {
                    {"configuration", f.configuration}});
   }
   return out;
+}
+
+nlohmann::json model_fields(const RunSettings& s, const Graph& graph) {
+  return {{"name", s.model.name},
+          {"classes", graph.num_classes()},
+          {"parameters", graph.param_count()},
+          {"forward_gmacs_per_image", static_cast<double>(graph.forward_macs_per_image()) / 1e9}};
 }
 
 std::vector<std::string> csv_header() {

@@ -12,6 +12,7 @@
 
 #include "harness/cli/config.h"
 #include "harness/cli/run_settings.h"
+#include "models/graph.h"
 
 namespace cnnbench {
 
@@ -42,6 +43,9 @@ struct RunFacts {
   bool overlap_forward = false;
 };
 nlohmann::json run_fields(const Config& config, const RunSettings& settings, const RunFacts& facts);
+// The "model" fields every result document holds: name, classes (the head's outputs),
+// parameters, forward GMACs per image.
+nlohmann::json model_fields(const RunSettings& settings, const Graph& graph);
 
 // The table as a JSON array, one object a field: json_path, csv_column (null for none), unit,
 // schemas (the documents' schema names), configuration. `cnnbench --list_result_fields` prints

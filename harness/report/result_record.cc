@@ -14,9 +14,19 @@
 
 namespace cnnbench {
 
+namespace {
+
+// A share measured (0 to 1), or null where it was not (negative: the kernel gave no figure).
+nlohmann::json share_or_null(double fraction) { return fraction >= 0 ? nlohmann::json(fraction) : nullptr; }
+
+}  // namespace
+
+// A value that was not measured is null, never 0: scaling without --baseline, loss scaling on a
+// run without it, shares the machine did not give (results.csv leaves the cell empty).
 nlohmann::json result_json(const ResultInputs& in) {
   const RunSettings& s = in.settings;
   const RunSummary& m = in.summary;
+  const bool with_baseline = m.baseline_images_per_sec > 0, scaled = m.loss_scale > 0;
   nlohmann::json config = nlohmann::json::object();
   for (const auto& [key, value] : config_values(in.config)) config[key] = value;
   nlohmann::json steps = {{"time_sec", nlohmann::json::array()},     {"forward_sec", nlohmann::json::array()},
@@ -41,11 +51,7 @@ nlohmann::json result_json(const ResultInputs& in) {
       {"schema", "cnnbench.result/1"},
       {"context", to_json(in.context)},
       {"config", config},
-      {"model",
-       {{"name", s.model.name},
-        {"parameters", in.graph.param_count()},
-        {"forward_gmacs_per_image", static_cast<double>(in.graph.forward_macs_per_image()) / 1e9},
-        {"gflop_per_image", m.gflop_per_image}}},
+      {"model", model_fields(s, in.graph)},
       {"run", run_fields(in.config, s,
                          {s.training ? "training" : "forward-only", in.backend, in.allreduce, in.hosts, s.timed_steps,
                           m.overlap_forward})},
@@ -66,7 +72,7 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"achieved_gflops", m.achieved_gflops},
         {"peak_gflops_per_rank", m.peak.gflops},
         {"peak_isa", m.peak.isa},
-        {"fraction_of_peak", m.fraction_of_peak},
+        {"fraction_of_peak", m.peak.supported && m.fraction_of_peak >= 0 ? nlohmann::json(m.fraction_of_peak) : nullptr},
         {"peak_rss_bytes", m.peak_rss_bytes},
         {"working_memory_bytes", m.working_memory_bytes},
         {"unshared_working_memory_bytes", m.unshared_working_memory_bytes},
@@ -75,13 +81,14 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"exposed_comm_mean_sec", m.exposed_mean_sec},
         {"comm_hidden_by_forward_mean_sec", m.hidden_by_forward_mean_sec},
         {"rank_skew", m.rank_skew},
-        {"baseline_images_per_sec", m.baseline_images_per_sec},
-        {"baseline_ranks", m.baseline_ranks},
-        {"scaling_efficiency", m.scaling_efficiency},
-        {"loss_scale", m.loss_scale},
-        {"skipped_steps", m.skipped_steps},
-        {"cpu_wait_fraction", m.cpu_wait_fraction}}},
+        {"baseline_images_per_sec", with_baseline ? nlohmann::json(m.baseline_images_per_sec) : nullptr},
+        {"baseline_ranks", with_baseline ? nlohmann::json(m.baseline_ranks) : nullptr},
+        {"scaling_efficiency", with_baseline ? nlohmann::json(m.scaling_efficiency) : nullptr},
+        {"loss_scale", scaled ? nlohmann::json(m.loss_scale) : nullptr},
+        {"skipped_steps", scaled ? nlohmann::json(m.skipped_steps) : nullptr},
+        {"cpu_wait_fraction", share_or_null(m.cpu_wait_fraction)}}},
   };
+  doc["model"]["gflop_per_image"] = m.gflop_per_image;
   doc["run"]["warmup_steps"] = s.warmup_steps;
   doc["run"]["learning_rate"] = s.learning_rate;
   doc["run"]["forward_priority"] = m.overlap_forward && in.config.forward_priority;
@@ -90,7 +97,11 @@ nlohmann::json result_json(const ResultInputs& in) {
   if (in.repeats) {
     doc["repeats"] = {{"count", in.repeats->images_per_sec.size()},
                       {"images_per_sec", in.repeats->images_per_sec},
-                      {"cpu_wait_fraction", in.repeats->cpu_wait_fraction},
+                      {"cpu_wait_fraction", [&] {
+                         nlohmann::json waits = nlohmann::json::array();
+                         for (double w : in.repeats->cpu_wait_fraction) waits.push_back(share_or_null(w));
+                         return waits;
+                       }()},
                       {"reported_run", in.repeats->median_index + 1},
                       {"images_per_sec_median", in.repeats->median()},
                       {"images_per_sec_min", in.repeats->min()},

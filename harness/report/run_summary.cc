@@ -46,7 +46,9 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
   s.achieved_gflops = s.gflop_per_image * s.images_per_sec;
   s.peak = peak;
   // peak is per rank; all ranks together have `ranks` times as much
+  // above the peak: the peak's measurement ran low (a busy machine), no fraction of it is reported
   if (peak.supported && peak.gflops > 0) s.fraction_of_peak = s.achieved_gflops / (peak.gflops * settings.ranks);
+  if (s.fraction_of_peak > 1) s.fraction_of_peak = -1;
   s.peak_rss_bytes = peak_rss_bytes();
   s.final_loss = steps.empty() ? 0 : steps.back().loss;
   std::vector<double> comm, exposed, hidden;
@@ -116,7 +118,12 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
   fmt::print(out, "  split           forward+loss {:.4f} s ({:.0f}%)  backward {:.4f} s ({:.0f}%)  update {:.4f} s ({:.0f}%)\n",
              s.forward_mean_sec, 100 * s.forward_mean_sec / step, s.backward_mean_sec, 100 * s.backward_mean_sec / step,
              s.update_mean_sec, 100 * s.update_mean_sec / step);
-  if (s.peak.supported)
+  if (s.peak.supported && s.fraction_of_peak < 0)
+    fmt::print(out, "  compute         {:.1f} GFLOP/s, above the measured {} peak {:.1f} GFLOP/s: the peak's measurement "
+                    "ran low (a busy machine; --peak measures it again), no fraction of it reported ({} per image)\n",
+               s.achieved_gflops, dtype_name(settings.precision), s.peak.gflops * settings.ranks,
+               fmt::format("{:.2f} GFLOP", s.gflop_per_image));
+  else if (s.peak.supported)
     fmt::print(out, "  compute         {:.1f} GFLOP/s = {:.1f}% of the measured {} peak {:.1f} GFLOP/s ({} per image)\n",
                s.achieved_gflops, 100 * s.fraction_of_peak, dtype_name(settings.precision),
                s.peak.gflops * settings.ranks, fmt::format("{:.2f} GFLOP", s.gflop_per_image));

@@ -25,7 +25,7 @@ struct RunSummary {
   double gflop_per_image = 0;  // conv + linear: 2 x MACs forward, x 3 when training
   double achieved_gflops = 0;
   PeakResult peak;
-  double fraction_of_peak = 0;
+  double fraction_of_peak = 0;  // achieved / (peak x ranks); -1 where achieved is above the measured peak
   int64_t peak_rss_bytes = 0;
   int64_t working_memory_bytes = 0, unshared_working_memory_bytes = 0;  // the plan's, as planned (0: not said)
   double final_loss = 0;

@@ -6,7 +6,7 @@
 
 namespace cnnbench {
 
-void TfLog::header(const std::string& devices, const std::string& backend_note) {
+void TfLog::header(const std::string& devices, const std::string& backend_note, const Graph& graph) {
   if (!out_) return;
   const RunSettings& s = settings_;
   fmt::print(out_, "Model:       {}\n", s.model.name);
@@ -16,6 +16,8 @@ void TfLog::header(const std::string& devices, const std::string& backend_note) 
   fmt::print(out_, "             {} per device\n", s.batch_size);
   fmt::print(out_, "Num batches: {}\n", s.timed_steps);
   fmt::print(out_, "Num epochs:  {:.2f}\n", s.epochs);
+  fmt::print(out_, "Classes:     {} (a label is its output, 0 to {})\n", graph.num_classes(), graph.num_classes() - 1);
+  fmt::print(out_, "Parameters:  {}\n", graph.param_count());
   fmt::print(out_, "Devices:     {}\n", devices);
   fmt::print(out_, "Data format: {}\n", config_.data_format);
   fmt::print(out_, "Optimizer:   {}\n", config_.optimizer);
@@ -57,17 +59,26 @@ void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
   std::fflush(out_);
 }
 
+void print_total_images_per_sec(FILE* out, double images_per_sec) {
+  fmt::print(out, "----------------------------------------------------------------\n");
+  fmt::print(out, "total images/sec: {:.2f}\n", images_per_sec);
+  fmt::print(out, "----------------------------------------------------------------\n");
+  std::fflush(out);
+}
+
 void TfLog::total(double images_per_sec) {
-  if (!out_) return;
-  fmt::print(out_, "----------------------------------------------------------------\n");
-  fmt::print(out_, "total images/sec: {:.2f}\n", images_per_sec);
-  fmt::print(out_, "----------------------------------------------------------------\n");
-  std::fflush(out_);
+  if (out_) print_total_images_per_sec(out_, images_per_sec);
 }
 
 void TfLog::repeat_started(int64_t index, int64_t count) {
   if (!out_) return;
   fmt::print(out_, "Repeat {} of {}: a new plan on fresh memory\n", index, count);
+  std::fflush(out_);
+}
+
+void TfLog::repeat_done(int64_t index, int64_t count, double images_per_sec) {
+  if (!out_) return;
+  fmt::print(out_, "Run {} of {} done: {:.2f} img/s\n", index, count, images_per_sec);
   std::fflush(out_);
 }
 

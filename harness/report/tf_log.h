@@ -8,22 +8,31 @@
 
 #include "harness/report/step_record.h"
 #include "harness/cli/run_settings.h"
+#include "models/graph.h"
 
 namespace cnnbench {
+
+// The dashed line, "total images/sec: X", the dashed line: every mode's log ends with these three
+// lines, as tf_cnn_benchmarks' does, so parsers that read its tail (lines[-2]) find the figure.
+void print_total_images_per_sec(FILE* out, double images_per_sec);
 
 class TfLog {
  public:
   TfLog(FILE* out, const RunSettings& settings, const Config& config) : out_(out), settings_(settings), config_(config) {}
 
-  void header(const std::string& devices, const std::string& backend_note);
+  // tf_cnn_benchmarks' header lines, with the model's classes (its head's outputs) and parameters.
+  void header(const std::string& devices, const std::string& backend_note, const Graph& graph);
   void warmup_started();
   void warmup_done();
   // Prints the line for timed step `index` when tf_cnn_benchmarks would (the first step and
   // every display_every-th), with statistics over all timed steps so far.
   void step(int64_t index, const std::vector<StepRecord>& steps);
+  // The log's last three lines, as tf_cnn_benchmarks ends its log (parsers read the tail).
   void total(double images_per_sec);
-  // --repeats: the line that starts run `index` of `count` (from the second on).
+  // --repeats: the line that starts run `index` of `count` (from the second on), and the one that
+  // ends each run with its speed (not a "total images/sec" line: a log has one, the last).
   void repeat_started(int64_t index, int64_t count);
+  void repeat_done(int64_t index, int64_t count, double images_per_sec);
 
  private:
   FILE* out_;

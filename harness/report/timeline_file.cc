@@ -34,6 +34,7 @@ void write_timeline(const Communicator& comm, const Timeline& timeline, const st
   double origin = timeline.first_us();  // times from the first event of any rank: viewers start at 0
   comm.allreduce_min(&origin, 1);
   if (!std::isfinite(origin)) origin = 0;
+  origin -= 1;  // the first event at 1 us: DevTools leaves ts 0 (the metadata's) out of a trace's bounds
   const std::vector<std::string> ranks = comm.gather_strings(timeline.events_json(origin));
   const std::vector<std::string> hosts = comm.gather_strings(comm.host());
   if (comm.rank() != 0) return;
@@ -45,10 +46,16 @@ void write_timeline(const Communicator& comm, const Timeline& timeline, const st
     out += event;
     first = false;
   };
+  // metadata as Chrome writes it (cat "__metadata", ts 0: JS readers assume both), on the
+  // process's first track (tid 0 means "none" to viewers, as pid 0 does)
   for (int r = 0; r < comm.size(); ++r) {
-    add(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} ({})"}}}})j", r, r,
-                    hosts[r]));
-    add(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", r, r));
+    const int pid = trace_pid(r), tid = trace_tid(Track::compute);
+    add(fmt::format(
+        R"j({{"name":"process_name","cat":"__metadata","ph":"M","ts":0,"pid":{},"tid":{},"args":{{"name":"rank {} ({})"}}}})j",
+        pid, tid, r, hosts[r]));
+    add(fmt::format(
+        R"j({{"name":"process_sort_index","cat":"__metadata","ph":"M","ts":0,"pid":{},"tid":{},"args":{{"sort_index":{}}}}})j",
+        pid, tid, r));
   }
   for (const std::string& events : ranks)
     if (!events.empty()) add(events);

@@ -139,7 +139,7 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   }
 
   // the gradient exchange of a model's training step
-  const Graph graph = build_model(config.model, 1);
+  const Graph graph = build_model(config.model, 1, config.num_classes);
   const ParamLayout layout = ParamLayout::of(graph);
   std::vector<TensorExtent> tensors;
   for (const ArenaEntry& e : layout.params)

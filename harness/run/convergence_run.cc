@@ -17,6 +17,7 @@
 #include "harness/report/run_context.h"
 #include "harness/report/run_summary.h"
 #include "harness/report/tf_log.h"
+#include "harness/run/progress_bar.h"
 #include "harness/report/time_to_accuracy.h"
 #include "harness/report/timeline_file.h"
 #include "harness/run/checkpoint.h"
@@ -127,13 +128,18 @@ void run_convergence(const Config& config, Communicator& comm) {
   BatchPipeline& train_input = *train_pipeline;
   BatchPipeline& test_input = *test_pipeline;
 
-  TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan));
+  // the header's steps and epochs are this data's, not the data set's published size
+  RunSettings shown = settings;
+  shown.timed_steps = total_steps;
+  shown.epochs = total_epochs;
+  TfLog log(leader ? stdout : nullptr, shown, config);
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan),
+             setup.graph);
   if (leader)
     fmt::print("Training on {} ({}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
                config.data_dir, data.describe_train(), train_input.steps_per_epoch(), data.test_count, total_epochs,
                total_steps);
-  const bool terminal = leader && isatty(STDOUT_FILENO);
+  const bool terminal = draws_progress_bar(config, leader);
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
 
@@ -262,7 +268,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   const ConvergenceOutcome outcome{config,       settings, context,     comm.size(), hosts,
                                    reducer ? comm.backend() : "none", reducer && config.overlap_forward,
                                    steps,        first_epoch, steps_done, history,     run_seconds,
-                                   run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes()};
+                                   run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
+                                   &setup.graph};
   const std::string json_path = write_convergence_results(outcome, names);
   fmt::print("Results: {} (JSON), {} (per epoch), {}/results.csv (row appended)\n", json_path, names.epochs_csv,
              config.benchmark_log_dir);
@@ -270,6 +277,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   if (events_file) fmt::print("Summaries: {} ({} events)\n", events_file->path(), events_file->events());
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);
+  // last, as every mode's log ends: the speed over this run's training epochs
+  print_total_images_per_sec(stdout, images_per_sec);
 }
 
 }  // namespace cnnbench

@@ -12,6 +12,7 @@
 #include "harness/cli/run_settings.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
+#include "harness/report/tf_log.h"
 #include "harness/run/real_data.h"
 #include "harness/run/run_setup.h"
 
@@ -50,6 +51,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   try {
     check_ranks_agree(config, comm);
     settings = resolve_settings(config, comm.size(), 1);
+    settings.classes = head_classes(config, settings);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -59,7 +61,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   DataSplits data = find_shards(settings.dataset, config.data_dir, comm, error);  // collective
   try {
     if (!error.empty()) throw std::runtime_error(error);
-    data = load_data(settings.dataset, config.data_dir, model.image_size, model.classes, std::move(data),
+    data = load_data(settings.dataset, config.data_dir, model.image_size, settings.classes, std::move(data),
                      config.train_augmentation, /*with_test=*/false);
     if (data.channels != model.channels || data.height != model.image_size || data.width != model.image_size)
       throw std::runtime_error(fmt::format("{}: images are {}x{}x{}, model {} takes {}x{}x{}", config.data_dir,
@@ -74,7 +76,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
 
   const int workers = static_cast<int>(config.num_data_workers);
   const std::unique_ptr<BatchPipeline> pipeline =
-      make_pipeline(data, true, settings.batch_size, comm, config, model.image_size, model.classes);
+      make_pipeline(data, true, settings.batch_size, comm, config, model.image_size, settings.classes);
   if (leader) {
     fmt::print("Input pipeline benchmark: {} ({}), {}x{}x{} training examples for {}\n", config.data_dir,
                data.describe_train(), model.channels, model.image_size, model.image_size, model.name);
@@ -111,10 +113,8 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   const double rate = static_cast<double>(images) / seconds;
   const int all_workers = workers * comm.size();
   if (!leader) return;
-  fmt::print("----------------------------------------------------------------\n");
-  fmt::print("total images/sec: {:.2f} ({:.2f} per worker; the workers' busy time alone would give {:.2f})\n", rate,
+  fmt::print("Delivered {:.2f} images/sec ({:.2f} per worker; the workers' busy time alone would give {:.2f})\n", rate,
              rate / all_workers, capacity);
-  fmt::print("----------------------------------------------------------------\n");
 
   const RunContext context = collect_run_context();
   nlohmann::json doc = {{"schema", "cnnbench.input/1"},
@@ -155,6 +155,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
                   std::to_string(workers), std::to_string(settings.batch_size), std::to_string(cpus_allowed()),
                   fmt::format("{:.6g}", rate), fmt::format("{:.6g}", rate / all_workers)});
   fmt::print("Results: {} (JSON), {}/input.csv\n", path, config.benchmark_log_dir);
+  print_total_images_per_sec(stdout, rate);  // last, as every mode's log ends
 }
 
 }  // namespace cnnbench

@@ -33,6 +33,14 @@ std::string DataSplits::describe_train() const {
   return fmt::format("{} JPEG files", train_count);
 }
 
+int64_t head_classes(const Config& config, const RunSettings& settings) {
+  if (config.num_classes > 0) return config.num_classes;
+  if (!settings.synthetic && settings.dataset == "imagenet" && config.mode != "allreduce" &&
+      !find_tfrecord_shards(config.data_dir, "train").empty())
+    return 1001;
+  return settings.model.classes;
+}
+
 DataSplits find_shards(const std::string& dataset, const std::string& dir, const Communicator& comm,
                        std::string& error) {
   DataSplits d;

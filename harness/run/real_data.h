@@ -10,6 +10,7 @@
 
 #include "comm/communicator.h"
 #include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 #include "harness/data/image_dataset.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/data/tfrecord_pipeline.h"
@@ -26,6 +27,11 @@ struct DataSplits {
   // "1000 JPEG files", "8 TFRecord shards", "50000 images"
   std::string describe_train() const;
 };
+
+// The head's outputs: --num_classes, else 1001 on ImageNet TFRecord shards (tf_cnn_benchmarks'
+// ImageNet: label 0 its background class, 1-1000 the classes, each label its output as stored),
+// else the model's own. Every label must be below it; none is shifted.
+int64_t head_classes(const Config& config, const RunSettings& settings);
 
 // Collective, on every rank: ImageNet's TFRecord shards in `dir`, if any, found and their records
 // counted (each rank counting its share from the headers). A rank's error is kept in `error`, to

@@ -8,6 +8,7 @@
 #include "comm/gradient_exchange.h"
 #include "kernels/error_context.h"
 #include "kernels/threads.h"
+#include "harness/run/real_data.h"
 
 namespace cnnbench {
 namespace {
@@ -82,7 +83,8 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     check_ranks_agree(config, comm);
     setup.threads = configure_threads(default_threads(config, comm));
     setup.settings = resolve_settings(config, comm.size(), setup.threads);
-    setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size);
+    setup.settings.classes = head_classes(config, setup.settings);
+    setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
     setup.plan = compile_run_plan(config, setup.settings, setup.graph);
   } catch (const std::exception& e) {

@@ -68,6 +68,9 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
                        {"train_augmentation", augmentation},
                        {"variable_update", config.variable_update},
                        {"compression", config.compression}};
+  // a head of another size is another model; the model's own head adds no key, so checkpoints
+  // written before the key existed still resume
+  if (settings.classes > 0 && settings.classes != settings.model.classes) id["classes"] = std::to_string(settings.classes);
   if (config.optimizer != "sgd") {
     id["momentum"] = fmt::format("{}", config.momentum);
     id["nesterov"] = config.nesterov ? "true" : "false";

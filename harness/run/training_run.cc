@@ -23,6 +23,7 @@
 #include "harness/report/timeline_file.h"
 #include "harness/report/result_files.h"
 #include "kernels/backend.h"
+#include "kernels/threads.h"
 
 namespace cnnbench {
 namespace {
@@ -103,7 +104,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   events.warmup_started = [&] { log.warmup_started(); };
   events.warmup_done = [&] {
     log.warmup_done();
-    waited_before = runqueue_wait_sec();
+    waited_before = runqueue_wait_sec(compute_thread_ids());
     timed_start = std::chrono::steady_clock::now();
   };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
@@ -118,10 +119,11 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   const std::vector<StepRecord> local = run_step_loop(settings, config, *plan, reducer.get(), overlap.get(), scaler.get(),
                                                       batch.images.data(), batch.labels.data(), events);
   // CPU wait over the timed steps, as a share of the compute threads' time; the worst rank's
-  const double waited_after = runqueue_wait_sec();
+  const double waited_after = runqueue_wait_sec(compute_thread_ids());
   const double timed_sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+  // the compute threads' own wait: a thread waits at most the whole time, a share at most 1
   double wait_fraction = waited_before >= 0 && waited_after >= 0 && timed_sec > 0
-                             ? std::max(0.0, waited_after - waited_before) / (setup.threads * timed_sec)
+                             ? std::clamp((waited_after - waited_before) / (setup.threads * timed_sec), 0.0, 1.0)
                              : -1;
   comm.allreduce_max(&wait_fraction, 1);
   RunOutcome out;
@@ -179,7 +181,8 @@ void run_training(const Config& config, Communicator& comm) {
   if (report_errors_together(baseline_error)) throw ErrorsReported{2};
 
   TfLog log(leader ? stdout : nullptr, settings, config);
-  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan));
+  log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan),
+             graph);
 
   const Shape& in = graph.input().out;
   // each rank trains on its own images, as data parallelism does
@@ -207,14 +210,13 @@ void run_training(const Config& config, Communicator& comm) {
                                 r * config.num_batches));
     speeds.push_back(outcomes.back().summary.images_per_sec);
     waits.push_back(outcomes.back().summary.cpu_wait_fraction);
-    if (repeats > 1) log.total(speeds.back());
+    if (repeats > 1) log.repeat_done(r + 1, repeats, speeds.back());
   }
   const RepeatSpeeds repeat = repeat_speeds(speeds, waits);
   const RunOutcome& reported = outcomes[repeat.median_index];
   if (timeline) write_timeline(comm, *timeline, config.timeline);
   if (!leader) return;
 
-  if (repeats == 1) log.total(reported.summary.images_per_sec);
   print_summary(stdout, reported.summary, settings);
   if (repeats > 1) print_repeats(stdout, repeat);
   if (config.layer_timing) print_layer_table(stdout, graph, reported.layers, reported.summary.timed_steps);
@@ -233,6 +235,7 @@ void run_training(const Config& config, Communicator& comm) {
     events_file->flush();
     fmt::print("  summaries       {} ({} events)\n", events_file->path(), events_file->events());
   }
+  log.total(reported.summary.images_per_sec);  // last: where tf_cnn_benchmarks' log parsers look
 }
 
 }  // namespace cnnbench
