@@ -51,9 +51,11 @@ def main():
         scaler.update()
         return loss
 
+    warmup_start = time.perf_counter()
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
+    warmup_sec = time.perf_counter() - warmup_start  # with --compile, the compilation too
     times = []
     for _ in range(a.steps):
         start = time.perf_counter()
@@ -65,7 +67,8 @@ def main():
            "device": torch.cuda.get_device_name(), "model": a.model, "batch_size": a.batch_size,
            "precision": a.precision, "compile": a.compile, "steps": a.steps,
            "images_per_sec_median": statistics.median(speeds), "images_per_sec_mean": a.batch_size * len(times) / sum(times),
-           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
+           "peak_memory_reserved_gib": torch.cuda.max_memory_reserved() / 2**30, "warmup_sec": warmup_sec}
     print(f"pytorch {a.model} b{a.batch_size} {a.precision}{' compiled' if a.compile else ''}: "
           f"{out['images_per_sec_median']:.1f} img/s median ({out['images_per_sec_mean']:.1f} mean), "
           f"{out['peak_memory_gib']:.1f} GiB")
