@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
-"""Trains the same models with cnnbench and with PyTorch on this machine, one after the other,
-and prints images/sec and the ratio per model.
+"""Trains the same models with cnnbench and with PyTorch on this machine, alternating, and
+reports images/sec, peak RSS and the ratio per model.
 
-Both run with the same model, per-rank batch, thread count, precision, synthetic data and
-number of warm-up and timed steps. PyTorch gets its best CPU setting: channels_last memory
-format and glibc told to keep freed memory (MALLOC_MMAP_MAX_=0,
-MALLOC_TRIM_THRESHOLD_=68719476736), without which it pays page faults every step; cnnbench
-runs under the same environment.
+Both sides run the same model, per-rank batch, thread count, precision (fp32, or bf16: cnnbench
+--use_fp16, PyTorch autocast), synthetic data, SGD with momentum and weight decay, and number of
+warm-up and timed steps. PyTorch runs in one of a fixed list of settings (SETTINGS: eager or
+torch.compile in its default mode or max-autotune, channels_last on or off, with or without
+glibc told to keep freed memory, MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736, without
+which it pays page faults every step). cnnbench always runs under that environment.
 
-  scripts/compare_pytorch.py                      # resnet50, vgg16, resnet20; writes results/
-  scripts/compare_pytorch.py --models resnet20 --steps 30
-Needs python3-torch and python3-torchvision (scripts/install_deps.sh --pytorch).
+  # the peer as users run it today: PyTorch from PyPI in a virtual environment (about 5 GB with the
+  # CUDA libraries its wheel pulls in; not part of the README's commands)
+  python3 -m venv ~/.venvs/torch && ~/.venvs/torch/bin/pip install torch==2.15.0 torchvision
+  # every setting once per model: which one is fastest (results/pytorch_settings_<precision>.md)
+  scripts/compare_pytorch.py --python ~/.venvs/torch/bin/python --scan
+  # cnnbench against the fastest setting, 5 alternating runs a side, Debian's PyTorch 1.13 beside
+  scripts/compare_pytorch.py --python ~/.venvs/torch/bin/python --repeats 5 --footnote-python /usr/bin/python3
+
+torch.compile's first step compiles (minutes per model on two cores); Inductor caches what it
+compiled, so later runs of the same model and setting start at once. The first step's time is
+reported apart and never counted in images/sec.
 """
 import argparse
 import csv
@@ -24,85 +33,23 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKER = os.path.join(ROOT, "scripts", "pytorch_cpu_worker.py")
 DEFAULTS = {"resnet50": 32, "vgg16": 16, "resnet20": 128}  # per-rank batch
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
-
-PYTORCH_WORKER = r'''
-import sys, time, json
-import torch, torch.nn as nn, torch.nn.functional as F
-model_name, batch, threads, warmup, steps, precision = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-torch.set_num_threads(threads)
-torch.manual_seed(1)
-
-class Shortcut(nn.Module):  # CIFAR ResNet option A: subsample, zero-pad channels
-    def __init__(self, pad):
-        super().__init__(); self.pad = pad
-    def forward(self, x):
-        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
-
-class Block(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False); self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False); self.bn2 = nn.BatchNorm2d(cout)
-        self.shortcut = Shortcut((cout - cin) // 2) if stride != 1 or cin != cout else nn.Identity()
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
-
-class CifarResNet(nn.Module):
-    def __init__(self, depth):
-        super().__init__(); n = (depth - 2) // 6
-        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False); self.bn1 = nn.BatchNorm2d(16)
-        layers, cin = [], 16
-        for stage, width in enumerate((16, 32, 64)):
-            for i in range(n):
-                layers.append(Block(cin, width, 2 if stage > 0 and i == 0 else 1)); cin = width
-        self.layers = nn.Sequential(*layers); self.fc = nn.Linear(64, 10)
-    def forward(self, x):
-        x = self.layers(F.relu(self.bn1(self.conv1(x))))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-if model_name.startswith("resnet") and int(model_name[6:]) in (20, 32, 44, 56, 110):
-    model, size, classes = CifarResNet(int(model_name[6:])), 32, 10
-else:
-    import torchvision
-    model, size, classes = getattr(torchvision.models, model_name)(), 224, 1000
-model = model.to(memory_format=torch.channels_last).train()
-images = torch.randn(batch, 3, size, size).to(memory_format=torch.channels_last)
-labels = torch.randint(0, classes, (batch,))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-loss_fn = nn.CrossEntropyLoss()
-
-def step():
-    optimizer.zero_grad(set_to_none=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-        loss = loss_fn(model(images), labels)
-    loss.backward()
-    optimizer.step()
-
-def runqueue_wait_sec():  # as cnnbench's harness/report/cpu_wait.cc: time ready but without a CPU
-    import os
-    total = 0
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            total += int(open(f"/proc/self/task/{tid}/schedstat").read().split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / 1e9
-
-for _ in range(warmup):
-    step()
-times = []
-waited = runqueue_wait_sec()
-for _ in range(steps):
-    start = time.perf_counter(); step(); times.append(time.perf_counter() - start)
-wait_fraction = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
-import resource
-print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "torch": torch.__version__,
-                  "cpu_wait_fraction": wait_fraction,
-                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
-'''
+# name: (mode, channels_last, glibc's allocator told to keep freed memory)
+SETTINGS = {
+    "eager": ("eager", False, False),
+    "eager+malloc": ("eager", False, True),
+    "eager+cl": ("eager", True, False),
+    "eager+cl+malloc": ("eager", True, True),
+    "compile": ("compile", False, False),
+    "compile+malloc": ("compile", False, True),
+    "compile+cl": ("compile", True, False),
+    "compile+cl+malloc": ("compile", True, True),
+    "max-autotune+malloc": ("max-autotune", False, True),
+    "max-autotune+cl+malloc": ("max-autotune", True, True),
+}
+FOOTNOTE_SETTING = "eager+cl+malloc"  # Debian's 1.13 has torch.compile, but it was 2022's: its best eager setting
 
 
 def run_checked(args, env, what):
@@ -112,13 +59,19 @@ def run_checked(args, env, what):
     return done
 
 
-def run_pytorch(python, model, batch, threads, warmup, steps, precision, env):
-    out = run_checked([python, "-c", PYTORCH_WORKER, model, str(batch), str(threads), str(warmup), str(steps),
-                       precision], env, f"PyTorch {model}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def run_pytorch(python, model, batch, threads, warmup, steps, precision, setting):
+    mode, channels_last, malloc = SETTINGS[setting]
+    env = dict(os.environ, **MALLOC_ENV) if malloc else {k: v for k, v in os.environ.items() if k not in MALLOC_ENV}
+    env.pop("LD_LIBRARY_PATH", None)  # a wheel's own libraries, not ours
+    out = run_checked([python, WORKER, model, str(batch), str(threads), str(warmup), str(steps), precision, mode,
+                       "1" if channels_last else "0"], env, f"PyTorch {model} ({setting})")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["setting"] = setting
+    return result
 
 
-def run_cnnbench(binary, model, batch, threads, warmup, steps, precision, env):
+def run_cnnbench(binary, model, batch, threads, warmup, steps, precision):
+    env = dict(os.environ, **MALLOC_ENV)
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "r.json")
         args = [binary, f"--model={model}", f"--batch_size={batch}", f"--num_batches={steps}",
@@ -184,79 +137,185 @@ def pct(value):
     return "n/a" if value is None else f"{value}%"
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(DEFAULTS), help="models to compare")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps (5x for resnet20, whose steps are short)")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "cnnbench"))
     parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
-                        help="interpreter that has Debian's torch (default /usr/bin/python3)")
+                        help="the Python whose torch is the peer (a virtual environment's for PyTorch 2.x)")
+    parser.add_argument("--scan", action="store_true",
+                        help="run PyTorch alone in every setting of --settings, --repeats times each, and record which is fastest")
+    parser.add_argument("--settings", nargs="+", default=None,
+                        help=f"PyTorch settings (default: all with --scan, else the fastest of the scan): {', '.join(SETTINGS)}")
+    parser.add_argument("--footnote-python", default=None,
+                        help=f"another torch run beside in its {FOOTNOTE_SETTING} setting (Debian's 1.13: /usr/bin/python3)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="run each side this many times, alternating; report the medians (and the range)")
-    parser.add_argument("--out", default=os.path.join(ROOT, "results"), help="folder for compare_pytorch_*.csv/.md")
+    parser.add_argument("--out", default=os.path.join(ROOT, "results"), help="folder for the tables")
     args = parser.parse_args()
-    env = dict(os.environ, **MALLOC_ENV)
+    for name in args.settings or []:
+        if name not in SETTINGS:
+            parser.error(f"--settings: unknown setting {name!r} (known: {', '.join(SETTINGS)})")
+    return args
+
+
+def steps_for(model, steps):
+    return steps * (5 if model == "resnet20" else 1)  # short steps: time more of them
+
+
+def scan_path(out, precision):
+    return os.path.join(out, f"pytorch_settings_{precision}")
+
+
+def scan(args):
+    """Every setting, --repeats runs each in rounds (every setting's first run, then every
+    setting's second...), per model; the fastest setting by median marked."""
+    settings = args.settings or list(SETTINGS)
     rows = []
     for model in args.models:
-        batch = DEFAULTS.get(model, 32)
-        steps = args.steps * (5 if model == "resnet20" else 1)  # short steps: time more of them
-        # alternate the two so that a slow spell of the machine hits both; keep each side's median run
-        runs_ours, runs_theirs = [], []
+        batch, steps = DEFAULTS.get(model, 32), steps_for(model, args.steps)
+        runs = {name: [] for name in settings}
         for _ in range(max(1, args.repeats)):
-            runs_ours.append(run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps,
-                                          args.precision, env))
-            runs_theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps,
-                                           args.precision, env))
-            print(f"  {model} run {len(runs_ours)}: cnnbench {runs_text(runs_ours[-1:])}, "
-                  f"PyTorch {runs_text(runs_theirs[-1:])}", flush=True)
-        ours, theirs = median_run(runs_ours), median_run(runs_theirs)
-        ratio = ours["images_per_sec"] / theirs["images_per_sec"]
-        rows.append({"model": model, "batch": batch, "threads": args.threads, "precision": args.precision,
-                     "steps": steps, "cnnbench_images_per_sec": round(ours["images_per_sec"], 2),
-                     "pytorch_images_per_sec": round(theirs["images_per_sec"], 2), "ratio": round(ratio, 3),
-                     "cnnbench_fraction_of_peak": round(ours["fraction_of_peak"], 3),
-                     "torch_version": theirs["torch"], "cpu": ours["cpu"], "repeats": len(runs_ours),
-                     "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_ours)),
-                     "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs_theirs)),
-                     "cnnbench_spread_pct": spread_pct(runs_ours), "pytorch_spread_pct": spread_pct(runs_theirs),
-                     "cnnbench_iqr_pct": iqr_pct(runs_ours), "pytorch_iqr_pct": iqr_pct(runs_theirs),
-                     "cnnbench_runs": runs_text(runs_ours), "pytorch_runs": runs_text(runs_theirs),
-                     "most_cpu_wait": f"{most_wait(runs_ours)} / {most_wait(runs_theirs)}",
-                     "cnnbench_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_ours) / 2**30, 2),
-                     "pytorch_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs_theirs) / 2**30, 2)})
-        print(f"{model:10s} batch {batch:4d}  cnnbench {ours['images_per_sec']:9.2f} img/s  "
-              f"pytorch {theirs['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
-              f"({peak_pct(ours['fraction_of_peak'])} of the measured {args.precision} peak)", flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"compare_pytorch_{args.precision}")
-    with open(stem + ".csv", "w", newline="") as f:
+            for name in settings:
+                r = run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, name)
+                runs[name].append(r)
+                print(f"  {model} {name}: {r['images_per_sec']:.2f} img/s, first step {r['first_step_sec']:.1f} s, "
+                      f"{100 * r['cpu_wait_fraction']:.1f}% wait, peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+        best = max(settings, key=lambda name: median_run(runs[name])["images_per_sec"])
+        for name in settings:
+            m = median_run(runs[name])
+            rows.append({"model": model, "batch": batch, "precision": args.precision, "threads": args.threads,
+                         "setting": name, "images_per_sec": round(m["images_per_sec"], 3),
+                         "range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(runs[name])),
+                         "first_step_sec": round(max(r["first_step_sec"] for r in runs[name]), 1),
+                         "peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs[name]) / 2**30, 2),
+                         "most_cpu_wait": most_wait(runs[name]), "fastest": name == best, "torch_version": m["torch"],
+                         "runs": len(runs[name])})
+        print(f"{model}: fastest {best}", flush=True)
+    stem = scan_path(args.out, args.precision)
+    write_csv(stem + ".csv", rows)
+    with open(stem + ".md", "w") as f:
+        f.write(f"PyTorch {rows[0]['torch_version']} alone in each setting, {args.precision}, {args.threads} threads, "
+                f"{cpu_model()} ({platform.node()}), {time.strftime('%Y-%m-%d')}; {args.steps} timed steps "
+                f"({5 * args.steps} for resnet20) after {args.warmup} warm-up, median of {rows[0]['runs']} run(s) "
+                "per setting, range in brackets; the first step (torch.compile's compilation, or its cache) apart\n\n")
+        f.write("| model | batch | setting | img/s | first step s | peak RSS GiB | most CPU wait | fastest |\n"
+                "|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['batch']} | {r['setting']} | {r['images_per_sec']} ({r['range']}) "
+                    f"| {r['first_step_sec']} | {r['peak_rss_gib']} | {r['most_cpu_wait']} | {'**yes**' if r['fastest'] else ''} |\n")
+    print(f"wrote {stem}.csv and {stem}.md")
+
+
+def fastest_settings(args):
+    """model -> the fastest setting of the scan for this precision and torch; exits if none."""
+    path = scan_path(args.out, args.precision) + ".csv"
+    try:
+        with open(path, newline="") as f:
+            found = {r["model"]: r["setting"] for r in csv.DictReader(f) if r["fastest"] == "True"}
+    except OSError:
+        found = {}
+    missing = [m for m in args.models if m not in found]
+    if missing:
+        sys.exit(f"compare_pytorch.py: no scan of PyTorch's settings for {', '.join(missing)} in {path}: run --scan "
+                 "first, or name --settings")
+    return found
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
+def write_csv(path, rows):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def compare(args):
+    chosen = {m: args.settings[0] for m in args.models} if args.settings else fastest_settings(args)
+    rows = []
+    for model in args.models:
+        batch, steps, setting = DEFAULTS.get(model, 32), steps_for(model, args.steps), chosen[model]
+        # alternate the sides so that a slow spell of the machine hits them alike; keep each side's median run
+        ours, theirs, footnote = [], [], []
+        for _ in range(max(1, args.repeats)):
+            ours.append(run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps, args.precision))
+            theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, setting))
+            if args.footnote_python:
+                footnote.append(run_pytorch(args.footnote_python, model, batch, args.threads, args.warmup, steps,
+                                            args.precision, FOOTNOTE_SETTING))
+            print(f"  {model} run {len(ours)}: cnnbench {runs_text(ours[-1:])}, PyTorch {setting} {runs_text(theirs[-1:])}"
+                  + (f", footnote {runs_text(footnote[-1:])}" if footnote else ""), flush=True)
+        o, t = median_run(ours), median_run(theirs)
+        ratio = o["images_per_sec"] / t["images_per_sec"]
+        row = {"model": model, "batch": batch, "threads": args.threads, "precision": args.precision, "steps": steps,
+               "cnnbench_images_per_sec": round(o["images_per_sec"], 2), "pytorch_setting": setting,
+               "pytorch_images_per_sec": round(t["images_per_sec"], 2), "ratio": round(ratio, 3),
+               "cnnbench_fraction_of_peak": round(o["fraction_of_peak"], 3), "torch_version": t["torch"],
+               "cpu": o["cpu"], "repeats": len(ours),
+               "cnnbench_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(ours)),
+               "pytorch_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(theirs)),
+               "cnnbench_spread_pct": spread_pct(ours), "pytorch_spread_pct": spread_pct(theirs),
+               "cnnbench_iqr_pct": iqr_pct(ours), "pytorch_iqr_pct": iqr_pct(theirs),
+               "cnnbench_runs": runs_text(ours), "pytorch_runs": runs_text(theirs),
+               "most_cpu_wait": f"{most_wait(ours)} / {most_wait(theirs)}",
+               "cnnbench_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in ours) / 2**30, 2),
+               "pytorch_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in theirs) / 2**30, 2),
+               "pytorch_first_step_sec": round(max(r["first_step_sec"] for r in theirs), 1)}
+        if footnote:
+            f = median_run(footnote)
+            row.update({"footnote_torch_version": f["torch"], "footnote_images_per_sec": round(f["images_per_sec"], 2),
+                        "footnote_range": "-".join(f"{r['images_per_sec']:.2f}" for r in span(footnote)),
+                        "footnote_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in footnote) / 2**30, 2)})
+        rows.append(row)
+        print(f"{model:10s} batch {batch:4d}  cnnbench {o['images_per_sec']:9.2f} img/s  PyTorch {setting} "
+              f"{t['images_per_sec']:9.2f} img/s  ratio {ratio:5.2f}x  "
+              f"({peak_pct(o['fraction_of_peak'])} of the measured {args.precision} peak)", flush=True)
+    stem = os.path.join(args.out, f"compare_pytorch_{args.precision}")
+    write_csv(stem + ".csv", rows)
     with open(stem + ".md", "w") as f:
-        f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']}, {args.precision}, {args.threads} threads, "
-                f"{rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n")
-        f.write(f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; "
-                f"median of {rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
-        f.write("| model | batch | cnnbench img/s | PyTorch img/s | ratio | cnnbench % of peak | most CPU wait (cnnbench / PyTorch) "
-                "| peak RSS GiB (cnnbench / PyTorch) | spread, range / median (cnnbench / PyTorch) "
-                "| spread, IQR / median (cnnbench / PyTorch) |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n")
+        f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']} in its fastest setting, {args.precision}, "
+                f"{args.threads} threads, {rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n"
+                f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; median of "
+                f"{rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
+        note = "footnote_images_per_sec" in rows[0]
+        f.write("| model | batch | cnnbench img/s | PyTorch setting | PyTorch img/s | ratio | peak RSS GiB (cnnbench / PyTorch) "
+                "| cnnbench % of peak | most CPU wait (cnnbench / PyTorch) | spread, range / median | spread, IQR / median |"
+                + (f" PyTorch {rows[0]['footnote_torch_version']} ({FOOTNOTE_SETTING}) img/s |" if note else "") + "\n"
+                + "|---" * (11 + note) + "|\n")
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
-                    f"| {r['pytorch_images_per_sec']} ({r['pytorch_range']}) "
-                    f"| {r['ratio']}x | {peak_pct(r['cnnbench_fraction_of_peak'])} | {r['most_cpu_wait']} "
-                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} "
-                    f"| {r['cnnbench_spread_pct']}% / {r['pytorch_spread_pct']}% "
-                    f"| {pct(r['cnnbench_iqr_pct'])} / {pct(r['pytorch_iqr_pct'])} |\n")
+                    f"| {r['pytorch_setting']} | {r['pytorch_images_per_sec']} ({r['pytorch_range']}) | {r['ratio']}x "
+                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} | {peak_pct(r['cnnbench_fraction_of_peak'])} "
+                    f"| {r['most_cpu_wait']} | {r['cnnbench_spread_pct']}% / {r['pytorch_spread_pct']}% "
+                    f"| {pct(r['cnnbench_iqr_pct'])} / {pct(r['pytorch_iqr_pct'])} |"
+                    + (f" {r['footnote_images_per_sec']} ({r['footnote_range']}) |" if note else "") + "\n")
         f.write("\nEvery run in order, images/sec (share of its threads' time spent waiting for a CPU another "
                 "process held):\n\n")
         for r in rows:
             f.write(f"- {r['model']}: cnnbench {r['cnnbench_runs']}; PyTorch {r['pytorch_runs']}\n")
     print(f"wrote {stem}.csv and {stem}.md")
+
+
+def main():
+    args = parse_args()
+    if not os.path.exists(args.python):
+        sys.exit(f"compare_pytorch.py: no Python at {args.python} (see the virtual environment command in --help)")
+    if args.scan:
+        scan(args)
+    else:
+        compare(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""One PyTorch training run on the CPU for scripts/compare_pytorch.py, run by the Python whose
+torch is measured (Debian's 1.13, or 2.x from a virtual environment). Prints one JSON line:
+images/sec over the timed steps, every step's time, the first step's time (with torch.compile,
+the compilation), the share of the timed steps' thread time spent waiting for a CPU, and the
+process's peak RSS.
+
+  python pytorch_cpu_worker.py MODEL BATCH THREADS WARMUP STEPS PRECISION MODE CHANNELS_LAST
+MODE: eager, compile (torch.compile's default mode) or max-autotune; CHANNELS_LAST: 1 or 0.
+The model is torchvision's (resnet50, vgg16, ...) or the CIFAR ResNet of He et al. 2015 with
+option A shortcuts (resnet20 ... resnet110), as cnnbench builds them; SGD with momentum and
+weight decay; synthetic data of the model's input size.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Shortcut(nn.Module):  # CIFAR ResNet option A: subsample, zero-pad channels
+    def __init__(self, pad):
+        super().__init__()
+        self.pad = pad
+
+    def forward(self, x):
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = Shortcut((cout - cin) // 2) if stride != 1 or cin != cout else nn.Identity()
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        n = (depth - 2) // 6
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        layers, cin = [], 16
+        for stage, width in enumerate((16, 32, 64)):
+            for i in range(n):
+                layers.append(Block(cin, width, 2 if stage > 0 and i == 0 else 1))
+                cin = width
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def build(name):
+    """(model, image size, classes)"""
+    if name.startswith("resnet") and name[6:].isdigit() and int(name[6:]) in (20, 32, 44, 56, 110):
+        return CifarResNet(int(name[6:])), 32, 10
+    import torchvision
+    return getattr(torchvision.models, name)(), 224, 1000
+
+
+def runqueue_wait_sec():
+    """As cnnbench's harness/report/cpu_wait.cc: time the threads were ready but had no CPU."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
+def main():
+    name, batch, threads, warmup, steps, precision, mode, channels_last = sys.argv[1:9]
+    batch, threads, warmup, steps = int(batch), int(threads), int(warmup), int(steps)
+    channels_last = channels_last == "1"
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model, size, classes = build(name)
+    model = model.train()
+    images = torch.randn(batch, 3, size, size)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        images = images.to(memory_format=torch.channels_last)
+    labels = torch.randint(0, classes, (batch,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    run = model if mode == "eager" else torch.compile(model, mode=None if mode == "compile" else mode)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = loss_fn(run(images), labels)
+        loss.backward()
+        optimizer.step()
+
+    start = time.perf_counter()
+    step()  # with torch.compile: the compilation (or the cache's answer)
+    first = time.perf_counter() - start
+    for _ in range(max(0, warmup - 1)):
+        step()
+    times = []
+    waited = runqueue_wait_sec()
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    wait = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
+    print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "first_step_sec": first,
+                      "torch": torch.__version__, "cpu_wait_fraction": min(1.0, wait),
+                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+if __name__ == "__main__":
+    main()
