@@ -2,7 +2,14 @@
 
 #include <mpi.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +29,36 @@ const char* wire_type_name(WireType t) {
 
 size_t wire_type_size(WireType t) { return t == WireType::f32 ? 4 : 2; }
 
+namespace {
+
+// The session folder base a singleton was given (empty: none), removed after MPI_Finalize.
+std::string& own_session_base() {
+  static std::string path;
+  return path;
+}
+
+// Session folders of singletons that ended without MPI_Finalize (killed): removed by the next
+// one, where their process is gone.
+void remove_stale_session_bases(const std::string& tmp) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("cnnbench-ompi.", 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + 14, nullptr, 10);
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
+bool started_by_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_ID"})
+    if (std::getenv(name)) return true;
+  // a PMIx launcher's rank, but not Open MPI's singleton, whose MPI_Init sets PMIX_RANK itself
+  const char* ess = std::getenv("OMPI_MCA_ess");
+  return std::getenv("PMIX_RANK") && !(ess && std::string(ess) == "singleton");
+}
+
 void init_mpi(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -31,6 +68,19 @@ void init_mpi(int* argc, char*** argv) {
   // container without /etc/hosts). Topology for binding and NCCL does not need it; a user's own
   // HWLOC_COMPONENTS is kept.
   setenv("HWLOC_COMPONENTS", "-gl", 0);
+  // A process no launcher started is Open MPI's singleton: it creates, and at its end removes,
+  // the per-user session folder <tmp>/ompi.<host>.<uid>, and two singletons starting and ending
+  // at once race on it ("A call to mkdir was unable to create ... File exists", orte_init failed:
+  // seen twice in one test run of ctest -j2). Each singleton gets a base folder of its own.
+  if (!started_by_launcher() && !std::getenv("OMPI_MCA_orte_tmpdir_base")) {
+    const char* dir = std::getenv("TMPDIR");
+    const std::string tmp = dir && *dir ? dir : "/tmp", base = tmp + "/cnnbench-ompi." + std::to_string(getpid());
+    remove_stale_session_bases(tmp);
+    if (mkdir(base.c_str(), 0700) == 0) {
+      setenv("OMPI_MCA_orte_tmpdir_base", base.c_str(), 1);
+      own_session_base() = base;
+    }
+  }
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   // Errors come back as codes we turn into messages, instead of MPI's default abort.
@@ -49,6 +99,11 @@ void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+  if (!own_session_base().empty()) {  // Open MPI removed its folders inside; the base is ours
+    std::error_code ec;
+    std::filesystem::remove_all(own_session_base(), ec);
+    own_session_base().clear();
+  }
 }
 
 Communicator::Communicator() {

@@ -77,6 +77,9 @@ struct ErrorsReported {
 // Throws std::runtime_error("<what> failed: <MPI's message>") unless `code` is MPI_SUCCESS.
 void check_mpi(int code, const char* what);
 
+// Whether a launcher started this process (mpiexec, srun, MPICH's hydra), read from its
+// environment: before MPI_Init, or after it in a process that has one.
+bool started_by_launcher();
 // Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
 void init_mpi(int* argc, char*** argv);
 void finalize_mpi();

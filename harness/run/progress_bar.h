@@ -9,10 +9,6 @@
 
 namespace cnnbench {
 
-// A launcher's variables in this process's environment: Open MPI, MPICH/Hydra and Intel MPI,
-// PMIx (srun --mpi=pmix), Slurm's srun.
-bool started_by_launcher();
-
 bool draws_progress_bar(const Config& config, bool leader);
 
 }  // namespace cnnbench
