@@ -198,7 +198,7 @@ EOF
   [ "$st" = ok ] || say "  $(grep -v '^\s*$' "$f.log" | tail -1 | cut -c1-160)"
 }
 
-stage_bench() {  # the issue's table, the three sides alternating run by run
+stage_bench() {  # the GPU table against PyTorch, the three sides alternating run by run
   local rep c
   for ((rep = 1; rep <= REPS; rep++)); do
     for c in "resnet50_b256 resnet50 256" "resnet50_b32 resnet50 32" "vgg16_b256 vgg16 256"; do
