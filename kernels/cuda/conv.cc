@@ -17,18 +17,21 @@ std::string CudaPlan::fmt_key(const Shape& s, const Node& node) const {
          std::to_string(node.conv.stride) + "p" + std::to_string(node.conv.pad);
 }
 
+// The fastest result that ran and fits the search's memory limit (cuDNN lists them fastest first).
 template <typename Perf>
-auto CudaPlan::pick(const Perf* results, int count, const char* what) -> decltype(results[0].algo) {
+const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) const {
   for (int i = 0; i < count; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_) return results[i].algo;
+    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_) return results[i];
   throw std::runtime_error(std::string("cuDNN offers no ") + what + " convolution algorithm for this shape");
 }
 
-template <typename Perf, typename Algo>
-size_t CudaPlan::chosen_memory(const Perf* results, int count, Algo algo) {
-  for (int i = 0; i < count; ++i)
-    if (results[i].algo == algo && results[i].status == CUDNN_STATUS_SUCCESS) return results[i].memory;
-  return 0;
+std::unique_ptr<ConvDesc> CudaPlan::conv_desc(const Node& node, cudnnMathType_t math) const {
+  auto d = std::make_unique<ConvDesc>();
+  const int pad = static_cast<int>(node.conv.pad), stride = static_cast<int>(node.conv.stride);
+  CUDA_CHECK(cudnnSetConvolution2dDescriptor(d->d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
+  CUDA_CHECK(cudnnSetConvolutionMathType(d->d, math));
+  return d;
 }
 
 // The timed search needs a workspace; it is freed after compile.
@@ -62,44 +65,34 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node, const TensorDesc& x, con
   void* dwp = type_ == DType::f32 ? static_cast<void*>(grad(node.id, 0)) : grad_half(node.id, 0);
   constexpr int want = 8;
   int got = 0;
+  cudnnConvolutionFwdAlgoPerf_t f[want];
+  cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
+  cudnnConvolutionBwdDataAlgoPerf_t bd[want];
+  const auto take = [&a](const auto& chosen, auto& algo, cudnnMathType_t& math) {
+    algo = chosen.algo;
+    math = chosen.mathType;
+    a.workspace = std::max(a.workspace, chosen.memory);
+  };
   if (timed_search_) {
-    cudnnConvolutionFwdAlgoPerf_t f[want];
     CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x.d, xp, st.filter->d, wp, st.conv->d, y.d, yp, want,
                                                       &got, f, ws.data(), search_limit_));
-    a.forward = pick(f, got, "forward");
-    a.workspace = std::max(a.workspace, chosen_memory(f, got, a.forward));
-    cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
+    take(pick(f, got, "forward"), a.forward, a.forward_math);
     CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, x.d, xp, y.d, dyp, st.conv->d, st.filter->d,
                                                              dwp, want, &got, bf, ws.data(), search_limit_));
-    a.backward_filter = pick(bf, got, "backward filter");
-    a.workspace = std::max(a.workspace, chosen_memory(bf, got, a.backward_filter));
-    cudnnConvolutionBwdDataAlgoPerf_t bd[want];
+    take(pick(bf, got, "backward filter"), a.backward_filter, a.filter_math);
     CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, st.filter->d, wp, y.d, dyp, st.conv->d, x.d, dxp,
                                                            want, &got, bd, ws.data(), search_limit_));
-    a.backward_data = pick(bd, got, "backward data");
-    a.workspace = std::max(a.workspace, chosen_memory(bd, got, a.backward_data));
-  } else {
+    take(pick(bd, got, "backward data"), a.backward_data, a.data_math);
+  } else {  // heuristics: each result carries the workspace it needs
     search_workspace();  // sets the limit
-    cudnnConvolutionFwdAlgoPerf_t f[want];
     CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x.d, st.filter->d, st.conv->d, y.d, want, &got, f));
-    a.forward = pick(f, got, "forward");
-    cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
+    take(pick(f, got, "forward"), a.forward, a.forward_math);
     CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x.d, y.d, st.conv->d, st.filter->d, want, &got,
                                                              bf));
-    a.backward_filter = pick(bf, got, "backward filter");
-    cudnnConvolutionBwdDataAlgoPerf_t bd[want];
+    take(pick(bf, got, "backward filter"), a.backward_filter, a.filter_math);
     CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, st.filter->d, y.d, st.conv->d, x.d, want, &got,
                                                            bd));
-    a.backward_data = pick(bd, got, "backward data");
-    size_t b = 0;
-    CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, x.d, st.filter->d, st.conv->d, y.d, a.forward, &b));
-    a.workspace = std::max(a.workspace, b);
-    CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, x.d, y.d, st.conv->d, st.filter->d,
-                                                              a.backward_filter, &b));
-    a.workspace = std::max(a.workspace, b);
-    CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, st.filter->d, y.d, st.conv->d, x.d,
-                                                            a.backward_data, &b));
-    a.workspace = std::max(a.workspace, b);
+    take(pick(bd, got, "backward data"), a.backward_data, a.data_math);
   }
   algo_cache_[key] = a;
   return a;
@@ -113,18 +106,17 @@ void CudaPlan::compile_conv(const Node& node) {
   CUDA_CHECK(cudnnSetFilter4dDescriptor(s.filter->d, cudnn_type(type_), CUDNN_TENSOR_NHWC,
                                         static_cast<int>(node.conv.out_channels), static_cast<int>(src.out.c),
                                         static_cast<int>(node.conv.kernel), static_cast<int>(node.conv.kernel)));
-  s.conv = std::make_unique<ConvDesc>();
-  const int pad = static_cast<int>(node.conv.pad), stride = static_cast<int>(node.conv.stride);
-  CUDA_CHECK(cudnnSetConvolution2dDescriptor(s.conv->d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                             CUDNN_DATA_FLOAT));
-  CUDA_CHECK(cudnnSetConvolutionMathType(
-      s.conv->d, type_ != DType::f32 ? CUDNN_TENSOR_OP_MATH : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // The search runs on this descriptor; each direction then runs on one with its algorithm's math type.
+  s.conv = conv_desc(node, type_ != DType::f32 ? CUDNN_TENSOR_OP_MATH : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
   int n, c, h, w;
   CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.conv->d, x->d, s.filter->d, &n, &c, &h, &w));
   if (h != node.out.h || w != node.out.w || c != node.out.c)
     throw std::logic_error("cuDNN's output shape differs from the graph's");
   const bool data_grad = wants_grad(src.id);
   s.algos = choose_algorithms(node, *x, *s.out, data_grad);
+  s.conv = conv_desc(node, s.algos.forward_math);
+  s.conv_filter = conv_desc(node, s.algos.filter_math);
+  s.conv_data = conv_desc(node, s.algos.data_math);
   workspace_bytes_ = std::max(workspace_bytes_, s.algos.workspace);
   const int relu = fused_relu_of_[node.id];
   const bool bias = node.conv.bias;
@@ -143,7 +135,7 @@ void CudaPlan::compile_conv(const Node& node) {
     const bool half = type_ != DType::f32;
     void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
     CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
-                                              s.conv->d, s.algos.backward_filter, workspace_.data(),
+                                              s.conv_filter->d, s.algos.backward_filter, workspace_.data(),
                                               s.algos.workspace, &zero, s.filter->d, dw));
     if (half)
       cuda::convert(dw, type_, grad(node.id, 0), DType::f32, layout_.param(node.id, 0).elements, 1.0f, stream_);
@@ -154,7 +146,7 @@ void CudaPlan::compile_conv(const Node& node) {
     push_backward(node.id, [this, &node, &s, xd, acc] {
       const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
       CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, weights(node.id, 0), s.out->d,
-                                              diff_[node.id], s.conv->d, s.algos.backward_data, workspace_.data(),
+                                              diff_[node.id], s.conv_data->d, s.algos.backward_data, workspace_.data(),
                                               s.algos.workspace, &beta, xd->d, diff_[node.inputs[0]]));
     });
 }

@@ -60,10 +60,14 @@ struct ActivationDesc {
   ~ActivationDesc() { cudnnDestroyActivationDescriptor(d); }
 };
 
+// Each algorithm with the math type cuDNN found it under: a 16-bit search on a tensor-op
+// descriptor also returns default-math kernels, which fail with BAD_PARAM when run on that
+// descriptor (seen on an H100: fp16 3x3 stride-2 16 -> 32 channels, backward filter).
 struct ConvAlgos {
   cudnnConvolutionFwdAlgo_t forward{};
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  cudnnMathType_t forward_math{}, data_math{}, filter_math{};
   size_t workspace = 0;
 };
 
@@ -71,7 +75,7 @@ struct ConvAlgos {
 struct NodeState {
   std::unique_ptr<TensorDesc> out;  // NHWC, compute type
   std::unique_ptr<FilterDesc> filter;
-  std::unique_ptr<ConvDesc> conv;
+  std::unique_ptr<ConvDesc> conv, conv_data, conv_filter;  // forward, data and filter gradients' math types
   std::unique_ptr<PoolDesc> pool;
   std::unique_ptr<TensorDesc> stats;  // batch norm: per-channel fp32
   ConvAlgos algos;
@@ -164,9 +168,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   ConvAlgos choose_algorithms(const Node& node, const TensorDesc& x, const TensorDesc& y, bool need_data);
   std::string fmt_key(const Shape& s, const Node& node) const;
   template <typename Perf>
-  auto pick(const Perf* results, int count, const char* what) -> decltype(results[0].algo);
-  template <typename Perf, typename Algo>
-  static size_t chosen_memory(const Perf* results, int count, Algo algo);
+  const Perf& pick(const Perf* results, int count, const char* what) const;
+  std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
 
