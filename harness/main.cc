@@ -72,13 +72,13 @@ int end_job_from_this_rank(const std::string& what, int exit_code) {
 }
 
 void list_models() {
-  fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}\n", "model", "data", "input", "classes", "parameters",
-             "GMACs/image", "batch");
+  fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12} {:>9}  {}\n", "model", "data", "input", "classes", "parameters",
+             "GMACs/image", "batch", "network");
   for (const ModelInfo& m : model_zoo()) {
     const Graph g = m.build(1);
-    fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12.3f} {:>9}\n", m.name, m.dataset,
+    fmt::print("{:<16} {:<14} {:>10} {:>8} {:>14} {:>12.3f} {:>9}  {}\n", m.name, m.dataset,
                fmt::format("{}x{}x{}", m.channels, m.image_size, m.image_size), m.classes, g.param_count(),
-               static_cast<double>(g.forward_macs_per_image()) / 1e9, m.default_batch_size);
+               static_cast<double>(g.forward_macs_per_image()) / 1e9, m.default_batch_size, m.network);
   }
 }
 

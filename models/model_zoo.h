@@ -21,6 +21,8 @@ struct ModelInfo {
   // output unit after 150528 inputs diverges at the ImageNet rule's 0.0125 (loss NaN by the 8th
   // step at batch 32); 0.0005 trains at batch 32 to 128 on 1 and 2 ranks, 0.002 does not.
   double default_learning_rate = 0;
+  // which network the name is, where the name alone does not say ("ResNet-50 v1: ...")
+  std::string network = "";
 };
 
 const std::vector<ModelInfo>& model_zoo();
@@ -34,7 +36,9 @@ Graph with_classes(Graph graph, int64_t classes);
 
 // The builders, one family per file.
 Graph build_vgg(int depth, int64_t batch_size);          // 11, 16, 19 (torchvision layout)
-Graph build_resnet(int depth, int64_t batch_size);       // 18, 34, 50, 101, 152 (v1.5)
+enum class ResNetVersion { v1, v1_5, v2 };  // see models/resnet.cc
+Graph build_resnet(int depth, int64_t batch_size, ResNetVersion version = ResNetVersion::v1_5,
+                   const std::string& graph_name = "");  // 18, 34, 50, 101, 152; named resnetN unless given
 Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 (option A)
 // The same layout on channels x size x size images (Fashion-MNIST: 1 x 28 x 28), named `name`.
 Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name);

@@ -14,6 +14,13 @@ struct Expected {
 
 class ModelZoo : public ::testing::TestWithParam<Expected> {};
 
+// A model's name as a test's: "resnet50_v1.5" -> "resnet50_v1_5"
+std::string test_name(std::string model) {
+  for (char& c : model)
+    if (c == '.') c = '_';
+  return model;
+}
+
 TEST_P(ModelZoo, ParametersShapesAndMacs) {
   const Expected& e = GetParam();
   const auto info = find_model(e.model);
@@ -39,7 +46,30 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
                                            Expected{"resnet44", 658586, 0.0973}, Expected{"resnet56", 853018, 0.1257},
                                            Expected{"resnet110", 1727962, 0.2533}, Expected{"small_cnn", 421738, 0.0042},
                                            Expected{"resnet20_fmnist", 269434, 0.0308}),
-                         [](const ::testing::TestParamInfo<Expected>& info) { return std::string(info.param.model); });
+                         [](const ::testing::TestParamInfo<Expected>& info) { return test_name(info.param.model); });
+
+// tf_cnn_benchmarks' ResNet versions, counted from its definition (models/resnet_model.py):
+// - v1.5 is resnet50 under its tf_cnn_benchmarks name.
+// - v1 moves each stage's stride from the first block's 3x3 to its first 1x1: the same weights,
+//   and per stage 2-4 a 1x1 of 102.76 M MACs at full size that now runs at a quarter (25.69 M):
+//   231.2 M fewer, 3.858 GMACs for resnet50 (the 3.86 G published for ResNet-50 v1).
+// - v2 (pre-activation) keeps v1's convolutions (resnet50: 25,557,032 - 2,049,000 fc - 53,120
+//   batch-norm parameters = 23,454,912 conv weights) with other batch norms: the stem's (64
+//   channels), each block's pre-activation over its input channels (resnet50: 64 + 256 x 2,
+//   256 + 512 x 3, 512 + 1024 x 5, 1024 + 2048 x 2 = 13,120), after each block's first two
+//   convolutions (2 x width: 7,552), and the final one (2048): 22,784 channels, 45,568
+//   parameters; 23,454,912 + 45,568 + 2,049,000 = 25,549,480. resnet101_v2: 42,394,816 conv
+//   weights + 2 x 48,896 + 2,049,000 = 44,541,608; resnet152_v2: 57,992,384 + 2 x 71,936 +
+//   2,049,000 = 60,185,256.
+INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
+                         ::testing::Values(Expected{"resnet50_v1.5", 25557032, 4.089},
+                                           Expected{"resnet50_v1", 25557032, 3.858},
+                                           Expected{"resnet101_v1", 44549160, 7.570},
+                                           Expected{"resnet152_v1", 60192808, 11.283},
+                                           Expected{"resnet50_v2", 25549480, 3.858},
+                                           Expected{"resnet101_v2", 44541608, 7.570},
+                                           Expected{"resnet152_v2", 60185256, 11.283}),
+                         [](const ::testing::TestParamInfo<Expected>& info) { return test_name(info.param.model); });
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {
   try {

@@ -113,7 +113,9 @@ TEST_P(ForwardOverlapTest, TrainsBitIdenticallyToUpdatingAtTheEndOfTheStep) {
                              (setting.first_layers_mb > 0 ? ", first layers' bucket 1 KiB" : "") +
                              (setting.sgd.lars ? ", lars" : setting.sgd.nesterov ? ", nesterov" : "");
     const Outcome reference = train(c, graph, setting, Updates::end_of_step);
-    if (setting.first_layers_mb > 0) EXPECT_GE(reference.buckets, 3u) << what;  // split, not one or two buckets
+    if (setting.first_layers_mb > 0) {
+      EXPECT_GE(reference.buckets, 3u) << what;  // split, not one or two buckets
+    }
     expect_identical(reference, train(c, graph, setting, Updates::overlap), what + ", forward priority");
     expect_identical(reference, train(c, graph, setting, Updates::overlap_backward_order), what + ", backward order");
   }

@@ -21,9 +21,7 @@ class OnednnBf16VsRef : public ::testing::TestWithParam<OpCase> {
 };
 
 TEST_P(OnednnBf16VsRef, ForwardBackwardMatch) {
-  const OpCase& c = GetParam();
-  const bool through_batch_norm = c.name.find("_bn") != std::string::npos;
-  compare_with_reference(c, DType::bf16, c.name == "tiny_resnet_block" ? 2500.0 : through_batch_norm ? 1500.0 : 200.0);
+  compare_with_reference(GetParam(), DType::bf16, bf16_tolerance_scale(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, OnednnVsRef, ::testing::ValuesIn(all_cases()),
