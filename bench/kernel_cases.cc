@@ -1,6 +1,7 @@
 #include "bench/kernel_cases.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 
@@ -39,12 +40,16 @@ std::string dims(const Shape& s) { return fmt::format("{}x{}x{}", s.c, s.h, s.w)
 // blocked channels, not the images' plain NCHW) and computes its data gradient. The model's
 // first layer reads the images, as there, and has no data gradient. Below, another 1x1
 // convolution reads the layer's output for the same reason.
-KernelCase one_layer(const std::string& model, const Node& node, const Shape& in, bool relu_after, bool first) {
+// A concatenation reads one feeder per input, each with that input's channels; `in` is then
+// its first input's shape and `input_channels` every input's channels.
+KernelCase one_layer(const std::string& model, const Node& node, const Shape& in, bool relu_after, bool first,
+                     const std::vector<int64_t>& input_channels = {}) {
   KernelCase k;
   k.model = model;
   k.kind = node.kind;
   GraphBuilder b(model + "_layer", in);
-  const int x = first ? b.input() : b.conv(b.input(), in.c, 1, 1, 0, "feeder");
+  const bool concat = node.kind == OpKind::concat;
+  const int x = concat ? -1 : first ? b.input() : b.conv(b.input(), in.c, 1, 1, 0, "feeder");
   int y = -1;
   const int64_t in_elems = in.elements(), out_elems = node.out.elements();
   int64_t weights = 0;
@@ -89,6 +94,14 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
       y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op");
       k.name = fmt::format("shortcut_{}_s{}_to{}", dims(in), node.shortcut.stride, node.shortcut.out_channels);
       break;
+    case OpKind::concat: {
+      std::vector<int> xs;
+      for (size_t i = 0; i < input_channels.size(); ++i)
+        xs.push_back(b.conv(b.input(), input_channels[i], 1, 1, 0, fmt::format("feeder{}", i)));
+      y = b.concat(xs, "op");
+      k.name = fmt::format("concat_{}x{}_{}", in.h, in.w, fmt::join(input_channels, "+"));
+      break;
+    }
     default:
       throw std::logic_error("no kernel case for " + node.name);
   }
@@ -110,7 +123,8 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
     k.backward_weights_elements = in_elems + out_elems + weights;
   } else {
     k.directions = {Direction::forward, Direction::backward};
-    const int64_t inputs = node.kind == OpKind::add ? 2 * in_elems : in_elems;
+    // a concatenation reads as many elements as it writes
+    const int64_t inputs = node.kind == OpKind::add ? 2 * in_elems : concat ? out_elems : in_elems;
     k.forward_elements = inputs + out_elems;
     // batch norm and ReLU read their input again for the gradient; the others need only the output's
     const bool rereads = node.kind == OpKind::batch_norm || node.kind == OpKind::relu;
@@ -136,7 +150,9 @@ std::vector<KernelCase> distinct_layers(const std::string& model, int64_t batch)
     const Node& from = g.nodes[node.inputs.at(0)];
     if (node.kind == OpKind::relu && fuses_relu(from)) continue;  // measured with what it follows
     // a model's ReLU right after a convolution, batch norm or a residual add is fused into it
-    KernelCase k = one_layer(model, node, from.out, fuses_relu(node), from.kind == OpKind::input);
+    std::vector<int64_t> input_channels;
+    for (int u : node.inputs) input_channels.push_back(g.nodes[u].out.c);
+    KernelCase k = one_layer(model, node, from.out, fuses_relu(node), from.kind == OpKind::input, input_channels);
     if (seen.insert(k.name).second) out.push_back(std::move(k));
   }
   return out;

@@ -14,6 +14,7 @@ const char* op_name(OpKind kind) {
     case OpKind::linear: return "linear";
     case OpKind::add: return "add";
     case OpKind::shortcut: return "shortcut";
+    case OpKind::concat: return "concat";
   }
   return "unknown";
 }

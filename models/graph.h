@@ -24,6 +24,7 @@ enum class OpKind {
   linear,           // fully connected over the flattened C*H*W of its input
   add,              // elementwise sum of two inputs of the same shape (residuals)
   shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels
+  concat,           // its inputs' channels one after another (inception modules, densenet)
 };
 
 const char* op_name(OpKind kind);

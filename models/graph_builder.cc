@@ -125,6 +125,23 @@ int GraphBuilder::add(int a, int b, const std::string& name) {
   return node.id;
 }
 
+int GraphBuilder::concat(const std::vector<int>& xs, const std::string& name) {
+  if (xs.size() < 2) refuse(name, "concat needs at least two inputs");
+  for (size_t i = 0; i < xs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (xs[i] == xs[j]) refuse(name, "concat takes each input once");
+  Node& node = append(OpKind::concat, xs, name);
+  int64_t channels = 0;
+  for (int x : xs) {
+    const Shape& s = graph_.nodes[x].out;
+    if (s.n != node.out.n || s.h != node.out.h || s.w != node.out.w)
+      refuse(name, "concatenates shapes " + node.out.str() + " and " + s.str() + " (batch, height and width must agree)");
+    channels += s.c;
+  }
+  node.out.c = channels;
+  return node.id;
+}
+
 int GraphBuilder::shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name) {
   Node& node = append(OpKind::shortcut, {x}, name);
   const Shape in = node.out;

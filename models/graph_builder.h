@@ -27,6 +27,8 @@ class GraphBuilder {
              Init init = Init::uniform_fan_in);
   int add(int a, int b, const std::string& name);
   int shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name);
+  // Channel concatenation of 4-D tensors of one batch, height and width, in the order given.
+  int concat(const std::vector<int>& xs, const std::string& name);
 
   // Ends the graph at `output` (the logits) and returns it.
   Graph finish(int output);

@@ -42,6 +42,7 @@ Graph build_resnet(int depth, int64_t batch_size, ResNetVersion version = ResNet
 Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 (option A)
 // The same layout on channels x size x size images (Fashion-MNIST: 1 x 28 x 28), named `name`.
 Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name);
+Graph build_googlenet(int64_t batch_size);               // tf_cnn_benchmarks' (no batch norm)
 Graph build_trivial(int64_t batch_size);
 Graph build_small_cnn(int64_t batch_size);               // 28x28 grey, 10 classes
 

@@ -34,7 +34,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "scripts", "pytorch_cpu_worker.py")
-DEFAULTS = {"resnet50": 32, "vgg16": 16, "resnet20": 128}  # per-rank batch
+DEFAULTS = {"resnet50": 32, "vgg16": 16, "resnet20": 128}  # the models compared unless named, per-rank batch
+BATCHES = {**DEFAULTS, "googlenet": 32}  # others that --models may name (tf_cnn_benchmarks' batch)
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 # name: (mode, channels_last, glibc's allocator told to keep freed memory)
 SETTINGS = {
@@ -177,7 +178,7 @@ def scan(args):
     settings = args.settings or list(SETTINGS)
     rows = []
     for model in args.models:
-        batch, steps = DEFAULTS.get(model, 32), steps_for(model, args.steps)
+        batch, steps = BATCHES.get(model, 32), steps_for(model, args.steps)
         runs = {name: [] for name in settings}
         for _ in range(max(1, args.repeats)):
             for name in settings:
@@ -246,7 +247,7 @@ def compare(args):
     chosen = {m: args.settings[0] for m in args.models} if args.settings else fastest_settings(args)
     rows = []
     for model in args.models:
-        batch, steps, setting = DEFAULTS.get(model, 32), steps_for(model, args.steps), chosen[model]
+        batch, steps, setting = BATCHES.get(model, 32), steps_for(model, args.steps), chosen[model]
         # alternate the sides so that a slow spell of the machine hits them alike; keep each side's median run
         ours, theirs, footnote = [], [], []
         for _ in range(max(1, args.repeats)):

@@ -6,9 +6,11 @@ process's peak RSS.
 
   python pytorch_cpu_worker.py MODEL BATCH THREADS WARMUP STEPS PRECISION MODE CHANNELS_LAST
 MODE: eager, compile (torch.compile's default mode) or max-autotune; CHANNELS_LAST: 1 or 0.
-The model is torchvision's (resnet50, vgg16, ...) or the CIFAR ResNet of He et al. 2015 with
-option A shortcuts (resnet20 ... resnet110), as cnnbench builds them; SGD with momentum and
-weight decay; synthetic data of the model's input size.
+The model is torchvision's (resnet50, vgg16, ...), the CIFAR ResNet of He et al. 2015 with
+option A shortcuts (resnet20 ... resnet110), or googlenet as tf_cnn_benchmarks defines it
+(convolutions with bias and ReLU, no batch norm, no auxiliary heads: torchvision's has both),
+each as cnnbench builds it; SGD with momentum and weight decay; synthetic data of the model's
+input size.
 """
 import json
 import os
@@ -63,10 +65,51 @@ class CifarResNet(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+def conv_relu(cin, cout, k, stride=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2), nn.ReLU(inplace=True))
+
+
+class Inception(nn.Module):  # tf_cnn_benchmarks' inception_v1(k, l, m, n, p, q)
+    def __init__(self, cin, k, l, m, n, p, q):
+        super().__init__()
+        self.one = conv_relu(cin, k, 1)
+        self.three = nn.Sequential(conv_relu(cin, l, 1), conv_relu(l, m, 3))
+        self.five = nn.Sequential(conv_relu(cin, n, 1), conv_relu(n, p, 5))
+        self.pool = nn.Sequential(nn.MaxPool2d(3, 1, 1), conv_relu(cin, q, 1))
+        self.channels = k + m + p + q
+
+    def forward(self, x):
+        return torch.cat([self.one(x), self.three(x), self.five(x), self.pool(x)], 1)
+
+
+class GoogLeNet(nn.Module):  # models/googlenet.cc
+    def __init__(self):
+        super().__init__()
+        layers = [conv_relu(3, 64, 7, 2), nn.MaxPool2d(3, 2, 1), conv_relu(64, 64, 1), conv_relu(64, 192, 3),
+                  nn.MaxPool2d(3, 2, 1)]
+        cin = 192
+        for spec in ((64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), "pool", (192, 96, 208, 16, 48, 64),
+                     (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64), (112, 144, 288, 32, 64, 64),
+                     (256, 160, 320, 32, 128, 128), "pool", (256, 160, 320, 32, 128, 128),
+                     (384, 192, 384, 48, 128, 128)):
+            if spec == "pool":
+                layers.append(nn.MaxPool2d(3, 2, 1))
+                continue
+            layers.append(Inception(cin, *spec))
+            cin = layers[-1].channels
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, 1000)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
 def build(name):
     """(model, image size, classes)"""
     if name.startswith("resnet") and name[6:].isdigit() and int(name[6:]) in (20, 32, 44, 56, 110):
         return CifarResNet(int(name[6:])), 32, 10
+    if name == "googlenet":
+        return GoogLeNet(), 224, 1000
     import torchvision
     return getattr(torchvision.models, name)(), 224, 1000
 

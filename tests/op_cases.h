@@ -178,6 +178,17 @@ inline std::vector<OpCase> all_cases() {
   single("resnet50_maxpool_3s2p1_64x112", {2, 64, 112, 112},
          [](GraphBuilder& b, int x) { return b.max_pool(x, 3, 2, 1, "pool"); });
   single("vgg16_maxpool_2s2_64x224", {1, 64, 224, 224}, [](GraphBuilder& b, int x) { return b.max_pool(x, 2, 2, 0, "pool"); });
+  // googlenet's first and last concatenations, each input fed by a 1x1 convolution
+  auto concat_of = [](std::vector<int64_t> channels) {
+    return [channels](GraphBuilder& b, int x) {
+      std::vector<int> xs;
+      for (size_t i = 0; i < channels.size(); ++i)
+        xs.push_back(b.conv(x, channels[i], 1, 1, 0, "branch" + std::to_string(i)));
+      return b.concat(xs, "concat");
+    };
+  };
+  single("googlenet_concat_64_128_32_32_at28", {2, 192, 28, 28}, concat_of({64, 128, 32, 32}));
+  single("googlenet_concat_384_384_128_128_at7", {2, 832, 7, 7}, concat_of({384, 384, 128, 128}));
   single("avgpool_3s1p1_include_pad_32x28", {2, 32, 28, 28},
          [](GraphBuilder& b, int x) { return b.avg_pool(x, 3, 1, 1, "pool", true); });
   single("avgpool_3s2p1_exclude_pad_32x28", {2, 32, 28, 28},
@@ -225,6 +236,23 @@ inline std::vector<OpCase> all_cases() {
                      y = b.conv(b.relu(b.batch_norm(b.conv(pre, 16, 3, 1, 1, "conv3"), "bn3"), "relu3"), 16, 3, 1, 1, "conv4");
                      x = b.add(y, x, "add2");
                      x = b.relu(b.batch_norm(x, "post_bn"), "post_relu");
+                     x = b.global_avg_pool(x, "gap");
+                     return b.finish(b.linear(x, 10, "fc"));
+                   }});
+  // An inception module (1x1, 1x1 -> 3x3, max-pool -> 1x1 branches joined by a concat whose
+  // slices start at channels 0, 8 and 24) and a densenet step (the module's output read both by
+  // the next concat and by the convolution whose output it joins: two gradients summed)
+  cases.push_back({"tiny_concat_blocks", [] {
+                     GraphBuilder b("tiny_concat", {4, 3, 12, 12});
+                     int x = b.relu(b.conv(b.input(), 16, 3, 1, 1, "conv0", true), "relu0");
+                     const int a = b.relu(b.conv(x, 8, 1, 1, 0, "branch1", true), "relu1");
+                     int c = b.relu(b.conv(x, 8, 1, 1, 0, "branch2_reduce", true), "relu2r");
+                     c = b.relu(b.conv(c, 16, 3, 1, 1, "branch2", true), "relu2");
+                     int p = b.max_pool(x, 3, 1, 1, "branch3_pool");
+                     p = b.relu(b.conv(p, 8, 1, 1, 0, "branch3", true), "relu3");
+                     x = b.concat({a, c, p}, "mixed");
+                     const int grown = b.relu(b.batch_norm(b.conv(x, 12, 3, 1, 1, "dense_conv"), "dense_bn"), "dense_relu");
+                     x = b.concat({x, grown}, "dense");
                      x = b.global_avg_pool(x, "gap");
                      return b.finish(b.linear(x, 10, "fc"));
                    }});

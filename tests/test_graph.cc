@@ -70,6 +70,12 @@ TEST(Graph, BadShapesAreRefusedNamingTheNode) {
   int x = b.conv(b.input(), 8, 3, 1, 1, "c");
   EXPECT_THROW(b.add(x, b.input(), "mismatch"), std::invalid_argument);
   EXPECT_THROW(b.shortcut(x, 4, 2, "drop"), std::invalid_argument);
+  const int pooled = b.max_pool(x, 2, 2, 0, "pool");
+  EXPECT_THROW(b.concat({x, pooled}, "sizes"), std::invalid_argument);  // 4x4 and 2x2
+  EXPECT_THROW(b.concat({x}, "one"), std::invalid_argument);
+  EXPECT_THROW(b.concat({x, x}, "twice"), std::invalid_argument);
+  const int joined = b.concat({x, b.input()}, "joined");
+  EXPECT_EQ(b.shape(joined), (Shape{1, 11, 4, 4}));  // 8 + 3 channels
   EXPECT_THROW(b.finish(0), std::invalid_argument);  // output must be the last node
   EXPECT_THROW(GraphBuilder("e", {0, 3, 4, 4}), std::invalid_argument);
 }

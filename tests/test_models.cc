@@ -61,6 +61,10 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   parameters; 23,454,912 + 45,568 + 2,049,000 = 25,549,480. resnet101_v2: 42,394,816 conv
 //   weights + 2 x 48,896 + 2,049,000 = 44,541,608; resnet152_v2: 57,992,384 + 2 x 71,936 +
 //   2,049,000 = 60,185,256.
+// - googlenet (models/googlenet_model.py there): every convolution with a bias, no batch norm, no
+//   auxiliary heads: the stem's 9,472 + 4,160 + 110,784 weights and biases, the nine inception
+//   modules' 5,849,136 (3a: 163,696 ... 5b: 1,444,080), the 1024 -> 1000 layer's 1,025,000:
+//   6,998,552 (the paper's "about 6.8 M" without biases); 1.583 GMACs (the paper's 1.5 G).
 INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                          ::testing::Values(Expected{"resnet50_v1.5", 25557032, 4.089},
                                            Expected{"resnet50_v1", 25557032, 3.858},
@@ -68,7 +72,8 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet152_v1", 60192808, 11.283},
                                            Expected{"resnet50_v2", 25549480, 3.858},
                                            Expected{"resnet101_v2", 44541608, 7.570},
-                                           Expected{"resnet152_v2", 60185256, 11.283}),
+                                           Expected{"resnet152_v2", 60185256, 11.283},
+                                           Expected{"googlenet", 6998552, 1.583}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return test_name(info.param.model); });
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {

@@ -176,6 +176,31 @@ TEST(RefGradCheck, AddAndShortcut) {
   EXPECT_EQ(ys[(1 * 7 + 3) * 9 + 4], x[(1 * 3 + 1) * 25 + 2 * 5 + 2]);     // subsampled
 }
 
+// Concatenation of 2, 3 and 1 channels over 2 images of 2x3: values land in order, and each
+// input's gradient is its slice of the output's (added to what the input's gradient held).
+TEST(RefGradCheck, Concat) {
+  const std::vector<int64_t> channels{2, 3, 1};
+  const int64_t n = 2, hw = 6, total = 6;
+  std::vector<Vec> xs;
+  for (int k = 0; k < 3; ++k) xs.push_back(random_vector<double>(n * channels[k] * hw, 31 + k));
+  const Vec r = random_vector<double>(n * total * hw, 34);
+  Vec y(r.size());
+  std::vector<Vec> dxs;
+  for (int k = 0; k < 3; ++k) dxs.emplace_back(xs[k].size(), 0.0);
+  ref::concat_backward(r.data(), {dxs[0].data(), dxs[1].data(), dxs[2].data()}, channels, n, hw);
+  auto objective = [&] {
+    ref::concat_forward<double>({xs[0].data(), xs[1].data(), xs[2].data()}, channels, y.data(), n, hw);
+    return dot(y, r);
+  };
+  for (int k = 0; k < 3; ++k) expect_gradient("concat dx", xs[k], dxs[k], objective);
+  objective();
+  EXPECT_EQ(y[(1 * total + 2 + 1) * hw + 4], xs[1][(1 * 3 + 1) * hw + 4]);  // image 1, input 1's channel 1
+  EXPECT_EQ(y[(0 * total + 5) * hw + 0], xs[2][0]);                         // input 2 in the last channel
+  Vec held(dxs[0].size(), 1.0);
+  ref::concat_backward(r.data(), {held.data(), dxs[1].data(), dxs[2].data()}, channels, n, hw);
+  EXPECT_EQ(held[hw + 3], 1.0 + r[hw + 3]);  // summed into, not overwritten
+}
+
 TEST(RefGradCheck, SoftmaxCrossEntropy) {
   const int64_t n = 4, classes = 6;
   Vec z = random_vector<double>(n * classes, 31, -3, 3), dz(z.size()), scratch(z.size());

@@ -310,6 +310,7 @@ void CudaPlan::compile() {
         case OpKind::linear: compile_linear(node); break;
         case OpKind::add: compile_add(node); break;
         case OpKind::shortcut: compile_shortcut(node); break;
+        case OpKind::concat: compile_concat(node); break;
       }
     } catch (const std::exception& e) {
       throw std::invalid_argument("backend 'cuda': " + where(node) + ": " + e.what());

@@ -1,5 +1,6 @@
 // kernels/cuda/elementwise_ops.cc — CudaPlan's elementwise ops: ReLU (alone or fused into its
-// producer), add and the ResNet shortcut, launched as the kernels of tensor_kernels.h.
+// producer), add, the ResNet shortcut and channel concatenation, launched as the kernels of
+// tensor_kernels.h.
 #include "kernels/cuda/plan_internal.h"
 
 #include "kernels/cuda/tensor_kernels.h"
@@ -61,6 +62,27 @@ void CudaPlan::compile_shortcut(const Node& node) {
     cuda::shortcut_backward(diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w, o.c, o.h, o.w, stride, pad,
                             acc, type_, stream_);
   });
+}
+
+// Concatenation: each input copied into its channel slice; backward copies each slice back
+// (summed where the input's gradient already holds another consumer's).
+void CudaPlan::compile_concat(const Node& node) {
+  const int64_t rows = node.out.n * node.out.h * node.out.w, total = node.out.c;
+  int64_t start = 0;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const int u = node.inputs[k];
+    const int64_t channels = graph_.nodes[u].out.c;
+    push_forward(node.id, [this, &node, u, rows, total, start, channels] {
+      cuda::copy_channels(out_[u], channels, 0, out_[node.id], total, start, rows, channels, false, type_, stream_);
+    });
+    if (wants_grad(u)) {
+      const bool acc = accumulates(node, k);
+      push_backward(node.id, [this, &node, u, rows, total, start, channels, acc] {
+        cuda::copy_channels(diff_[node.id], total, start, diff_[u], channels, 0, rows, channels, acc, type_, stream_);
+      });
+    }
+    start += channels;
+  }
 }
 
 }  // namespace cnnbench::cuda

@@ -179,7 +179,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_pool(const Node& node);        // pool.cc
   void compile_linear(const Node& node);      // linear_loss.cc
   void compile_add(const Node& node);         // elementwise_ops.cc
-  void compile_shortcut(const Node& node);    // elementwise_ops.cc
+  void compile_shortcut(const Node& node);
+  void compile_concat(const Node& node);    // elementwise_ops.cc
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, graphs_;

@@ -163,6 +163,17 @@ __global__ void shortcut_backward_kernel(const T* dout, T* din, int64_t n, int64
   }
 }
 
+template <typename T>
+__global__ void copy_channels_kernel(const T* src, int64_t src_c, int64_t src_start, T* dst, int64_t dst_c,
+                                     int64_t dst_start, int64_t rows, int64_t channels, bool accumulate) {
+  GRID_STRIDE(i, rows * channels) {
+    const int64_t c = i % channels, r = i / channels;
+    const int64_t to = r * dst_c + dst_start + c;
+    const float v = load(src, r * src_c + src_start + c);
+    store(dst, to, accumulate ? load(dst, to) + v : v);
+  }
+}
+
 // One block per image: max, sum of exponentials, rank of the label, then the gradient.
 template <typename G>
 __global__ void loss_kernel(const float* logits, const int32_t* labels, G* dlogits, float* totals, int64_t n,
@@ -319,6 +330,17 @@ void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int
     using T = std::remove_pointer_t<decltype(t)>;
     shortcut_backward_kernel<<<blocks_for(n * in_h * in_w * in_c), threads, 0, stream>>>(
         static_cast<const T*>(dout), static_cast<T*>(din), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front,
+        accumulate);
+  });
+}
+
+void copy_channels(const void* src, int64_t src_c, int64_t src_start, void* dst, int64_t dst_c, int64_t dst_start,
+                   int64_t rows, int64_t channels, bool accumulate, DType type, cudaStream_t stream) {
+  if (rows * channels == 0) return;
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    copy_channels_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(
+        static_cast<const T*>(src), src_c, src_start, static_cast<T*>(dst), dst_c, dst_start, rows, channels,
         accumulate);
   });
 }

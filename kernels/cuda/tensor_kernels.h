@@ -49,6 +49,12 @@ void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int
                        int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, bool accumulate,
                        DType type, cudaStream_t stream);
 
+// Channel slices (NHWC): dst[r][dst_start + c] = src[r][src_start + c] (+= with accumulate)
+// for each of `rows` rows and c < channels; src rows hold src_c channels, dst rows dst_c.
+// Concatenation copies each input into its slice, and its backward each slice back.
+void copy_channels(const void* src, int64_t src_c, int64_t src_start, void* dst, int64_t dst_c, int64_t dst_start,
+                   int64_t rows, int64_t channels, bool accumulate, DType type, cudaStream_t stream);
+
 // Loss over logits [n x classes] (fp32): per image -log softmax at the label, and whether the
 // label is in the top 1 and top 5 (ties count in the label's favour, as kernels/top_k.h).
 // dlogits (of `grad_type`) = scale * (softmax - onehot) / n. totals[0] += sum of losses,

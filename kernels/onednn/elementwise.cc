@@ -21,12 +21,6 @@ ref::ShortcutGeometry shortcut_geometry(const Graph& graph, const Node& node) {
           node.shortcut.pad_front};
 }
 
-BlockedLayout layout_of(const memory& m, const Node& node) {
-  const auto layout = BlockedLayout::of(m.get_desc());
-  if (!layout) throw std::invalid_argument(where(node, "input layout is not plain or channel-blocked"));
-  return *layout;
-}
-
 // Calls f(x_offset, y_offset) for every element the shortcut copies. Channel offsets are
 // tabled once so the inner loop has no division.
 struct ShortcutWalk {
@@ -53,6 +47,12 @@ struct ShortcutWalk {
 };
 
 }  // namespace
+
+BlockedLayout layout_of(const memory& m, const Node& node) {
+  const auto layout = BlockedLayout::of(m.get_desc());
+  if (!layout) throw std::invalid_argument(where(node, "input layout is not plain or channel-blocked"));
+  return *layout;
+}
 
 dnnl::primitive_attr OnednnPlan::relu_attr(const Node& node) const {
   dnnl::primitive_attr attr;

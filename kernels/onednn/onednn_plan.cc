@@ -187,6 +187,7 @@ void OnednnPlan::compile() {
       case OpKind::global_avg_pool: compile_pool_forward(node); break;
       case OpKind::add: compile_add_forward(node); break;
       case OpKind::shortcut: compile_shortcut_forward(node); break;
+      case OpKind::concat: compile_concat_forward(node); break;
     }
     label_steps(mark, node);
   }
@@ -208,6 +209,7 @@ void OnednnPlan::compile() {
       case OpKind::global_avg_pool: compile_pool_backward(node); break;
       case OpKind::add: compile_add_backward(node); break;
       case OpKind::shortcut: compile_shortcut_backward(node); break;
+      case OpKind::concat: compile_concat_backward(node); break;
     }
     label_steps(mark, node);
   }

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/onednn/blocked_layout.h"
 #include "kernels/onednn/onednn_check.h"
 #include "kernels/plan.h"
 
@@ -60,6 +61,9 @@ inline memory::desc plain_md(const memory::dims& dims) {
 inline memory::desc any_md(const memory::dims& dims, dt type = dt::f32) { return memory::desc(dims, type, tag::any); }
 
 inline bool same(const memory& a, const memory& b) { return a.get() == b.get(); }
+
+// m's layout as offsets (plain, or channels blocked once); throws naming the node otherwise.
+BlockedLayout layout_of(const memory& m, const Node& node);
 
 inline std::string where(const Node& node, const char* what) {
   return "node '" + node.name + "' (" + op_name(node.kind) + "): " + what;
@@ -166,6 +170,8 @@ class OnednnPlan final : public Plan {
   void compile_add_backward(const Node& node);
   void compile_shortcut_forward(const Node& node);
   void compile_shortcut_backward(const Node& node);
+  void compile_concat_forward(const Node& node);  // concat.cc
+  void compile_concat_backward(const Node& node);
 
   bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_, poison_dead_;
   int threads_;  // OpenMP threads the plan's own kernels run

@@ -1,9 +1,11 @@
-// kernels/ref/elementwise.h — reference ReLU, residual add and the CIFAR option-A shortcut
-// (subsample by stride, place the channels at pad_front of a zero tensor). Backward
-// accumulates into its input gradients.
+// kernels/ref/elementwise.h — reference ReLU, residual add, the CIFAR option-A shortcut
+// (subsample by stride, place the channels at pad_front of a zero tensor) and channel
+// concatenation (NCHW). Backward accumulates into its input gradients.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace cnnbench::ref {
 
@@ -56,6 +58,35 @@ void shortcut_backward(const T* dy, T* dx, const ShortcutGeometry& g) {
         for (int64_t ox = 0; ox < g.ow; ++ox)
           dx[((n * g.c + c) * g.h + oy * g.stride) * g.w + ox * g.stride] +=
               dy[((n * g.out_c + c + g.pad_front) * g.oh + oy) * g.ow + ox];
+}
+
+// Channel concatenation: input k's channels land at the sum of the channels before it.
+template <class T>
+void concat_forward(const std::vector<const T*>& xs, const std::vector<int64_t>& channels, T* y, int64_t n,
+                    int64_t hw) {
+  int64_t total = 0;
+  for (int64_t c : channels) total += c;
+  for (int64_t b = 0; b < n; ++b) {
+    T* out = y + b * total * hw;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      out = std::copy_n(xs[k] + b * channels[k] * hw, channels[k] * hw, out);
+    }
+  }
+}
+
+template <class T>
+void concat_backward(const T* dy, const std::vector<T*>& dxs, const std::vector<int64_t>& channels, int64_t n,
+                     int64_t hw) {
+  int64_t total = 0;
+  for (int64_t c : channels) total += c;
+  for (int64_t b = 0; b < n; ++b) {
+    const T* in = dy + b * total * hw;
+    for (size_t k = 0; k < dxs.size(); ++k) {
+      T* dx = dxs[k] + b * channels[k] * hw;
+      for (int64_t i = 0; i < channels[k] * hw; ++i) dx[i] += in[i];
+      in += channels[k] * hw;
+    }
+  }
 }
 
 }  // namespace cnnbench::ref

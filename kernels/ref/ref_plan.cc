@@ -121,6 +121,12 @@ class RefPlan final : public Plan {
           break;
         case OpKind::add: ref::add_forward(x, out_[node.inputs[1]].data(), y, in.elements()); break;
         case OpKind::shortcut: ref::shortcut_forward(x, y, shortcut_geometry(in, node)); break;
+        case OpKind::concat: {
+          std::vector<const float*> xs;
+          for (int u : node.inputs) xs.push_back(out_[u].data());
+          ref::concat_forward(xs, concat_channels(node), y, in.n, in.h * in.w);
+          break;
+        }
       }
     }
   }
@@ -183,6 +189,12 @@ class RefPlan final : public Plan {
         }
         case OpKind::add: ref::add_backward(dy, dx, diff_[node.inputs[1]].data(), in.elements()); break;
         case OpKind::shortcut: ref::shortcut_backward(dy, dx, shortcut_geometry(in, node)); break;
+        case OpKind::concat: {
+          std::vector<float*> dxs;
+          for (int u : node.inputs) dxs.push_back(diff_[u].data());
+          ref::concat_backward(dy, dxs, concat_channels(node), in.n, in.h * in.w);
+          break;
+        }
       }
       for (int index : layout_.params_of_node[id]) gradient_ready(index);
     }
@@ -220,6 +232,11 @@ class RefPlan final : public Plan {
 
  private:
   float* param(const Node& node, int i) { return params_.data() + layout_.param(node.id, i).offset; }
+  std::vector<int64_t> concat_channels(const Node& node) const {
+    std::vector<int64_t> channels;
+    for (int u : node.inputs) channels.push_back(graph_.nodes[u].out.c);
+    return channels;
+  }
   float* grad(const Node& node, int i) { return grads_.data() + layout_.param(node.id, i).offset; }
   float* buffer(const Node& node, int i) { return buffers_.data() + layout_.buffer(node.id, i).offset; }
 
