@@ -14,13 +14,6 @@ struct Expected {
 
 class ModelZoo : public ::testing::TestWithParam<Expected> {};
 
-// A model's name as a test's: "resnet50_v1.5" -> "resnet50_v1_5"
-std::string test_name(std::string model) {
-  for (char& c : model)
-    if (c == '.') c = '_';
-  return model;
-}
-
 TEST_P(ModelZoo, ParametersShapesAndMacs) {
   const Expected& e = GetParam();
   const auto info = find_model(e.model);
@@ -46,7 +39,7 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
                                            Expected{"resnet44", 658586, 0.0973}, Expected{"resnet56", 853018, 0.1257},
                                            Expected{"resnet110", 1727962, 0.2533}, Expected{"small_cnn", 421738, 0.0042},
                                            Expected{"resnet20_fmnist", 269434, 0.0308}),
-                         [](const ::testing::TestParamInfo<Expected>& info) { return test_name(info.param.model); });
+                         [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
 
 // tf_cnn_benchmarks' ResNet versions, counted from its definition (models/resnet_model.py):
 // - v1.5 is resnet50 under its tf_cnn_benchmarks name.
@@ -74,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet101_v2", 44541608, 7.570},
                                            Expected{"resnet152_v2", 60185256, 11.283},
                                            Expected{"googlenet", 6998552, 1.583}),
-                         [](const ::testing::TestParamInfo<Expected>& info) { return test_name(info.param.model); });
+                         [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {
   try {

@@ -30,6 +30,13 @@ std::vector<T> random_vector(size_t n, uint64_t seed, double lo = -1.0, double h
 }
 
 // The message of the exception `f` throws, or "" if it throws none.
+// A name as a test parameter's (letters, digits and '_'): "resnet50_v1.5" -> "resnet50_v1_5".
+inline std::string param_name(std::string name) {
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
+}
+
 inline std::string error_of(const std::function<void()>& f) {
   try {
     f();

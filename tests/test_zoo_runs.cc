@@ -10,6 +10,7 @@
 #include "cli_run.h"
 #include "kernels/backend.h"
 #include "models/model_zoo.h"
+#include "test_util.h"
 
 namespace cnnbench {
 namespace {
@@ -38,17 +39,10 @@ TEST_P(ZooRuns, TrainsOnTwoRanksInBf16) {
   train_on_two_ranks(GetParam(), "--use_fp16");
 }
 
-std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
-  std::string name = info.param;
-  for (char& c : name)
-    if (c == '.') c = '_';
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ZooRuns,
                          ::testing::Values("resnet50_v1.5", "resnet50_v1", "resnet101_v1", "resnet152_v1",
                                            "resnet50_v2", "resnet101_v2", "resnet152_v2", "googlenet"),
-                         test_name);
+                         [](const ::testing::TestParamInfo<const char*>& info) { return testing::param_name(info.param); });
 
 }  // namespace
 }  // namespace cnnbench
