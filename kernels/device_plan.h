@@ -38,6 +38,9 @@ class DevicePlan {
   // Device time of the last step's phases (forward+loss, backward, update), known after
   // synchronize(); false when the last step did not mark them all.
   virtual bool device_phase_times(StepPhases* phases) const = 0;
+  // The most device memory in use at the end of a step so far, in bytes: the driver's figure for
+  // the whole device (what nvidia-smi shows: every process on it, the runtime's own included).
+  virtual int64_t peak_device_memory_bytes() const = 0;
   // Called every ~100 ms with the seconds waited so far while the plan waits for its device (a
   // watchdog for collectives may throw from it).
   virtual void set_wait_hook(std::function<void(double)> hook) = 0;

@@ -32,8 +32,9 @@ struct PlanOptions {
   bool own_kernels = true;  // CPU: cnnbench's kernels where they beat oneDNN's (bf16 1x1 weight gradient)
   bool allow_tf32 = true;   // GPU fp32: tensor cores in TF32 (as PyTorch's default for convolutions)
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
+  bool deterministic_algorithms = false;  // GPU: only convolution algorithms without atomics (same bits run to run)
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
-  bool share_memory = true;  // CPU: tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
+  bool share_memory = true;  // tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
   bool poison_dead_tensors = false;  // tests: fill a shared tensor with NaNs before its first and after its last use
 };
 
@@ -133,6 +134,9 @@ class Plan {
   virtual std::string device_name() const { return "/cpu:0"; }
   // Kernels the backend chose beyond its library's, for the log header ("" if none).
   virtual std::string kernel_notes() const { return {}; }
+  // The library kernels a node's steps run where the backend chose among several (a GPU
+  // convolution's algorithms per direction), for --layer_timing's table ("" where nothing was chosen).
+  virtual std::string layer_kernels(int /*node*/) const { return {}; }
   // Bytes of activations, gradients, workspaces and weight copies a step works in, as planned,
   // and what they would take without sharing (0 where a backend does not say).
   virtual size_t working_memory_bytes() const { return 0; }

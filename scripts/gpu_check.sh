@@ -6,7 +6,7 @@
 # wheels' (cuDNN, cuBLAS, NCCL: about 1.3 GB, far over the carry limit), which come from the remote
 # python's site-packages/nvidia/*/lib.
 #   scripts/gpu_check.sh pack                      here: build/ -> build-gpu-carry/ (bundle, manifest)
-#   scripts/gpu_check.sh test|bench [--quick]|profile|all [--deadline S] [--reps N]   there
+#   scripts/gpu_check.sh test|bench [--quick]|maxbatch|profile|all [--deadline S] [--reps N] [--sides "cnnbench eager compile"]   there
 #   scripts/gpu_check.sh exec BINARY ARGS...       there: a carried binary with its libraries
 #   scripts/gpu_check.sh unpack FILES_AT           here: what a call brought back -> results/gpu_<device>/check/
 # The device tool's run (command, carry, timeout_s), then `unpack` with the reply's files_at:
@@ -203,10 +203,33 @@ stage_bench() {  # the GPU table against PyTorch, the three sides alternating ru
   for ((rep = 1; rep <= REPS; rep++)); do
     for c in "resnet50_b256 resnet50 256" "resnet50_b32 resnet50 32" "vgg16_b256 vgg16 256"; do
       # shellcheck disable=SC2086  # c holds three words
-      for impl in cnnbench eager compile; do bench_run $c "$impl" "$rep"; done
+      for impl in $SIDES; do bench_run $c "$impl" "$rep"; done
     done
   done
   ((${#LEFT[@]} == 0)) || say "bench: deadline: ${#LEFT[@]} runs left for the next call: ${LEFT[*]}"
+}
+
+stage_maxbatch() {  # the largest resnet50 fp16 batch cnnbench trains, from 1536 (PyTorch eager's on an 80 GB H100) down
+  local m=$S/maxbatch b=1536 rc log about
+  [ ! -f "$m/done" ] || return 0
+  mkdir -p "$m"
+  while :; do
+    (($(left) > 100)) || { say "maxbatch: left for the next call"; return 0; }
+    log=$m/resnet50_b$b.log rc=0
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$m/resnet50_b$b.mem" 2>/dev/null &
+    local sampler=$!
+    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/cnnbench" --model=resnet50 --batch_size=$b --use_fp16 --device=gpu \
+      --num_batches=5 --num_warmup_batches=2 --benchmark_log_dir="$m/cnnbench_results" >"$log" 2>&1 || rc=$?
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    printf '%s\t%s\t%s\t%s\n' "$b" "$rc" "$(sort -n "$m/resnet50_b$b.mem" | tail -1)" \
+      "$(grep -m1 -oE 'GPU out of memory[^"]*|total images/sec: [0-9.]+' "$log" | head -1)" >>"$m/runs.tsv"
+    say "maxbatch: resnet50 fp16 b$b rc $rc: $(tail -1 "$m/runs.tsv" | cut -f3-)"
+    [ "$rc" != 0 ] || break
+    about=$(grep -m1 -oE 'largest batch that fits is about [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+    [ -n "$about" ] && ((about < b)) || break
+    b=$((about * 9 / 10 / 32 * 32)); ((b >= 32)) || break
+  done
+  touch "$m/done"
 }
 
 stage_profile() {  # ncu on resnet50 b32 steps past the warm-up; per-layer times where counters cannot be read
@@ -284,6 +307,10 @@ if os.path.exists(b):
         mem = " / ".join(cell([float(r["gpu_mem_peak_mib"]) for r in v[i] if r["gpu_mem_peak_mib"]]) for i in v)
         tg = " / ".join(cell([float(r[c]) for r in v["eager"] if r[c]], "{:.1f}") for c in ("torch_allocated_gib", "torch_reserved_gib"))
         print(f"| {mode} | {cfg} | {cell(ips['cnnbench'])} | {cell(ips['eager'])} | {cell(ips['compile'])} | {ratio('eager')} | {ratio('compile')} | {mem} | {tg} (eager) |")
+mb = os.path.join(S, "maxbatch", "runs.tsv")
+if os.path.exists(mb):
+    print("\nresnet50 fp16, the largest batch (5 steps; GPU memory peak from nvidia-smi, MiB)\n\n| batch | exit | GPU memory | outcome |\n|---|---|---|---|")
+    for r in csv.reader(open(mb), delimiter="\t"): print("| " + " | ".join(r) + " |")
 p = os.path.join(S, "profile", "summary.md")
 if os.path.exists(p): print("\n" + "".join(open(p).readlines()[:20]))
 EOF
@@ -311,12 +338,12 @@ stage_unpack() {  # here: a reply's files_at -> results/gpu_<device>/check/ (the
 
 # ---- main ----------------------------------------------------------------------------------
 stage=${1:-}; [ -n "$stage" ] || usage; shift
-DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000
+DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000 SIDES="cnnbench eager compile"
 case $stage in
   pack) stage_pack; exit ;;
   unpack) stage_unpack "$@"; exit ;;
   exec) [ $# -gt 0 ] || usage; setup; b=$1; shift; [ -x "$C/bin/$b" ] && b=$C/bin/$b; exec "${CENV[@]}" "$b" "$@" ;;
-  test | bench | profile | all) ;;
+  test | bench | maxbatch | profile | all) ;;
   *) usage ;;
 esac
 while (($#)); do
@@ -324,6 +351,7 @@ while (($#)); do
     --deadline) DEADLINE=$((START + ${2:?})); shift ;;
     --quick) MODE=quick ;;
     --reps) REPS=${2:?}; shift ;;
+    --sides) SIDES=${2:?}; shift ;;
     --kernels) NCU_OPTS+=(--kernel-name "regex:${2:?}"); shift ;;  # --ncu-skip then counts its matches only
     --ncu-skip) skip=${2:?}; shift ;;
     --ncu-count) count=${2:?}; shift ;;
@@ -339,6 +367,7 @@ state
 say "$GPU ($DEV): $stage until $(date -d "@$DEADLINE" +%T), state in $S"
 case $stage in
   test | all) stage_test; publish ;;&
+  maxbatch | all) stage_maxbatch; publish ;;&
   bench | all) stage_bench; publish ;;&
   profile | all) stage_profile; publish ;;
 esac

@@ -99,6 +99,7 @@ const std::vector<ResultField>& result_fields() {
       {"summary.peak_isa", "", "text", T},
       {"summary.working_memory_bytes", "", "bytes", T},
       {"summary.unshared_working_memory_bytes", "", "bytes", T},
+      {"summary.peak_device_memory_bytes", "", "bytes", T},
       {"summary.comm_hidden_by_forward_mean_sec", "", "s", T},
       {"summary.baseline_images_per_sec", "", "images/s", TC},
       {"summary.baseline_ranks", "", "count", TC},

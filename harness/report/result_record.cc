@@ -76,6 +76,7 @@ nlohmann::json result_json(const ResultInputs& in) {
         {"peak_rss_bytes", m.peak_rss_bytes},
         {"working_memory_bytes", m.working_memory_bytes},
         {"unshared_working_memory_bytes", m.unshared_working_memory_bytes},
+        {"peak_device_memory_bytes", m.peak_device_memory_bytes > 0 ? nlohmann::json(m.peak_device_memory_bytes) : nullptr},
         {"final_loss", m.final_loss},
         {"comm_mean_sec", m.comm_mean_sec},
         {"exposed_comm_mean_sec", m.exposed_mean_sec},

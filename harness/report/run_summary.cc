@@ -135,6 +135,9 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, ", of which working memory {:.2f} GiB ({:.2f} GiB without sharing)",
                static_cast<double>(s.working_memory_bytes) / (1 << 30),
                static_cast<double>(s.unshared_working_memory_bytes) / (1 << 30));
+  if (s.peak_device_memory_bytes > 0)
+    fmt::print(out, "; GPU memory in use at most {:.2f} GiB (the device's, as nvidia-smi counts it)",
+               static_cast<double>(s.peak_device_memory_bytes) / (1 << 30));
   fmt::print(out, "\n");
   // a rank with more threads than CPUs waits for itself: that is no neighbour's doing
   const int cpus = available_cpus();
@@ -170,7 +173,8 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
   std::fflush(out);
 }
 
-void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps) {
+void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps,
+                       const std::vector<std::string>& kernels) {
   double total = 0;
   for (const LayerTime& t : layers) total += t.forward_sec + t.backward_sec;
   if (total <= 0 || steps <= 0) return;
@@ -178,8 +182,9 @@ void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTim
   fmt::print(out, "Layer timing: milliseconds per step, averaged over {} steps (fused ops are timed with their producer;\n"
                   "  backward includes the weight gradient, shown again under 'weights')\n",
              steps);
-  fmt::print(out, "{:<34} {:<16} {:>10} {:>10} {:>9} {:>7} {:>9}\n", "layer", "op", "forward", "backward", "weights",
-             "share", "GFLOP/s");
+  const bool with_kernels = std::any_of(kernels.begin(), kernels.end(), [](const std::string& k) { return !k.empty(); });
+  fmt::print(out, "{:<34} {:<16} {:>10} {:>10} {:>9} {:>7} {:>9}{}\n", "layer", "op", "forward", "backward", "weights",
+             "share", "GFLOP/s", with_kernels ? "  kernels" : "");
   // per op kind, in the order the kinds first appear
   std::vector<OpKind> kinds;
   std::vector<LayerTime> by_kind;
@@ -189,8 +194,11 @@ void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTim
     const double flop = 2.0 * static_cast<double>(node.forward_macs) * (t.backward_sec > 0 ? 3 : 1);
     const std::string rate = flop > 0 ? fmt::format("{:.1f}", flop / (t.forward_sec + t.backward_sec) * steps / 1e9) : "";
     const std::string weights = t.weight_grad_sec > 0 ? fmt::format("{:.3f}", ms(t.weight_grad_sec)) : "";
-    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>9} {:>6.1f}% {:>9}\n", node.name, op_name(node.kind),
-               ms(t.forward_sec), ms(t.backward_sec), weights, 100 * (t.forward_sec + t.backward_sec) / total, rate);
+    const std::string chosen = static_cast<size_t>(node.id) < kernels.size() && !kernels[node.id].empty()
+                                   ? "  " + kernels[node.id] : "";
+    fmt::print(out, "{:<34} {:<16} {:>10.3f} {:>10.3f} {:>9} {:>6.1f}% {:>9}{}\n", node.name, op_name(node.kind),
+               ms(t.forward_sec), ms(t.backward_sec), weights, 100 * (t.forward_sec + t.backward_sec) / total, rate,
+               chosen);
     const size_t k = std::find(kinds.begin(), kinds.end(), node.kind) - kinds.begin();
     if (k == kinds.size()) {
       kinds.push_back(node.kind);

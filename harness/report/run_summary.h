@@ -28,6 +28,7 @@ struct RunSummary {
   double fraction_of_peak = 0;  // achieved / (peak x ranks); -1 where achieved is above the measured peak
   int64_t peak_rss_bytes = 0;
   int64_t working_memory_bytes = 0, unshared_working_memory_bytes = 0;  // the plan's, as planned (0: not said)
+  int64_t peak_device_memory_bytes = 0;  // a GPU's memory in use at its fullest (the worst rank; 0: no device)
   double final_loss = 0;
   // across ranks
   double comm_mean_sec = 0;       // allreduce time per step (communication thread, max over ranks)
@@ -76,7 +77,9 @@ struct BaselineSpeed {
   std::string text(double images_per_sec_here, int ranks_here) const;
 };
 void print_summary(FILE* out, const RunSummary& summary, const RunSettings& settings);
-void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps);
+// `kernels`: per node, what Plan::layer_kernels() says (empty: no such column).
+void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTime>& layers, int64_t steps,
+                       const std::vector<std::string>& kernels = {});
 int64_t peak_rss_bytes();
 
 }  // namespace cnnbench

@@ -23,6 +23,7 @@
 #include "harness/report/timeline_file.h"
 #include "harness/report/result_files.h"
 #include "kernels/backend.h"
+#include "kernels/device_plan.h"
 #include "kernels/threads.h"
 
 namespace cnnbench {
@@ -133,6 +134,10 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   summary = summarize(settings, setup.graph, out.steps, peak);
   summary.working_memory_bytes = static_cast<int64_t>(setup.plan->working_memory_bytes());
   summary.unshared_working_memory_bytes = static_cast<int64_t>(setup.plan->unshared_working_memory_bytes());
+  const DevicePlan* device = setup.plan->device();
+  double device_peak = device ? static_cast<double>(device->peak_device_memory_bytes()) : 0;
+  comm.allreduce_max(&device_peak, 1);  // every rank calls it: a collective
+  summary.peak_device_memory_bytes = static_cast<int64_t>(device_peak);
   // per-rank figures: communication as the worst rank saw it, skew of compute time
   double worst[2] = {summary.comm_mean_sec, summary.exposed_mean_sec};
   comm.allreduce_max(worst, 2);
@@ -219,7 +224,11 @@ void run_training(const Config& config, Communicator& comm) {
 
   print_summary(stdout, reported.summary, settings);
   if (repeats > 1) print_repeats(stdout, repeat);
-  if (config.layer_timing) print_layer_table(stdout, graph, reported.layers, reported.summary.timed_steps);
+  if (config.layer_timing) {
+    std::vector<std::string> kernels;
+    for (const Node& node : graph.nodes) kernels.push_back(setup.plan->layer_kernels(node.id));
+    print_layer_table(stdout, graph, reported.layers, reported.summary.timed_steps, kernels);
+  }
   const RunContext context = collect_run_context();
   ResultInputs inputs{config, settings, graph, context, reported.steps, reported.summary,
                       config.layer_timing ? &reported.layers : nullptr, config.backend, comm.hosts(),

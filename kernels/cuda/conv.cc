@@ -17,11 +17,14 @@ std::string CudaPlan::fmt_key(const Shape& s, const Node& node) const {
          std::to_string(node.conv.stride) + "p" + std::to_string(node.conv.pad);
 }
 
-// The fastest result that ran and fits the search's memory limit (cuDNN lists them fastest first).
+// The fastest result that ran and fits the search's memory limit (cuDNN lists them fastest first),
+// and with PlanOptions::deterministic_algorithms one that gives the same bits every run.
 template <typename Perf>
 const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) const {
   for (int i = 0; i < count; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_) return results[i];
+    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_ &&
+        (!deterministic_ || results[i].determinism == CUDNN_DETERMINISTIC))
+      return results[i];
   throw std::runtime_error(std::string("cuDNN offers no ") + what + " convolution algorithm for this shape");
 }
 
@@ -63,7 +66,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node, const TensorDesc& x, con
   void* dyp = diff_[node.id];
   void* dxp = need_data ? diff_[node.inputs[0]] : allocate_scratch(s.elements() * esize());
   void* dwp = type_ == DType::f32 ? static_cast<void*>(grad(node.id, 0)) : grad_half(node.id, 0);
-  constexpr int want = 8;
+  constexpr int want = 10;  // every algorithm of a direction (8 forward, 6 data, 7 filter)
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t f[want];
   cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
@@ -96,6 +99,44 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node, const TensorDesc& x, con
   }
   algo_cache_[key] = a;
   return a;
+}
+
+namespace {
+
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op+conversion";
+    case CUDNN_FMA_MATH: return "fma";
+  }
+  return "?";
+}
+
+template <size_t N>
+std::string algo_name(int algo, const char* const (&names)[N]) {
+  return algo >= 0 && static_cast<size_t>(algo) < N ? names[algo] : "algo " + std::to_string(algo);
+}
+
+}  // namespace
+
+// "fwd IMPLICIT_PRECOMP_GEMM (tensor-op), data ALGO_1 (tensor-op), filter ALGO_1 (default), workspace 12 MiB":
+// cuDNN's names for the algorithms the plan chose, so that a profile can be read against a benchmark.
+std::string CudaPlan::layer_kernels(int id) const {
+  const Node& node = graph_.nodes[id];
+  if (node.kind == OpKind::batch_norm)
+    return nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
+  if (node.kind != OpKind::conv) return {};
+  static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  const ConvAlgos& a = nodes_[id].algos;
+  std::string s = "fwd " + algo_name(a.forward, fwd) + " (" + math_name(a.forward_math) + ")";
+  if (wants_grad(node.inputs[0]))
+    s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
+  s += ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
+  return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
 }
 
 void CudaPlan::compile_conv(const Node& node) {

@@ -2,8 +2,8 @@
 // compile() (the switch over op kinds; each family compiles in its own file, plan_internal.h),
 // the replay of the launch lists, synchronize(), and make_cuda_plan().
 //
-// The cuda backend. compile() walks the graph once: it allocates every activation, gradient,
-// workspace and statistics buffer on the device, picks each convolution's algorithms (cuDNN's
+// The cuda backend. compile() walks the graph once: it places every activation and gradient in
+// one planned arena (memory.cc), allocates workspaces and statistics buffers, picks each convolution's algorithms (cuDNN's
 // timed search, or its heuristics), and records three lists of launches (training forward,
 // inference forward, backward). A step replays a list on one stream: no allocation, and no
 // host synchronisation until synchronize() ends the step.
@@ -67,7 +67,9 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
       fuse_(options.fuse),
       tf32_(options.allow_tf32),
       timed_search_(options.timed_algorithm_search),
-      graphs_(options.cuda_graphs) {
+      deterministic_(options.deterministic_algorithms),
+      graphs_(options.cuda_graphs),
+      share_memory_(options.share_memory) {
   if (cuda::visible_devices() == 0)
     throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -79,7 +81,12 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
   for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
   CUBLAS_CHECK(cublasSetMathMode(cublas_, type_ == DType::f32 && !tf32_ ? CUBLAS_PEDANTIC_MATH
                                                                         : CUBLAS_DEFAULT_MATH));
-  compile();
+  try {
+    compile();
+  } catch (const OutOfMemory& e) {
+    throw std::runtime_error(out_of_memory(e));
+  }
+  sample_device_memory();
 }
 
 CudaPlan::~CudaPlan() {
@@ -129,6 +136,7 @@ void CudaPlan::synchronize(LossResult* loss) {
     phases_ = {ms[0] / 1e3, ms[1] / 1e3, ms[2] / 1e3};
   }
   marked_ = 0;
+  sample_device_memory();
   if (!loss_pending_) return;
   loss_pending_ = false;
   if (pinned_totals_[3] != 0.0f)
@@ -283,18 +291,7 @@ void CudaPlan::compile() {
     alias_of_[node.id] = alias_of_[p];
     fused_relu_of_[p] = node.id;
   }
-  // buffers: one per tensor that is not an alias
-  for (const Node& node : graph_.nodes) {
-    const size_t bytes = node.out.elements() * dtype_size(out_type(node.id));
-    if (alias_of_[node.id] != node.id) {
-      out_[node.id] = out_[alias_of_[node.id]];
-      diff_[node.id] = diff_[alias_of_[node.id]];
-      continue;
-    }
-    out_[node.id] = allocate(bytes);
-    const bool needs_grad = node.id != 0 || input_grad_;
-    if (needs_grad) diff_[node.id] = allocate(node.out.elements() * esize());
-  }
+  place_tensors(share_memory_);
   for (const Node& node : graph_.nodes) {
     NodeState& s = nodes_[node.id];
     s.out = nhwc_desc(node.out, type_);

@@ -1,5 +1,6 @@
 #include "kernels/cuda/device.h"
 
+#include <string>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
@@ -34,8 +35,24 @@ BuildInfo build_info() {
   return info;
 }
 
+OutOfMemory::OutOfMemory(size_t asked_bytes, size_t free_bytes, size_t total_bytes)
+    : std::runtime_error("GPU out of memory: " + std::to_string(asked_bytes >> 20) + " MiB asked, " +
+                         std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total_bytes >> 20) + " MiB"),
+      asked(asked_bytes),
+      free(free_bytes),
+      total(total_bytes) {}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) CUDA_CHECK(cudaMalloc(&data_, bytes));
+  if (bytes == 0) return;
+  const cudaError_t e = cudaMalloc(&data_, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    data_ = nullptr;
+    throw OutOfMemory(bytes, free, total);
+  }
+  CUDA_CHECK(e);
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -1,8 +1,10 @@
 // kernels/cuda/device.h — what the GPU build links against and which devices are visible, and
-// DeviceBuffer, device memory owned by one object (allocated once, at plan compile time).
+// DeviceBuffer, device memory owned by one object (allocated once, at plan compile time; OutOfMemory
+// where the device refuses it).
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/dtype.h"
@@ -30,6 +32,12 @@ int use_device_for_rank(int local_rank);
 // "fraction of peak" is taken against.
 std::string device_name();
 double matmul_peak_gflops(DType type, bool allow_tf32);
+
+// cudaMalloc refused: the bytes asked for and what the device had free then.
+struct OutOfMemory : std::runtime_error {
+  OutOfMemory(size_t asked, size_t free, size_t total);
+  size_t asked, free, total;
+};
 
 class DeviceBuffer {
  public:

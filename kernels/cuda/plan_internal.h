@@ -2,6 +2,7 @@
 // (internal to kernels/cuda/; everything else sees make_cuda_plan() in cuda_plan.h):
 //   cuda_plan.cc      the compile/replay skeleton (compile(), run(), synchronize(), shared helpers)
 //   plan_state.cc     host <-> device state and layouts (upload/download, read_output, ...)
+//   memory.cc         the activations' and gradients' arena, device memory figures, out-of-memory messages
 //   conv.cc, batch_norm.cc, pool.cc, elementwise_ops.cc (relu, add, shortcut), linear_loss.cc
 //                     each op family's compile_*() (and the loss), sgd.cc the update.
 #pragma once
@@ -108,6 +109,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void backward() override;
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override;  // sgd.cc
   bool gradients_finite() override;                           // sgd.cc
+  size_t working_memory_bytes() const override;               // memory.cc
+  size_t unshared_working_memory_bytes() const override;      // memory.cc
   void read_output(int node, float* dst) override;            // plan_state.cc
   void read_input_grad(float* dst) override;                  // plan_state.cc
 
@@ -119,7 +122,9 @@ class CudaPlan final : public Plan, public DevicePlan {
   void* device_stream() override { return stream_; }
   int64_t gradient_offset(int param_index) const override;    // plan_state.cc
   int64_t gradient_elements() const override;                 // plan_state.cc
+  std::string layer_kernels(int node) const override;       // conv.cc
   bool device_phase_times(StepPhases* phases) const override;
+  int64_t peak_device_memory_bytes() const override;         // memory.cc
   void set_wait_hook(std::function<void(double)> hook) override { wait_hook_ = std::move(hook); }
   void sgd_step_if_finite(const SgdConfig& config, float learning_rate) override;  // sgd.cc
   bool last_update_applied() const override;                  // sgd.cc
@@ -157,6 +162,9 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<TensorDesc> nhwc_desc(const Shape& s, DType type) const;
 
   void compile();
+  void place_tensors(bool share);  // memory.cc: out_ and diff_ in one planned arena
+  void sample_device_memory();     // memory.cc
+  std::string out_of_memory(const OutOfMemory& e) const;
   void* allocate(size_t bytes);
   bool accumulates(const Node& node, size_t k) const;
   bool wants_grad(int t) const { return t != 0 || input_grad_; }
@@ -183,7 +191,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_concat(const Node& node);    // elementwise_ops.cc
 
   DType type_;
-  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, graphs_;
+  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_;
   cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
   bool logits_are_f32_ = false;
   int device_ = 0;
@@ -201,6 +209,9 @@ class CudaPlan final : public Plan, public DevicePlan {
   DeviceBuffer d_params_, d_grads_, d_momentum_, d_buffers_, d_params_half_, d_grads_half_;
   DeviceBuffer d_images_, d_labels_, d_totals_, d_flag_, d_logits_, staging_, scratch_;
   DeviceBuffer workspace_, search_workspace_;
+  DeviceBuffer d_tensors_;  // every activation and its gradient (memory.cc)
+  size_t tensor_bytes_ = 0, unshared_tensor_bytes_ = 0;
+  int64_t peak_device_bytes_ = 0;
   size_t workspace_bytes_ = 0, search_limit_ = 0;
   std::map<std::string, ConvAlgos> algo_cache_;
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
