@@ -291,6 +291,7 @@ void CudaPlan::compile() {
     alias_of_[node.id] = alias_of_[p];
     fused_relu_of_[p] = node.id;
   }
+  search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors(share_memory_);
   for (const Node& node : graph_.nodes) {
     NodeState& s = nodes_[node.id];

@@ -173,7 +173,14 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   // ---- convolution (conv.cc) ----
   DeviceBuffer& search_workspace();
-  ConvAlgos choose_algorithms(const Node& node, const TensorDesc& x, const TensorDesc& y, bool need_data);
+  ConvAlgos choose_algorithms(const Node& node);
+  void search_convolutions();
+  void* search_tensor(int which, size_t bytes);
+  cudnnMathType_t search_math() const;
+  std::unique_ptr<FilterDesc> filter_desc(const Node& node) const;
+  template <typename Perf>
+  const Perf& retime(const Node& node, const Perf* results, int count, const char* what,
+                     const std::function<cudnnStatus_t(const Perf&, cudnnConvolutionDescriptor_t)>& launch);
   std::string fmt_key(const Shape& s, const Node& node) const;
   template <typename Perf>
   const Perf& pick(const Perf* results, int count, const char* what) const;
@@ -208,7 +215,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::vector<DeviceBuffer> storage_;
   DeviceBuffer d_params_, d_grads_, d_momentum_, d_buffers_, d_params_half_, d_grads_half_;
   DeviceBuffer d_images_, d_labels_, d_totals_, d_flag_, d_logits_, staging_, scratch_;
-  DeviceBuffer workspace_, search_workspace_;
+  DeviceBuffer workspace_, search_workspace_, search_tensors_[4];
   DeviceBuffer d_tensors_;  // every activation and its gradient (memory.cc)
   size_t tensor_bytes_ = 0, unshared_tensor_bytes_ = 0;
   int64_t peak_device_bytes_ = 0;
