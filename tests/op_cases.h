@@ -189,6 +189,20 @@ inline std::vector<OpCase> all_cases() {
   };
   single("googlenet_concat_64_128_32_32_at28", {2, 192, 28, 28}, concat_of({64, 128, 32, 32}));
   single("googlenet_concat_384_384_128_128_at7", {2, 832, 7, 7}, concat_of({384, 384, 128, 128}));
+  // densenet40_k12's first block: 28 and 40 channels (not whole blocks of 16) grow by 12, so each
+  // slice starts inside a block of the output; then a transition (1x1 conv + ReLU, 2x2 average pool).
+  // The block's convolutions have no bias here: every path from them passes a batch norm, which
+  // makes a bias's true gradient zero and its computed one rounding noise no tolerance can scale.
+  single("tiny_densenet_layers_28_to_52_at32", {2, 3, 32, 32}, [](GraphBuilder& b, int x) {
+    x = b.conv(x, 28, 3, 1, 1, "stem");
+    for (int i = 0; i < 2; ++i) {
+      const std::string at = "layer" + std::to_string(i);
+      const int grown = b.conv(b.relu(b.batch_norm(x, at + ".bn"), at + ".relu"), 12, 3, 1, 1, at + ".conv");
+      x = b.concat({x, grown}, at + ".concat");
+    }
+    x = b.relu(b.conv(b.relu(b.batch_norm(x, "t.bn"), "t.relu"), 52, 1, 1, 0, "t.conv", true), "t.conv_relu");
+    return b.avg_pool(x, 2, 2, 0, "t.pool");
+  });
   single("avgpool_3s1p1_include_pad_32x28", {2, 32, 28, 28},
          [](GraphBuilder& b, int x) { return b.avg_pool(x, 3, 1, 1, "pool", true); });
   single("avgpool_3s2p1_exclude_pad_32x28", {2, 32, 28, 28},

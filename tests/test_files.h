@@ -4,6 +4,7 @@
 #include <jpeglib.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +47,31 @@ inline void write_idx_dataset(const std::string& dir, const std::string& prefix,
   const std::string ext = gzip ? ".gz" : "";
   write_file(dir + "/" + prefix + "-images-idx3-ubyte" + ext, idx_bytes({static_cast<uint32_t>(n), 28, 28}, pixels), gzip);
   write_file(dir + "/" + prefix + "-labels-idx1-ubyte" + ext, idx_bytes({static_cast<uint32_t>(n)}, labels), gzip);
+}
+
+// A learnable data set in CIFAR-10's binary files (dir/cifar-10-batches-bin/data_batch_1..5.bin,
+// test_batch.bin; records of 1 label byte + 1024 red, 1024 green, 1024 blue bytes): label i % 10,
+// each class a colour of its own under noise, so random crops and flips keep what tells them apart.
+inline void write_cifar10_dataset(const std::string& dir, int per_train_batch, int test_records) {
+  const std::string root = dir + "/cifar-10-batches-bin";
+  std::filesystem::create_directories(root);
+  auto batch = [](int records, int seed) {
+    std::string bytes;
+    uint32_t state = 2463534242u + static_cast<uint32_t>(seed);
+    for (int r = 0; r < records; ++r) {
+      const int label = (r + seed) % 10;
+      bytes += static_cast<char>(label);
+      const int colour[3] = {60 + 40 * (label % 4), 60 + 60 * ((label / 4) % 3), 220 - 16 * label};
+      for (int plane = 0; plane < 3; ++plane)
+        for (int p = 0; p < 1024; ++p) {
+          state ^= state << 13, state ^= state >> 17, state ^= state << 5;  // xorshift32
+          bytes += static_cast<char>(std::clamp(colour[plane] + static_cast<int>(state % 61) - 30, 0, 255));
+        }
+    }
+    return bytes;
+  };
+  for (int b = 1; b <= 5; ++b) write_file(root + "/data_batch_" + std::to_string(b) + ".bin", batch(per_train_batch, b), false);
+  write_file(root + "/test_batch.bin", batch(test_records, 0), false);
 }
 
 // A w x h JPEG (RGB, or grey) of a smooth pattern that depends on `seed`.

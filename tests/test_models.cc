@@ -58,6 +58,12 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   auxiliary heads: the stem's 9,472 + 4,160 + 110,784 weights and biases, the nine inception
 //   modules' 5,849,136 (3a: 163,696 ... 5b: 1,444,080), the 1024 -> 1000 layer's 1,025,000:
 //   6,998,552 (the paper's "about 6.8 M" without biases); 1.583 GMACs (the paper's 1.5 G).
+// - densenet40_k12, densenet100_k12, densenet100_k24 (models/densenet_model.py there): a stem of
+//   3 x 9 x 16 + 16; each dense layer over c channels 2c (batch norm) + 9ck + k; each transition
+//   over c channels 2c + c^2 + c; the final batch norm 2c and the linear layer 10c + 10, with c
+//   growing from 16 by k a layer. 40_k12 (c = 160, 304, 448 after the blocks): 1,020,634; 100_k12:
+//   6,981,994; 100_k24: 27,253,738 (Huang et al. 2017: 1.0 M, 7.0 M, 27.2 M). MACs: each layer
+//   at 32^2, 16^2 or 8^2 positions, 0.265, 1.770 and 6.889 G.
 INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                          ::testing::Values(Expected{"resnet50_v1.5", 25557032, 4.089},
                                            Expected{"resnet50_v1", 25557032, 3.858},
@@ -66,7 +72,10 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet50_v2", 25549480, 3.858},
                                            Expected{"resnet101_v2", 44541608, 7.570},
                                            Expected{"resnet152_v2", 60185256, 11.283},
-                                           Expected{"googlenet", 6998552, 1.583}),
+                                           Expected{"googlenet", 6998552, 1.583},
+                                           Expected{"densenet40_k12", 1020634, 0.2648},
+                                           Expected{"densenet100_k12", 6981994, 1.7695},
+                                           Expected{"densenet100_k24", 27253738, 6.8893}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {
