@@ -129,6 +129,12 @@ class Plan {
   // Label smoothing s in [0, 1): the loss's target is (1 - s) on the label and s / classes on
   // every class (CPU backends; the GPU backend refuses a nonzero s at set-up).
   void set_label_smoothing(float s) { label_smoothing_ = s; }
+  // Dropout masks (kernels/dropout_mask.h) come from this seed (each rank its own) and a step
+  // count that each training forward() advances, from `step` (a resumed run's steps so far).
+  void set_dropout_seed(uint64_t seed, uint64_t step = 0) {
+    dropout_seed_ = seed;
+    next_dropout_step_ = step;
+  }
 
   // Which device the plan runs on, for the log header ("/cpu:0", "/gpu:0 (NVIDIA H100 ...)").
   virtual std::string device_name() const { return "/cpu:0"; }
@@ -172,6 +178,10 @@ class Plan {
   ParamsNeededHook params_needed_hook_;
   LayerSpanHook layer_span_hook_;
   float loss_gradient_scale_ = 1.0f, loss_scale_ = 1.0f, label_smoothing_ = 0.0f;
+  // A backend's training forward() calls this once; that forward and the backward after it draw
+  // their masks with the step it returns.
+  uint64_t begin_dropout_step() { return dropout_step_ = next_dropout_step_++; }
+  uint64_t dropout_seed_ = 0, next_dropout_step_ = 0, dropout_step_ = 0;
   bool layer_timing_ = false;
   std::vector<LayerTime> layer_times_;
 };

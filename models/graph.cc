@@ -15,6 +15,7 @@ const char* op_name(OpKind kind) {
     case OpKind::add: return "add";
     case OpKind::shortcut: return "shortcut";
     case OpKind::concat: return "concat";
+    case OpKind::dropout: return "dropout";
   }
   return "unknown";
 }

@@ -1,5 +1,5 @@
 // models/graph.h — the graph IR: a CNN as plain data.
-//   OpKind, op attributes (ConvAttrs, PoolAttrs, BatchNormAttrs, LinearAttrs, ShortcutAttrs),
+//   OpKind, op attributes (ConvAttrs, PoolAttrs, BatchNormAttrs, LinearAttrs, ShortcutAttrs, DropoutAttrs),
 //   Init and ParamSpec (a learnable tensor or a running-statistics buffer), Node, Graph.
 // Nodes are stored in topological order; node 0 is the image input. The graph ends at the
 // logits; the loss belongs to the plan that runs the graph.
@@ -25,6 +25,7 @@ enum class OpKind {
   add,              // elementwise sum of two inputs of the same shape (residuals)
   shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels
   concat,           // its inputs' channels one after another (inception modules, densenet)
+  dropout,          // training: each element zeroed with probability rate, the rest scaled by 1 / (1 - rate)
 };
 
 const char* op_name(OpKind kind);
@@ -47,6 +48,12 @@ struct BatchNormAttrs {
 struct LinearAttrs {
   int64_t out_features = 0;
   bool bias = true;
+};
+
+// The mask of a step is a function of the plan's dropout seed, the node, the step and the
+// element's index (kernels/dropout_mask.h): every backend draws the same one.
+struct DropoutAttrs {
+  float rate = 0.5f;
 };
 
 struct ShortcutAttrs {
@@ -83,6 +90,7 @@ struct Node {
   BatchNormAttrs batch_norm;
   LinearAttrs linear;
   ShortcutAttrs shortcut;
+  DropoutAttrs dropout;
   std::vector<ParamSpec> params;   // learnable: weight [, bias] or scale, shift
   std::vector<ParamSpec> buffers;  // not learned: running mean, running variance
   int64_t forward_macs = 0;        // multiply-accumulates of conv and linear, whole batch

@@ -76,6 +76,15 @@ int GraphBuilder::relu(int x, const std::string& name) {
   return append(OpKind::relu, {x}, name).id;
 }
 
+int GraphBuilder::dropout(int x, float rate, const std::string& name) {
+  Node& node = append(OpKind::dropout, {x}, name);
+  if (!(rate >= 0.0f && rate < 1.0f)) refuse(name, "dropout rate must be in [0, 1), not " + std::to_string(rate));
+  if (node.out.h != 1 || node.out.w != 1)
+    refuse(name, "dropout follows a fully connected layer here (an N x C x 1 x 1 input), not " + node.out.str());
+  node.dropout.rate = rate;
+  return node.id;
+}
+
 int GraphBuilder::max_pool(int x, int64_t kernel, int64_t stride, int64_t pad,
                            const std::string& name) {
   Node& node = append(OpKind::max_pool, {x}, name);

@@ -30,6 +30,9 @@ class GraphBuilder {
   // Channel concatenation of 4-D tensors of one batch, height and width, in the order given.
   int concat(const std::vector<int>& xs, const std::string& name);
 
+  // Dropout after a fully connected layer (an N x C x 1 x 1 input), 0 <= rate < 1.
+  int dropout(int x, float rate, const std::string& name);
+
   // Ends the graph at `output` (the logits) and returns it.
   Graph finish(int output);
 

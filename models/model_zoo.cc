@@ -36,6 +36,8 @@ const std::vector<ModelInfo>& model_zoo() {
        [](int64_t n) { return build_resnet(152, n, ResNetVersion::v2, "resnet152_v2"); }, 0, "v2, pre-activation"},
       {"googlenet", "imagenet", 3, 224, 1000, 32, build_googlenet, 0.005,
        "GoogLeNet (Szegedy et al. 2014) as tf_cnn_benchmarks builds it: no batch norm, no auxiliary heads"},
+      {"alexnet", "imagenet", 3, 227, 1000, 512, build_alexnet, 0.005,
+       "AlexNet (Krizhevsky et al. 2012) as tf_cnn_benchmarks builds it: 227x227, no LRN, dropout in the classifier"},
       {"resnet20", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(20, n); }, 0, "CIFAR-10 ResNet (He et al. 2015), option A shortcuts"},
       {"resnet32", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(32, n); }, 0, "CIFAR-10 ResNet, option A"},
       {"resnet44", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(44, n); }, 0, "CIFAR-10 ResNet, option A"},

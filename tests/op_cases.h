@@ -189,6 +189,13 @@ inline std::vector<OpCase> all_cases() {
   };
   single("googlenet_concat_64_128_32_32_at28", {2, 192, 28, 28}, concat_of({64, 128, 32, 32}));
   single("googlenet_concat_384_384_128_128_at7", {2, 832, 7, 7}, concat_of({384, 384, 128, 128}));
+  // alexnet's classifier in small: fully connected + ReLU + dropout (each backend draws the same
+  // mask from the plan's seed and step), twice, then the logits
+  single("tiny_classifier_dropout", {4, 256, 1, 1}, [](GraphBuilder& b, int x) {
+    for (const char* fc : {"fc6", "fc7"})
+      x = b.dropout(b.relu(b.linear(x, 64, fc), std::string(fc) + "_relu"), 0.5f, std::string(fc) + "_dropout");
+    return b.linear(x, 10, "fc8");
+  });
   // densenet40_k12's first block: 28 and 40 channels (not whole blocks of 16) grow by 12, so each
   // slice starts inside a block of the output; then a transition (1x1 conv + ReLU, 2x2 average pool).
   // The block's convolutions have no bias here: every path from them passes a batch norm, which

@@ -176,6 +176,25 @@ TEST(RefGradCheck, AddAndShortcut) {
   EXPECT_EQ(ys[(1 * 7 + 3) * 9 + 4], x[(1 * 3 + 1) * 25 + 2 * 5 + 2]);     // subsampled
 }
 
+// Dropout with a fixed mask is linear: its gradient is the mask scaled by 1 / (1 - rate), summed
+// into what dx held; about `rate` of the elements are dropped, the others doubled at rate 0.5.
+TEST(RefGradCheck, Dropout) {
+  const int64_t count = 4000;
+  Vec x = random_vector<double>(count, 41, 0.5, 1.5), r = random_vector<double>(count, 42), y(count), dx(count, 0.0);
+  ref::dropout_backward(r.data(), dx.data(), count, 7, 3, 11, 0.5f);
+  expect_gradient("dropout dx", x, dx, [&] {
+    ref::dropout_forward(x.data(), y.data(), count, 7, 3, 11, 0.5f);
+    return dot(y, r);
+  });
+  ref::dropout_forward(x.data(), y.data(), count, 7, 3, 11, 0.5f);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (y[i] == 0.0) ++dropped;
+    else EXPECT_DOUBLE_EQ(y[i], 2 * x[i]);
+  }
+  EXPECT_NEAR(dropped, count / 2, 4 * std::sqrt(count * 0.25)) << "dropped of " << count;  // 4 standard deviations
+}
+
 // Concatenation of 2, 3 and 1 channels over 2 images of 2x3: values land in order, and each
 // input's gradient is its slice of the output's (added to what the input's gradient held).
 TEST(RefGradCheck, Concat) {

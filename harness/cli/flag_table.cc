@@ -290,7 +290,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(A)
                     .probe(kAllreduce, "0.02", "json:sizes"));
     v.push_back(INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"),
-                         "seed for weights and synthetic data")
+                         "seed for weights, synthetic data and dropout masks")
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "json:steps.loss"));
     v.push_back(TEXT_FLAG(piecewise_learning_rate_schedule, if (!c.piecewise_learning_rate_schedule.empty())

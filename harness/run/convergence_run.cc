@@ -100,6 +100,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       // by steps: a --num_batches run's checkpoint can end inside an epoch
       first_epoch = steps > 0 ? found->steps_done / steps : 0;
       steps_done = found->steps_done;
+      plan.set_dropout_seed(dropout_seed(config, comm.rank()), static_cast<uint64_t>(steps_done));  // the masks go on
       const bool same_target = to_target.target <= 0 ||
                                (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
       if (found->training_seconds >= 0 && same_target) {

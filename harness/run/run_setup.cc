@@ -64,7 +64,11 @@ void check_ranks_agree(const Config& config, const Communicator& comm) {
   }
 }
 
-std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph) {
+uint64_t dropout_seed(const Config& config, int rank) {
+  return config.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(rank);
+}
+
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph, int rank) {
   PlanOptions options;
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
@@ -72,6 +76,7 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
   options.share_memory = config.share_memory;
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
+  plan->set_dropout_seed(dropout_seed(config, rank));
   return plan;
 }
 
@@ -86,7 +91,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.settings.classes = head_classes(config, setup.settings);
     setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
-    setup.plan = compile_run_plan(config, setup.settings, setup.graph);
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm.rank());
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -111,6 +111,8 @@ void CudaPlan::set_input(const float* images) {
 
 void CudaPlan::forward(Mode mode) {
   mark(0);
+  if (mode == Mode::training)  // this step's dropout masks: the step count on the device
+    cuda::store_value(d_dropout_step_.as<uint64_t>(), begin_dropout_step(), stream_);
   if (type_ != DType::f32)  // this step's weights in the compute type
     cuda::convert(d_params_.data(), DType::f32, d_params_half_.data(), type_, device_params_, 1.0f, stream_);
   const int which = mode == Mode::training ? 0 : 1;
@@ -281,6 +283,8 @@ void CudaPlan::compile() {
   CUDA_CHECK(cudaMallocHost(&pinned_, 4096 + in.n * sizeof(int32_t)));
   pinned_totals_ = static_cast<float*>(pinned_);
   pinned_flag_ = reinterpret_cast<int*>(static_cast<char*>(pinned_) + 64);
+  d_dropout_step_ = DeviceBuffer(sizeof(uint64_t));
+  CUDA_CHECK(cudaMemset(d_dropout_step_.data(), 0, sizeof(uint64_t)));
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
   // ReLUs that run in place on their input's buffer (and gradient)
@@ -309,6 +313,7 @@ void CudaPlan::compile() {
         case OpKind::add: compile_add(node); break;
         case OpKind::shortcut: compile_shortcut(node); break;
         case OpKind::concat: compile_concat(node); break;
+        case OpKind::dropout: compile_dropout(node); break;
       }
     } catch (const std::exception& e) {
       throw std::invalid_argument("backend 'cuda': " + where(node) + ": " + e.what());

@@ -32,6 +32,29 @@ void CudaPlan::compile_relu(const Node& node) {
   });
 }
 
+// Dropout after a fully connected layer: the mask from the plan's seed and the step on the
+// device (forward() sets it), recomputed in backward; inference copies.
+void CudaPlan::compile_dropout(const Node& node) {
+  const int src = node.inputs[0];
+  const int64_t count = node.out.elements();
+  const float rate = node.dropout.rate;
+  push_forward(
+      node.id,
+      [this, src, &node, count, rate] {
+        cuda::dropout_apply(out_[src], out_[node.id], count, dropout_seed_, node.id, d_dropout_step_.as<uint64_t>(), rate,
+                            false, type_, stream_);
+      },
+      [this, src, &node, count] {
+        CUDA_CHECK(cudaMemcpyAsync(out_[node.id], out_[src], count * esize(), cudaMemcpyDeviceToDevice, stream_));
+      });
+  if (!wants_grad(src)) return;
+  const bool acc = accumulates(node, 0);
+  push_backward(node.id, [this, src, &node, count, rate, acc] {
+    cuda::dropout_apply(diff_[node.id], diff_[src], count, dropout_seed_, node.id, d_dropout_step_.as<uint64_t>(), rate,
+                        acc, type_, stream_);
+  });
+}
+
 void CudaPlan::compile_add(const Node& node) {
   const int a = node.inputs[0], b = node.inputs[1];
   const int64_t count = node.out.elements();

@@ -196,6 +196,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_add(const Node& node);         // elementwise_ops.cc
   void compile_shortcut(const Node& node);
   void compile_concat(const Node& node);    // elementwise_ops.cc
+  void compile_dropout(const Node& node);   // elementwise_ops.cc
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_;
@@ -228,6 +229,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   float* pinned_totals_ = nullptr;
   int* pinned_flag_ = nullptr;
   int32_t* pinned_labels_ = nullptr;
+  DeviceBuffer d_dropout_step_;
   bool loss_pending_ = false;
   bool guarded_pending_ = false, last_update_applied_ = true;
   cudaEvent_t marks_[4] = {};

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/cuda/tensor_kernels.h"
 
 namespace cnnbench::cuda {
@@ -64,6 +65,19 @@ __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t cou
     store(dx, i, accumulate ? load(dx, i) + g : g);
   }
 }
+
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, int64_t count, uint64_t seed, int node, const uint64_t* step,
+                               float rate, bool accumulate) {
+  const uint64_t s = *step;
+  const float scale = 1.0f / (1.0f - rate);
+  GRID_STRIDE(i, count) {
+    const float g = dropout_keeps(seed, node, s, static_cast<uint64_t>(i), rate) ? load(x, i) * scale : 0.0f;
+    store(y, i, accumulate ? load(y, i) + g : g);
+  }
+}
+
+__global__ void store_value_kernel(uint64_t* dst, uint64_t value) { *dst = value; }
 
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, int64_t count, bool relu) {
@@ -262,6 +276,20 @@ void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool 
     relu_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
         static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), count, accumulate);
   });
+}
+
+void dropout_apply(const void* x, void* y, int64_t count, uint64_t seed, int node, const uint64_t* step, float rate,
+                   bool accumulate, DType type, cudaStream_t stream) {
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    dropout_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count, seed,
+                                                              node, step, rate, accumulate);
+  });
+}
+
+void store_value(uint64_t* dst, uint64_t value, cudaStream_t stream) {
+  store_value_kernel<<<1, 1, 0, stream>>>(dst, value);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 void add_forward(const void* a, const void* b, void* out, int64_t count, bool relu, DType type, cudaStream_t stream) {

@@ -23,6 +23,14 @@ void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_
 void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool accumulate, DType type,
                    cudaStream_t stream);
 
+// Dropout (kernels/dropout_mask.h): y = x / (1 - rate) where the mask of (seed, node, *step,
+// index) keeps the element, else 0; written or accumulated. *step is read on the device, so a
+// captured CUDA graph draws each step's mask. Backward is the same call from dy into dx.
+void dropout_apply(const void* x, void* y, int64_t count, uint64_t seed, int node, const uint64_t* step, float rate,
+                   bool accumulate, DType type, cudaStream_t stream);
+// *dst = value, in stream order (the value travels as a launch argument: no host buffer to outlive).
+void store_value(uint64_t* dst, uint64_t value, cudaStream_t stream);
+
 // out = a + b (then ReLU); backward: g = dy (masked by out > 0 with ReLU) into da and db.
 void add_forward(const void* a, const void* b, void* out, int64_t count, bool relu, DType type, cudaStream_t stream);
 void add_backward(const void* out, const void* dy, void* da, void* db, int64_t count, bool relu, bool accumulate_a,

@@ -55,6 +55,7 @@ void OnednnPlan::set_input(const float* images) {
 }
 
 void OnednnPlan::forward(Mode mode) {
+  if (mode == Mode::training) begin_dropout_step();
   read_point_ = mode == Mode::training ? 0 : 2;
   run(mode == Mode::training ? forward_training_ : forward_inference_, &LayerTime::forward_sec,
       mode == Mode::training ? 0 : 1, 1);
@@ -155,7 +156,8 @@ void OnednnPlan::compile() {
   flat_.assign(count, false);
   for (const Node& node : graph_.nodes)
     flat_[node.id] = node.kind == OpKind::linear ||
-                     ((node.kind == OpKind::relu || node.kind == OpKind::batch_norm || node.kind == OpKind::add) &&
+                     ((node.kind == OpKind::relu || node.kind == OpKind::batch_norm || node.kind == OpKind::add ||
+                       node.kind == OpKind::dropout) &&
                       flat_[node.inputs[0]]);
   plan_fusions();
 
@@ -188,6 +190,7 @@ void OnednnPlan::compile() {
       case OpKind::add: compile_add_forward(node); break;
       case OpKind::shortcut: compile_shortcut_forward(node); break;
       case OpKind::concat: compile_concat_forward(node); break;
+      case OpKind::dropout: compile_dropout_forward(node); break;
     }
     label_steps(mark, node);
   }
@@ -210,6 +213,7 @@ void OnednnPlan::compile() {
       case OpKind::add: compile_add_backward(node); break;
       case OpKind::shortcut: compile_shortcut_backward(node); break;
       case OpKind::concat: compile_concat_backward(node); break;
+      case OpKind::dropout: compile_dropout_backward(node); break;
     }
     label_steps(mark, node);
   }

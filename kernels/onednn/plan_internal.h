@@ -172,6 +172,8 @@ class OnednnPlan final : public Plan {
   void compile_shortcut_backward(const Node& node);
   void compile_concat_forward(const Node& node);  // concat.cc
   void compile_concat_backward(const Node& node);
+  void compile_dropout_forward(const Node& node);  // dropout.cc
+  void compile_dropout_backward(const Node& node);
 
   bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_, poison_dead_;
   int threads_;  // OpenMP threads the plan's own kernels run

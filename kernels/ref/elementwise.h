@@ -1,11 +1,13 @@
 // kernels/ref/elementwise.h — reference ReLU, residual add, the CIFAR option-A shortcut
 // (subsample by stride, place the channels at pad_front of a zero tensor) and channel
-// concatenation (NCHW). Backward accumulates into its input gradients.
+// concatenation (NCHW), dropout. Backward accumulates into its input gradients.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/dropout_mask.h"
 
 namespace cnnbench::ref {
 
@@ -18,6 +20,21 @@ template <class T>
 void relu_backward(const T* x, const T* dy, T* dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
     if (x[i] > T(0)) dx[i] += dy[i];
+}
+
+// Dropout with its mask (kernels/dropout_mask.h): kept elements scaled by 1 / (1 - rate).
+template <class T>
+void dropout_forward(const T* x, T* y, int64_t count, uint64_t seed, int node, uint64_t step, float rate) {
+  const T scale = T(1) / (T(1) - T(rate));
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = dropout_keeps(seed, node, step, static_cast<uint64_t>(i), rate) ? x[i] * scale : T(0);
+}
+
+template <class T>
+void dropout_backward(const T* dy, T* dx, int64_t count, uint64_t seed, int node, uint64_t step, float rate) {
+  const T scale = T(1) / (T(1) - T(rate));
+  for (int64_t i = 0; i < count; ++i)
+    if (dropout_keeps(seed, node, step, static_cast<uint64_t>(i), rate)) dx[i] += dy[i] * scale;
 }
 
 template <class T>

@@ -83,6 +83,7 @@ class RefPlan final : public Plan {
   }
 
   void forward(Mode mode) override {
+    if (mode == Mode::training) begin_dropout_step();
     for (const Node& node : graph_.nodes) {
       if (node.kind == OpKind::input) continue;
       params_needed(node.id);
@@ -112,6 +113,12 @@ class RefPlan final : public Plan {
           break;
         }
         case OpKind::relu: ref::relu_forward(x, y, in.elements()); break;
+        case OpKind::dropout:
+          if (mode == Mode::training)
+            ref::dropout_forward(x, y, in.elements(), dropout_seed_, node.id, dropout_step_, node.dropout.rate);
+          else
+            std::copy_n(x, in.elements(), y);
+          break;
         case OpKind::max_pool: ref::max_pool_forward(x, y, pool_geometry(in, node)); break;
         case OpKind::avg_pool: ref::avg_pool_forward(x, y, pool_geometry(in, node)); break;
         case OpKind::global_avg_pool: ref::global_avg_pool_forward(x, y, in.n * in.c, in.h * in.w); break;
@@ -175,6 +182,9 @@ class RefPlan final : public Plan {
                                    {in.n, in.c, in.h * in.w, node.batch_norm.epsilon});
           break;
         case OpKind::relu: ref::relu_backward(x, dy, dx, in.elements()); break;
+        case OpKind::dropout:
+          ref::dropout_backward(dy, dx, in.elements(), dropout_seed_, id, dropout_step_, node.dropout.rate);
+          break;
         case OpKind::max_pool: ref::max_pool_backward(x, dy, dx, pool_geometry(in, node)); break;
         case OpKind::avg_pool: ref::avg_pool_backward(dy, dx, pool_geometry(in, node)); break;
         case OpKind::global_avg_pool: ref::global_avg_pool_backward(dy, dx, in.n * in.c, in.h * in.w); break;

@@ -1,0 +1,33 @@
+// AlexNet (Krizhevsky et al. 2012, one-GPU form) as tf_cnn_benchmarks defines it: 227 x 227
+// input (224 + 3, so that the first 11x11 stride-4 convolution without padding gives 55 x 55),
+// convolutions of 64, 192, 384, 384 and 256 channels with bias and ReLU, 3x3 stride-2 max pools
+// after the first, second and fifth, and two fully connected layers of 4096 with ReLU and dropout
+// (rate 0.5) before the 1000-way one. No local response normalisation (tf_cnn_benchmarks' ImageNet
+// AlexNet has none). torchvision's alexnet differs (384 -> 256 -> 256 channels, dropout before
+// each fully connected layer).
+#include "models/graph_builder.h"
+#include "models/model_zoo.h"
+
+namespace cnnbench {
+
+Graph build_alexnet(int64_t batch_size) {
+  GraphBuilder b("alexnet", {batch_size, 3, 227, 227});
+  auto conv = [&](int x, int64_t c, int64_t k, int64_t s, int64_t p, const std::string& name) {
+    return b.relu(b.conv(x, c, k, s, p, name, true, Init::he_normal_fan_in), name + "_relu");
+  };
+  int x = conv(b.input(), 64, 11, 4, 0, "conv1");
+  x = b.max_pool(x, 3, 2, 0, "pool1");
+  x = conv(x, 192, 5, 1, 2, "conv2");
+  x = b.max_pool(x, 3, 2, 0, "pool2");
+  x = conv(x, 384, 3, 1, 1, "conv3");
+  x = conv(x, 384, 3, 1, 1, "conv4");
+  x = conv(x, 256, 3, 1, 1, "conv5");
+  x = b.max_pool(x, 3, 2, 0, "pool5");
+  for (const char* fc : {"fc6", "fc7"}) {
+    x = b.relu(b.linear(x, 4096, fc, true, Init::normal_0_01), std::string(fc) + "_relu");
+    x = b.dropout(x, 0.5f, std::string(fc) + "_dropout");
+  }
+  return b.finish(b.linear(x, 1000, "fc8", true, Init::normal_0_01));
+}
+
+}  // namespace cnnbench
