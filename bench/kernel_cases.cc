@@ -102,6 +102,14 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
       k.name = fmt::format("concat_{}x{}_{}", in.h, in.w, fmt::join(input_channels, "+"));
       break;
     }
+    case OpKind::dropout:
+      y = b.dropout(x, node.dropout.rate, "op");
+      k.name = fmt::format("dropout_{}_p{}", dims(in), node.dropout.rate);
+      break;
+    case OpKind::lrn:
+      y = b.lrn(x, node.lrn.radius, node.lrn.bias, node.lrn.alpha, node.lrn.beta, "op");
+      k.name = fmt::format("lrn_{}_r{}", dims(in), node.lrn.radius);
+      break;
     default:
       throw std::logic_error("no kernel case for " + node.name);
   }

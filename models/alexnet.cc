@@ -31,3 +31,24 @@ Graph build_alexnet(int64_t batch_size) {
 }
 
 }  // namespace cnnbench
+
+namespace cnnbench {
+
+// tf_cnn_benchmarks' AlexnetCifar10Model (cuda-convnet's layers-18pct): 5x5 convolutions of 64
+// channels with bias and ReLU, each followed by local response normalisation (tf.nn.lrn with
+// depth radius 4, bias 1, alpha 0.001 / 9, beta 0.75; the first after a 3x3 stride-2 max pool,
+// the second before one), then fully connected 4096 -> 384 -> 192 with ReLU and the 10-way layer.
+// tf_cnn_benchmarks pads the pools 'SAME'; here symmetrically, with the same 16 and 8 outputs.
+Graph build_alexnet_cifar10(int64_t batch_size) {
+  GraphBuilder b("alexnet", {batch_size, 3, 32, 32});
+  auto lrn = [&](int x, const std::string& name) { return b.lrn(x, 4, 1.0f, 0.001f / 9.0f, 0.75f, name); };
+  int x = b.relu(b.conv(b.input(), 64, 5, 1, 2, "conv1", true, Init::he_normal_fan_in), "conv1_relu");
+  x = lrn(b.max_pool(x, 3, 2, 1, "pool1"), "norm1");
+  x = b.relu(b.conv(x, 64, 5, 1, 2, "conv2", true, Init::he_normal_fan_in), "conv2_relu");
+  x = b.max_pool(lrn(x, "norm2"), 3, 2, 1, "pool2");
+  x = b.relu(b.linear(x, 384, "fc3"), "fc3_relu");
+  x = b.relu(b.linear(x, 192, "fc4"), "fc4_relu");
+  return b.finish(b.linear(x, 10, "fc5"));
+}
+
+}  // namespace cnnbench

@@ -16,6 +16,7 @@ const char* op_name(OpKind kind) {
     case OpKind::shortcut: return "shortcut";
     case OpKind::concat: return "concat";
     case OpKind::dropout: return "dropout";
+    case OpKind::lrn: return "lrn";
   }
   return "unknown";
 }

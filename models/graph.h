@@ -1,5 +1,5 @@
 // models/graph.h — the graph IR: a CNN as plain data.
-//   OpKind, op attributes (ConvAttrs, PoolAttrs, BatchNormAttrs, LinearAttrs, ShortcutAttrs, DropoutAttrs),
+//   OpKind, op attributes (ConvAttrs, PoolAttrs, BatchNormAttrs, LinearAttrs, ShortcutAttrs, DropoutAttrs, LrnAttrs),
 //   Init and ParamSpec (a learnable tensor or a running-statistics buffer), Node, Graph.
 // Nodes are stored in topological order; node 0 is the image input. The graph ends at the
 // logits; the loss belongs to the plan that runs the graph.
@@ -26,6 +26,7 @@ enum class OpKind {
   shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels
   concat,           // its inputs' channels one after another (inception modules, densenet)
   dropout,          // training: each element zeroed with probability rate, the rest scaled by 1 / (1 - rate)
+  lrn,              // local response normalisation across channels (tf.nn.lrn)
 };
 
 const char* op_name(OpKind kind);
@@ -54,6 +55,14 @@ struct LinearAttrs {
 // element's index (kernels/dropout_mask.h): every backend draws the same one.
 struct DropoutAttrs {
   float rate = 0.5f;
+};
+
+// tf.nn.lrn's parameters: s = bias + alpha * (sum of squares over the 2 * radius + 1 nearest
+// channels), y = x / s^beta (alpha per term of the sum, not divided by the window as cuDNN's and
+// oneDNN's is: the backends convert).
+struct LrnAttrs {
+  int64_t radius = 5;
+  float bias = 1.0f, alpha = 1.0f, beta = 0.5f;
 };
 
 struct ShortcutAttrs {
@@ -91,6 +100,7 @@ struct Node {
   LinearAttrs linear;
   ShortcutAttrs shortcut;
   DropoutAttrs dropout;
+  LrnAttrs lrn;
   std::vector<ParamSpec> params;   // learnable: weight [, bias] or scale, shift
   std::vector<ParamSpec> buffers;  // not learned: running mean, running variance
   int64_t forward_macs = 0;        // multiply-accumulates of conv and linear, whole batch

@@ -76,6 +76,14 @@ int GraphBuilder::relu(int x, const std::string& name) {
   return append(OpKind::relu, {x}, name).id;
 }
 
+int GraphBuilder::lrn(int x, int64_t radius, float bias, float alpha, float beta, const std::string& name) {
+  Node& node = append(OpKind::lrn, {x}, name);
+  if (radius < 0 || radius > 7) refuse(name, "lrn radius must be 0 to 7 (a window of at most 15 channels), not " + std::to_string(radius));
+  if (!(bias > 0.0f) || !(alpha >= 0.0f) || !(beta >= 0.0f)) refuse(name, "lrn needs bias > 0, alpha >= 0 and beta >= 0");
+  node.lrn = {radius, bias, alpha, beta};
+  return node.id;
+}
+
 int GraphBuilder::dropout(int x, float rate, const std::string& name) {
   Node& node = append(OpKind::dropout, {x}, name);
   if (!(rate >= 0.0f && rate < 1.0f)) refuse(name, "dropout rate must be in [0, 1), not " + std::to_string(rate));

@@ -30,6 +30,8 @@ class GraphBuilder {
   // Channel concatenation of 4-D tensors of one batch, height and width, in the order given.
   int concat(const std::vector<int>& xs, const std::string& name);
 
+  // Local response normalisation across channels with tf.nn.lrn's parameters (models/graph.h).
+  int lrn(int x, int64_t radius, float bias, float alpha, float beta, const std::string& name);
   // Dropout after a fully connected layer (an N x C x 1 x 1 input), 0 <= rate < 1.
   int dropout(int x, float rate, const std::string& name);
 

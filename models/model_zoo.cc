@@ -38,6 +38,8 @@ const std::vector<ModelInfo>& model_zoo() {
        "GoogLeNet (Szegedy et al. 2014) as tf_cnn_benchmarks builds it: no batch norm, no auxiliary heads"},
       {"alexnet", "imagenet", 3, 227, 1000, 512, build_alexnet, 0.005,
        "AlexNet (Krizhevsky et al. 2012) as tf_cnn_benchmarks builds it: 227x227, no LRN, dropout in the classifier"},
+      {"alexnet", "cifar10", 3, 32, 10, 128, build_alexnet_cifar10, 0,
+       "tf_cnn_benchmarks' CIFAR-10 AlexNet (--data_name=cifar10): two 5x5 convolutions with LRN, 384 and 192 fully connected"},
       {"resnet20", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(20, n); }, 0, "CIFAR-10 ResNet (He et al. 2015), option A shortcuts"},
       {"resnet32", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(32, n); }, 0, "CIFAR-10 ResNet, option A"},
       {"resnet44", "cifar10", 3, 32, 10, 128, [](int64_t n) { return build_cifar_resnet(44, n); }, 0, "CIFAR-10 ResNet, option A"},
@@ -65,6 +67,12 @@ std::optional<ModelInfo> find_model(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<ModelInfo> find_model(const std::string& name, const std::string& dataset) {
+  for (const ModelInfo& info : model_zoo())
+    if (info.name == name && info.dataset == dataset) return info;
+  return find_model(name);
+}
+
 Graph build_model(const std::string& name, int64_t batch_size, int64_t classes) {
   const auto info = find_model(name);
   if (!info) {
@@ -72,7 +80,11 @@ Graph build_model(const std::string& name, int64_t batch_size, int64_t classes) 
     for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
     throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
   }
-  Graph graph = info->build(batch_size);
+  return build_model(*info, batch_size, classes);
+}
+
+Graph build_model(const ModelInfo& model, int64_t batch_size, int64_t classes) {
+  Graph graph = model.build(batch_size);
   return classes > 0 && classes != graph.num_classes() ? with_classes(std::move(graph), classes) : graph;
 }
 

@@ -27,9 +27,14 @@ struct ModelInfo {
 
 const std::vector<ModelInfo>& model_zoo();
 std::optional<ModelInfo> find_model(const std::string& name);
+// The model of that name for that data set where the name has one per data set (alexnet: the
+// ImageNet one, and a CIFAR-10 one as tf_cnn_benchmarks picks with --data_name=cifar10), else
+// find_model(name).
+std::optional<ModelInfo> find_model(const std::string& name, const std::string& dataset);
 // Throws std::invalid_argument naming the known models if `name` is not one of them. classes > 0
 // gives the head (the last linear layer) that many outputs instead of the model's own.
 Graph build_model(const std::string& name, int64_t batch_size, int64_t classes = 0);
+Graph build_model(const ModelInfo& model, int64_t batch_size, int64_t classes = 0);
 // The graph with its logits layer (a linear layer nothing reads) resized to `classes` outputs:
 // weight, bias and multiply-accumulates follow; everything before it is unchanged.
 Graph with_classes(Graph graph, int64_t classes);
@@ -44,6 +49,7 @@ Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 
 Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name);
 Graph build_googlenet(int64_t batch_size);               // tf_cnn_benchmarks' (no batch norm)
 Graph build_alexnet(int64_t batch_size);                 // tf_cnn_benchmarks' ImageNet AlexNet (227 x 227)
+Graph build_alexnet_cifar10(int64_t batch_size);         // tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN)
 // CIFAR-10 DenseNet of `depth` (3n + 4) layers growing by `growth` channels a layer (tf_cnn_benchmarks')
 Graph build_cifar_densenet(int depth, int64_t growth, int64_t batch_size, const std::string& name);
 Graph build_trivial(int64_t batch_size);

@@ -7,8 +7,9 @@ process's peak RSS.
   python pytorch_cpu_worker.py MODEL BATCH THREADS WARMUP STEPS PRECISION MODE CHANNELS_LAST
 MODE: eager, compile (torch.compile's default mode) or max-autotune; CHANNELS_LAST: 1 or 0.
 The model is torchvision's (resnet50, vgg16, ...), the CIFAR ResNet of He et al. 2015 with
-option A shortcuts (resnet20 ... resnet110), or googlenet as tf_cnn_benchmarks defines it
-(convolutions with bias and ReLU, no batch norm, no auxiliary heads: torchvision's has both),
+option A shortcuts (resnet20 ... resnet110), googlenet as tf_cnn_benchmarks defines it
+(convolutions with bias and ReLU, no batch norm, no auxiliary heads: torchvision's has both), or
+alexnet as tf_cnn_benchmarks defines it (227 x 227; torchvision's has other channel counts),
 each as cnnbench builds it; SGD with momentum and weight decay; synthetic data of the model's
 input size.
 """
@@ -104,12 +105,27 @@ class GoogLeNet(nn.Module):  # models/googlenet.cc
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class AlexNet(nn.Module):  # models/alexnet.cc: tf_cnn_benchmarks' (torchvision's has 384 -> 256 -> 256)
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, 11, 4), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, 1, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, 1, 1), nn.ReLU(inplace=True), nn.Conv2d(384, 384, 3, 1, 1), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, 3, 1, 1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2))
+        self.classifier = nn.Sequential(
+            nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+            nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(4096, 1000))
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
 def build(name):
     """(model, image size, classes)"""
     if name.startswith("resnet") and name[6:].isdigit() and int(name[6:]) in (20, 32, 44, 56, 110):
         return CifarResNet(int(name[6:])), 32, 10
     if name == "googlenet":
         return GoogLeNet(), 224, 1000
+    if name == "alexnet":
+        return AlexNet(), 227, 1000
     import torchvision
     return getattr(torchvision.models, name)(), 224, 1000
 

@@ -196,6 +196,11 @@ inline std::vector<OpCase> all_cases() {
       x = b.dropout(b.relu(b.linear(x, 64, fc), std::string(fc) + "_relu"), 0.5f, std::string(fc) + "_dropout");
     return b.linear(x, 10, "fc8");
   });
+  // the CIFAR-10 alexnet's LRN (tf.nn.lrn: radius 4, alpha 0.001/9: nearly the identity), and a
+  // strong one whose cross-channel gradient term counts
+  single("alexnet_cifar_lrn_64x16", {2, 64, 16, 16},
+         [](GraphBuilder& b, int x) { return b.lrn(x, 4, 1.0f, 0.001f / 9.0f, 0.75f, "norm"); });
+  single("lrn_strong_r2_24x8", {2, 24, 8, 8}, [](GraphBuilder& b, int x) { return b.lrn(x, 2, 1.5f, 0.4f, 0.75f, "norm"); });
   // densenet40_k12's first block: 28 and 40 channels (not whole blocks of 16) grow by 12, so each
   // slice starts inside a block of the output; then a transition (1x1 conv + ReLU, 2x2 average pool).
   // The block's convolutions have no bias here: every path from them passes a batch norm, which

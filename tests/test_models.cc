@@ -83,6 +83,23 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"densenet100_k24", 27253738, 6.8893}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
 
+// --model=alexnet --data_name=cifar10 is tf_cnn_benchmarks' CIFAR-10 AlexNet (models/alexnet_model.py
+// there): 5x5x3x64 + 64 and 5x5x64x64 + 64 convolutions (107,328), fully connected 4096 -> 384 ->
+// 192 -> 10 with biases (1,649,098): 1,756,426 parameters; 0.0328 GMACs (32^2 and 16^2 positions).
+TEST(ModelZoo, AlexnetForCifar10) {
+  const auto info = find_model("alexnet", "cifar10");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->dataset, "cifar10");
+  const Graph g = build_model(*info, 2);
+  EXPECT_EQ(g.param_count(), 1756426);
+  EXPECT_EQ(g.input().out, (Shape{2, 3, 32, 32}));
+  EXPECT_EQ(g.logits().out, (Shape{2, 10, 1, 1}));
+  EXPECT_NEAR(g.forward_macs_per_image() / 1e9, 0.0328, 0.0003);
+  EXPECT_EQ(find_model("alexnet", "imagenet")->image_size, 227);
+  EXPECT_EQ(find_model("alexnet")->dataset, "imagenet") << "the name alone is ImageNet's, as in tf_cnn_benchmarks";
+  EXPECT_EQ(find_model("resnet50", "cifar10")->dataset, "imagenet") << "one model per name: that one";
+}
+
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {
   try {
     build_model("resnet51", 1);

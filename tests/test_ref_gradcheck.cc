@@ -7,6 +7,7 @@
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/linear.h"
 #include "kernels/ref/loss.h"
+#include "kernels/ref/lrn.h"
 #include "kernels/ref/pool.h"
 #include "test_util.h"
 
@@ -174,6 +175,23 @@ TEST(RefGradCheck, AddAndShortcut) {
   ref::shortcut_forward(x.data(), ys.data(), g);
   EXPECT_EQ(ys[(1 * 7 + 0) * 9 + 4], 0.0);                                  // padded channel
   EXPECT_EQ(ys[(1 * 7 + 3) * 9 + 4], x[(1 * 3 + 1) * 25 + 2 * 5 + 2]);     // subsampled
+}
+
+// Local response normalisation (tf.nn.lrn): a strong one, so that the cross-channel term of the
+// gradient counts, on 7 channels with a window of 5 (clipped at both ends).
+TEST(RefGradCheck, Lrn) {
+  const ref::LrnGeometry g{2, 7, 3, 2, 1.5, 0.4, 0.75};
+  Vec x = random_vector<double>(g.n * g.c * g.hw, 51), r = random_vector<double>(x.size(), 52), y(x.size()),
+      dx(x.size(), 0.0);
+  ref::lrn_backward(x.data(), r.data(), dx.data(), g);
+  expect_gradient("lrn dx", x, dx, [&] {
+    ref::lrn_forward(x.data(), y.data(), g);
+    return dot(y, r);
+  });
+  ref::lrn_forward(x.data(), y.data(), g);
+  double s = 1.5;  // channel 0 of image 1 at position 2: channels 0..2 in its window
+  for (int k = 0; k < 3; ++k) s += 0.4 * x[(7 + k) * 3 + 2] * x[(7 + k) * 3 + 2];
+  EXPECT_NEAR(y[7 * 3 + 2], x[7 * 3 + 2] * std::pow(s, -0.75), 1e-12);
 }
 
 // Dropout with a fixed mask is linear: its gradient is the mask scaled by 1 / (1 - rate), summed

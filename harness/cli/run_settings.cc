@@ -14,7 +14,7 @@ int64_t dataset_train_size(const std::string& dataset) {
 
 RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   RunSettings s;
-  const auto model = find_model(config.model);
+  const auto model = config.data_name.empty() ? find_model(config.model) : find_model(config.model, config.data_name);
   if (!model) {
     std::string known;
     for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;

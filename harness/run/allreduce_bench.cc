@@ -139,7 +139,8 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   }
 
   // the gradient exchange of a model's training step
-  const Graph graph = build_model(config.model, 1, config.num_classes);
+  const auto info = find_model(config.model, config.data_name);
+  const Graph graph = info ? build_model(*info, 1, config.num_classes) : build_model(config.model, 1, config.num_classes);
   const ParamLayout layout = ParamLayout::of(graph);
   std::vector<TensorExtent> tensors;
   for (const ArenaEntry& e : layout.params)

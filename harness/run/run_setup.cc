@@ -89,7 +89,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.threads = configure_threads(default_threads(config, comm));
     setup.settings = resolve_settings(config, comm.size(), setup.threads);
     setup.settings.classes = head_classes(config, setup.settings);
-    setup.graph = build_model(setup.settings.model.name, setup.settings.batch_size, setup.settings.classes);
+    setup.graph = build_model(setup.settings.model, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
     setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm.rank());
   } catch (const std::exception& e) {

@@ -314,6 +314,7 @@ void CudaPlan::compile() {
         case OpKind::shortcut: compile_shortcut(node); break;
         case OpKind::concat: compile_concat(node); break;
         case OpKind::dropout: compile_dropout(node); break;
+        case OpKind::lrn: compile_lrn(node); break;
       }
     } catch (const std::exception& e) {
       throw std::invalid_argument("backend 'cuda': " + where(node) + ": " + e.what());

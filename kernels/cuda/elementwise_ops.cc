@@ -55,6 +55,22 @@ void CudaPlan::compile_dropout(const Node& node) {
   });
 }
 
+// Local response normalisation across channels: kernels of our own on the NHWC rows.
+void CudaPlan::compile_lrn(const Node& node) {
+  const int src = node.inputs[0];
+  const int64_t rows = node.out.n * node.out.h * node.out.w, channels = node.out.c;
+  const LrnAttrs a = node.lrn;
+  push_forward(node.id, [this, src, &node, rows, channels, a] {
+    cuda::lrn_forward(out_[src], out_[node.id], rows, channels, a.radius, a.bias, a.alpha, a.beta, type_, stream_);
+  });
+  if (!wants_grad(src)) return;
+  const bool acc = accumulates(node, 0);
+  push_backward(node.id, [this, src, &node, rows, channels, a, acc] {
+    cuda::lrn_backward(out_[src], diff_[node.id], diff_[src], rows, channels, a.radius, a.bias, a.alpha, a.beta, acc,
+                       type_, stream_);
+  });
+}
+
 void CudaPlan::compile_add(const Node& node) {
   const int a = node.inputs[0], b = node.inputs[1];
   const int64_t count = node.out.elements();

@@ -197,6 +197,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_shortcut(const Node& node);
   void compile_concat(const Node& node);    // elementwise_ops.cc
   void compile_dropout(const Node& node);   // elementwise_ops.cc
+  void compile_lrn(const Node& node);       // elementwise_ops.cc
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_;

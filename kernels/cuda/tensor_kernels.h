@@ -28,6 +28,14 @@ void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool 
 // captured CUDA graph draws each step's mask. Backward is the same call from dy into dx.
 void dropout_apply(const void* x, void* y, int64_t count, uint64_t seed, int node, const uint64_t* step, float rate,
                    bool accumulate, DType type, cudaStream_t stream);
+// Local response normalisation across the channels of NHWC rows (tf.nn.lrn's parameters: s[c] =
+// bias + alpha * sum of x[k]^2 over |k - c| <= radius, y = x s^-beta); backward recomputes s and
+// writes or accumulates dx = dy s^-beta - 2 alpha beta x sum over the window of dy[k] x[k] s[k]^(-beta-1).
+void lrn_forward(const void* x, void* y, int64_t rows, int64_t channels, int64_t radius, float bias, float alpha,
+                 float beta, DType type, cudaStream_t stream);
+void lrn_backward(const void* x, const void* dy, void* dx, int64_t rows, int64_t channels, int64_t radius, float bias,
+                  float alpha, float beta, bool accumulate, DType type, cudaStream_t stream);
+
 // *dst = value, in stream order (the value travels as a launch argument: no host buffer to outlive).
 void store_value(uint64_t* dst, uint64_t value, cudaStream_t stream);
 

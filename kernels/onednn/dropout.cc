@@ -1,5 +1,5 @@
 // kernels/onednn/dropout.cc — dropout in the oneDNN plan: a host loop over the plain N x C tensor
-// a fully connected layer gives, with the mask of kernels/dropout_mask.h (recomputed in
+// a fully connected layer gives (or N x C x 1 x 1), with the mask of kernels/dropout_mask.h (recomputed in
 // backward, never stored); inference copies its input.
 #include "kernels/dropout_mask.h"
 #include "kernels/dtype.h"
@@ -30,12 +30,16 @@ void apply_mask(const memory& from, const memory& to, int64_t count, bool wide, 
 
 }  // namespace
 
+// N x C plain: 2-D after a fully connected layer, else N x C x 1 x 1 (the same bytes)
+memory::desc OnednnPlan::plain_desc(const Node& node) const {
+  return flat_[node.id] ? memory::desc({node.out.n, node.out.c}, act_dt_, tag::nc)
+                        : memory::desc(dims(node), act_dt_, tag::nchw);
+}
+
 void OnednnPlan::compile_dropout_forward(const Node& node) {
   const int src = node.inputs[0];
-  if (!flat_[src]) throw std::invalid_argument(where(node, "follows a 4-D tensor (dropout follows a fully connected layer)"));
-  const memory::desc plain({node.out.n, node.out.c}, act_dt_, tag::nc);
-  memory x = forward_view(src, plain);
-  mem_[node.id] = alloc(plain);
+  memory x = forward_view(src, plain_desc(node));
+  mem_[node.id] = alloc(x.get_desc());
   const int64_t count = node.out.n * node.out.c;
   for (const bool training : {true, false})
     (training ? forward_training_ : forward_inference_)
@@ -48,7 +52,7 @@ void OnednnPlan::compile_dropout_forward(const Node& node) {
 
 void OnednnPlan::compile_dropout_backward(const Node& node) {
   const int src = node.inputs[0];
-  const memory::desc plain({node.out.n, node.out.c}, act_dt_, tag::nc);
+  const memory::desc plain = plain_desc(node);
   memory dy = backward_view(node.id, plain);
   memory target = grad_target(src, plain);
   const int64_t count = node.out.n * node.out.c;

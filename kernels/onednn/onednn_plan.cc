@@ -191,6 +191,7 @@ void OnednnPlan::compile() {
       case OpKind::shortcut: compile_shortcut_forward(node); break;
       case OpKind::concat: compile_concat_forward(node); break;
       case OpKind::dropout: compile_dropout_forward(node); break;
+      case OpKind::lrn: compile_lrn_forward(node); break;
     }
     label_steps(mark, node);
   }
@@ -214,6 +215,7 @@ void OnednnPlan::compile() {
       case OpKind::shortcut: compile_shortcut_backward(node); break;
       case OpKind::concat: compile_concat_backward(node); break;
       case OpKind::dropout: compile_dropout_backward(node); break;
+      case OpKind::lrn: compile_lrn_backward(node); break;
     }
     label_steps(mark, node);
   }

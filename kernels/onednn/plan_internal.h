@@ -159,6 +159,13 @@ class OnednnPlan final : public Plan {
   void compile_pool_forward(const Node& node);
   void compile_pool_backward(const Node& node);
 
+  struct LrnState {  // lrn.cc
+    dnnl::lrn_forward::primitive_desc forward_pd;
+    memory workspace;
+  };
+  void compile_lrn_forward(const Node& node);
+  void compile_lrn_backward(const Node& node);
+
   // elementwise.cc: ReLU (alone or folded), add, the option-A shortcut
   dnnl::primitive_attr relu_attr(const Node& node) const;
   dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, dnnl::algorithm alg,
@@ -172,6 +179,7 @@ class OnednnPlan final : public Plan {
   void compile_shortcut_backward(const Node& node);
   void compile_concat_forward(const Node& node);  // concat.cc
   void compile_concat_backward(const Node& node);
+  memory::desc plain_desc(const Node& node) const;  // dropout.cc
   void compile_dropout_forward(const Node& node);  // dropout.cc
   void compile_dropout_backward(const Node& node);
 
@@ -195,6 +203,7 @@ class OnednnPlan final : public Plan {
   std::vector<WeightedState> conv_;
   std::unordered_map<int, BatchNormState> bn_;
   std::unordered_map<int, PoolState> pool_;
+  std::unordered_map<int, LrnState> lrn_;
   Steps forward_training_, forward_inference_, backward_;
   memory logits_plain_, dlogits_plain_;
   memory input_user_;  // fp32 images from set_input(); mem_[0] is them in the compute type

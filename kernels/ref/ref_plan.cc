@@ -9,6 +9,7 @@
 #include "kernels/ref/conv.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/linear.h"
+#include "kernels/ref/lrn.h"
 #include "kernels/ref/loss.h"
 #include "kernels/ref/pool.h"
 #include "kernels/ref/sgd.h"
@@ -20,6 +21,10 @@ namespace {
 ref::ConvGeometry conv_geometry(const Shape& in, const Node& node) {
   return {in.n, in.c, in.h, in.w, node.conv.out_channels, node.conv.kernel,
           node.conv.stride, node.conv.pad, node.out.h, node.out.w};
+}
+
+ref::LrnGeometry lrn_geometry(const Shape& in, const Node& node) {
+  return {in.n, in.c, in.h * in.w, node.lrn.radius, node.lrn.bias, node.lrn.alpha, node.lrn.beta};
 }
 
 ref::PoolGeometry pool_geometry(const Shape& in, const Node& node) {
@@ -113,6 +118,7 @@ class RefPlan final : public Plan {
           break;
         }
         case OpKind::relu: ref::relu_forward(x, y, in.elements()); break;
+        case OpKind::lrn: ref::lrn_forward(x, y, lrn_geometry(in, node)); break;
         case OpKind::dropout:
           if (mode == Mode::training)
             ref::dropout_forward(x, y, in.elements(), dropout_seed_, node.id, dropout_step_, node.dropout.rate);
@@ -182,6 +188,7 @@ class RefPlan final : public Plan {
                                    {in.n, in.c, in.h * in.w, node.batch_norm.epsilon});
           break;
         case OpKind::relu: ref::relu_backward(x, dy, dx, in.elements()); break;
+        case OpKind::lrn: ref::lrn_backward(x, dy, dx, lrn_geometry(in, node)); break;
         case OpKind::dropout:
           ref::dropout_backward(dy, dx, in.elements(), dropout_seed_, id, dropout_step_, node.dropout.rate);
           break;
