@@ -52,7 +52,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
     data_ = nullptr;
     throw OutOfMemory(bytes, free, total);
   }
-  CUDA_CHECK(e);
+  cuda::check(e, "cudaMalloc", __FILE__ ":" CNNBENCH_STR(__LINE__));
 }
 
 DeviceBuffer::~DeviceBuffer() {

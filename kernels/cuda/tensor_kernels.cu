@@ -4,39 +4,12 @@
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_util.cuh"
 #include "kernels/dropout_mask.h"
 #include "kernels/cuda/tensor_kernels.h"
 
 namespace cnnbench::cuda {
 namespace {
-
-constexpr int threads = 256;
-
-unsigned blocks_for(int64_t count) {
-  const int64_t b = (count + threads - 1) / threads;
-  return static_cast<unsigned>(b < 65535 * 16 ? b : 65535 * 16);  // grid-stride loops cover the rest
-}
-
-#define GRID_STRIDE(i, count) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (count); i += int64_t{gridDim.x} * blockDim.x)
-
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-// Calls f with a null pointer of the element type of `type`.
-template <typename F>
-void dispatch(DType type, F&& f) {
-  switch (type) {
-    case DType::f32: f(static_cast<float*>(nullptr)); break;
-    case DType::f16: f(static_cast<__half*>(nullptr)); break;
-    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-  }
-  CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
-}
 
 template <typename T>
 __global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t cp,
@@ -78,41 +51,6 @@ __global__ void dropout_kernel(const T* x, T* y, int64_t count, uint64_t seed, i
 }
 
 __global__ void store_value_kernel(uint64_t* dst, uint64_t value) { *dst = value; }
-
-template <typename T>
-__device__ float lrn_scale(const T* row, int64_t c, int64_t channels, int64_t radius, float bias, float alpha) {
-  float sum = 0.0f;
-  for (int64_t k = c - radius > 0 ? c - radius : 0; k <= c + radius && k < channels; ++k) {
-    const float v = load(row, k);
-    sum += v * v;
-  }
-  return bias + alpha * sum;
-}
-
-template <typename T>
-__global__ void lrn_forward_kernel(const T* x, T* y, int64_t rows, int64_t channels, int64_t radius, float bias,
-                                   float alpha, float beta) {
-  GRID_STRIDE(i, rows * channels) {
-    const int64_t c = i % channels;
-    const T* row = x + (i - c);
-    store(y, i, load(x, i) * powf(lrn_scale(row, c, channels, radius, bias, alpha), -beta));
-  }
-}
-
-template <typename T>
-__global__ void lrn_backward_kernel(const T* x, const T* dy, T* dx, int64_t rows, int64_t channels, int64_t radius,
-                                    float bias, float alpha, float beta, bool accumulate) {
-  GRID_STRIDE(i, rows * channels) {
-    const int64_t c = i % channels, base = i - c;
-    const T* row = x + base;
-    float cross = 0.0f;
-    for (int64_t k = c - radius > 0 ? c - radius : 0; k <= c + radius && k < channels; ++k)
-      cross += load(dy, base + k) * load(row, k) * powf(lrn_scale(row, k, channels, radius, bias, alpha), -beta - 1.0f);
-    const float g = load(dy, i) * powf(lrn_scale(row, c, channels, radius, bias, alpha), -beta) -
-                    2.0f * alpha * beta * load(x, i) * cross;
-    store(dx, i, accumulate ? load(dx, i) + g : g);
-  }
-}
 
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, int64_t count, bool relu) {
@@ -319,25 +257,6 @@ void dropout_apply(const void* x, void* y, int64_t count, uint64_t seed, int nod
     using T = std::remove_pointer_t<decltype(t)>;
     dropout_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count, seed,
                                                               node, step, rate, accumulate);
-  });
-}
-
-void lrn_forward(const void* x, void* y, int64_t rows, int64_t channels, int64_t radius, float bias, float alpha,
-                 float beta, DType type, cudaStream_t stream) {
-  dispatch(type, [&](auto* t) {
-    using T = std::remove_pointer_t<decltype(t)>;
-    lrn_forward_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), rows, channels, radius, bias, alpha, beta);
-  });
-}
-
-void lrn_backward(const void* x, const void* dy, void* dx, int64_t rows, int64_t channels, int64_t radius, float bias,
-                  float alpha, float beta, bool accumulate, DType type, cudaStream_t stream) {
-  dispatch(type, [&](auto* t) {
-    using T = std::remove_pointer_t<decltype(t)>;
-    lrn_backward_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), rows, channels, radius, bias, alpha,
-        beta, accumulate);
   });
 }
 
