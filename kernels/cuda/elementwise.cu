@@ -3,16 +3,10 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/kernel_util.cuh"
 
 namespace cnnbench::cuda {
 namespace {
-
-constexpr int threads = 256;
-
-unsigned blocks_for(int64_t count) {
-  const int64_t b = (count + threads - 1) / threads;
-  return static_cast<unsigned>(b < 65535 * 16 ? b : 65535 * 16);  // grid-stride loops cover the rest
-}
 
 __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                            float weight_decay, bool nesterov, float gradient_scale, const int* skip_if) {
