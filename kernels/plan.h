@@ -36,6 +36,10 @@ struct PlanOptions {
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
   bool share_memory = true;  // tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
   bool poison_dead_tensors = false;  // tests: fill a shared tensor with NaNs before its first and after its last use
+  // CPU: the bytes this rank may take of the host's available memory (0: no check). A plan that
+  // needs more refuses in one line, with the batch that would fit, before it touches memory (past
+  // it the kernel's OOM killer ends the ranks without a word).
+  size_t host_memory_budget = 0;
 };
 
 struct SgdConfig {

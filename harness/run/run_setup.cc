@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <limits>
+
 #include "kernels/backend.h"
 #include "kernels/device_plan.h"
 #include "comm/gradient_exchange.h"
@@ -68,15 +71,33 @@ uint64_t dropout_seed(const Config& config, int rank) {
   return config.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(rank);
 }
 
-std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph, int rank) {
+namespace {
+
+// /proc/meminfo's MemAvailable in bytes (0 where it cannot be read: no check).
+size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
+                                       const Communicator& comm) {
   PlanOptions options;
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
   options.share_memory = config.share_memory;
+  if (!is_device_backend(config.backend)) options.host_memory_budget = available_host_memory() / comm.local_size();
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
-  plan->set_dropout_seed(dropout_seed(config, rank));
+  plan->set_dropout_seed(dropout_seed(config, comm.rank()));
   return plan;
 }
 
@@ -91,7 +112,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.settings.classes = head_classes(config, setup.settings);
     setup.graph = build_model(setup.settings.model, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
-    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm.rank());
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm);
   } catch (const std::exception& e) {
     error = e.what();
   }

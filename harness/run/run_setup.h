@@ -30,7 +30,9 @@ RunSetup set_up_run(const Config& config, Communicator& comm);
 // The seed of a rank's dropout masks: from --seed and the rank (each rank its own, as each its own images).
 uint64_t dropout_seed(const Config& config, int rank);
 // The plan for this run: its options from the flags, label smoothing, and dropout_seed().
-std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph, int rank);
+// On a CPU each rank may take its share of the host's available memory (MemAvailable / ranks on the host).
+std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
+                                       const Communicator& comm);
 // Seeded initial weights, then rank 0's broadcast to all.
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
 // Whether ranks average gradients: more than one rank, training, not --variable_update=independent.

@@ -2,6 +2,9 @@
 // each tensor's lifetime on the two timelines a plan runs (a training step: set_input, the
 // training forward list, loss(), the backward list; an inference step: set_input, the inference
 // forward list, loss()), then kernels/memory_plan.h's offsets.
+#include <fmt/format.h>
+
+#include <stdexcept>
 #include <unordered_map>
 
 #include "kernels/memory_plan.h"
@@ -22,6 +25,24 @@ bool padded(const memory::desc& md) {
 }
 
 }  // namespace
+
+// Activations and gradients grow with the batch; the weights, their gradients and momentum do not.
+void OnednnPlan::check_memory_budget() const {
+  if (host_memory_budget_ == 0) return;
+  const double fixed = 4.0 * sizeof(float) * static_cast<double>(layout_.param_elements);
+  const double need = static_cast<double>(activation_bytes_) + fixed, budget = static_cast<double>(host_memory_budget_);
+  if (need <= budget) return;
+  const int64_t batch = graph_.batch_size();
+  const double per_image = static_cast<double>(activation_bytes_) / static_cast<double>(batch);
+  const int64_t fits = budget > fixed ? static_cast<int64_t>((budget - fixed) / per_image) : 0;
+  const auto gib = [](double bytes) { return fmt::format("{:.1f} GiB", bytes / (1 << 30)); };
+  throw std::invalid_argument(fmt::format(
+      "batch {} needs about {} a rank (activations and gradients {}, {} MiB an image; weights, gradients and "
+      "momentum {}) and this rank's share of the host's available memory is {}: {}",
+      batch, gib(need), gib(static_cast<double>(activation_bytes_)), static_cast<int64_t>(per_image / (1 << 20)),
+      gib(fixed), gib(budget),
+      fits >= 1 ? fmt::format("the largest batch that fits is about {}", fits) : std::string("not even batch 1 fits")));
+}
 
 void OnednnPlan::place_activations() {
   std::unordered_map<dnnl_memory_t, size_t> index;
@@ -93,6 +114,7 @@ void OnednnPlan::place_activations() {
   const MemoryPlan plan = plan_memory(buffers);
   activation_bytes_ = plan.total_bytes;
   unshared_activation_bytes_ = plan.unshared_bytes;
+  check_memory_budget();
   activations_ = Arena((activation_bytes_ + sizeof(float) - 1) / sizeof(float));
   char* base = reinterpret_cast<char*>(activations_.data());
   for (size_t i = 0; i < placements_.size(); ++i) placements_[i].set_data_handle(base + plan.offsets[i]);

@@ -35,6 +35,7 @@ OnednnPlan::OnednnPlan(const Graph& graph, const PlanOptions& options)
       own_kernels_(options.own_kernels),
       share_memory_(options.share_memory),
       poison_dead_(options.poison_dead_tensors),
+      host_memory_budget_(options.host_memory_budget),
       threads_(omp_get_max_threads()) {
   if (options.compute == DType::f16)
     throw std::invalid_argument(

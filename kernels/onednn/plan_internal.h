@@ -184,6 +184,8 @@ class OnednnPlan final : public Plan {
   void compile_dropout_backward(const Node& node);
 
   bool input_grad_, input_nhwc_, fuse_, own_kernels_, share_memory_, poison_dead_;
+  size_t host_memory_budget_ = 0;
+  void check_memory_budget() const;  // activation_plan.cc
   int threads_;  // OpenMP threads the plan's own kernels run
   size_t weight_grad_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
