@@ -2,9 +2,9 @@
 // each tensor's lifetime on the two timelines a plan runs (a training step: set_input, the
 // training forward list, loss(), the backward list; an inference step: set_input, the inference
 // forward list, loss()), then kernels/memory_plan.h's offsets.
-#include <fmt/format.h>
-
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "kernels/memory_plan.h"
@@ -35,13 +35,17 @@ void OnednnPlan::check_memory_budget() const {
   const int64_t batch = graph_.batch_size();
   const double per_image = static_cast<double>(activation_bytes_) / static_cast<double>(batch);
   const int64_t fits = budget > fixed ? static_cast<int64_t>((budget - fixed) / per_image) : 0;
-  const auto gib = [](double bytes) { return fmt::format("{:.1f} GiB", bytes / (1 << 30)); };
-  throw std::invalid_argument(fmt::format(
-      "batch {} needs about {} a rank (activations and gradients {}, {} MiB an image; weights, gradients and "
-      "momentum {}) and this rank's share of the host's available memory is {}: {}",
-      batch, gib(need), gib(static_cast<double>(activation_bytes_)), static_cast<int64_t>(per_image / (1 << 20)),
-      gib(fixed), gib(budget),
-      fits >= 1 ? fmt::format("the largest batch that fits is about {}", fits) : std::string("not even batch 1 fits")));
+  const auto gib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
+    return std::string(text);
+  };
+  throw std::invalid_argument(
+      "batch " + std::to_string(batch) + " needs about " + gib(need) + " a rank (activations and gradients " +
+      gib(static_cast<double>(activation_bytes_)) + ", " + std::to_string(static_cast<int64_t>(per_image / (1 << 20))) +
+      " MiB an image; weights, gradients and momentum " + gib(fixed) + ") and this rank's share of the host's available "
+      "memory is " + gib(budget) + ": " +
+      (fits >= 1 ? "the largest batch that fits is about " + std::to_string(fits) : std::string("not even batch 1 fits")));
 }
 
 void OnednnPlan::place_activations() {
