@@ -2,6 +2,7 @@
 #include "kernels/memory_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
@@ -51,6 +52,17 @@ MemoryPlan plan_memory(const std::vector<PlannedBuffer>& buffers, size_t alignme
     placed.push_back(i);
   }
   return plan;
+}
+
+int64_t largest_batch_that_fits(int64_t batch, double batch_bytes, double room) {
+  if (batch <= 0 || batch_bytes <= 0 || room <= 0) return 0;
+  return static_cast<int64_t>(room / (batch_bytes / static_cast<double>(batch)));
+}
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
+  return text;
 }
 
 }  // namespace cnnbench

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace cnnbench {
@@ -37,5 +39,11 @@ struct MemoryPlan {
 };
 
 MemoryPlan plan_memory(const std::vector<PlannedBuffer>& buffers, size_t alignment = 64);
+
+// For the one-line refusal of a plan that does not fit (CPU host memory, GPU device memory): the
+// largest batch whose activations and gradients (`batch_bytes` at `batch`, growing with it) fit in
+// `room` bytes (0 where none does), and bytes as "15.2 GiB".
+int64_t largest_batch_that_fits(int64_t batch, double batch_bytes, double room);
+std::string gib_text(double bytes);
 
 }  // namespace cnnbench

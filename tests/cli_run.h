@@ -32,6 +32,17 @@ inline CliRun run_cnnbench_with(const std::string& launcher, const std::string& 
 
 inline CliRun run_cnnbench(const std::string& args, const std::string& dir) { return run_cnnbench_with("", "", args, dir); }
 
+// The "final test top-1 accuracy: X" a convergence run prints, or -1 (with a test failure) if none.
+inline double final_test_top1(const std::string& output) {
+  const std::string key = "final test top-1 accuracy: ";
+  const size_t at = output.find(key);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no final test accuracy in:\n" << output;
+    return -1;
+  }
+  return std::stod(output.substr(at + key.size()));
+}
+
 inline std::string slurp_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;

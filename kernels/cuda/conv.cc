@@ -22,11 +22,15 @@ std::string CudaPlan::fmt_key(const Shape& s, const Node& node) const {
 // The fastest result that ran and fits the search's memory limit (cuDNN lists them fastest first),
 // and with PlanOptions::deterministic_algorithms one that gives the same bits every run.
 template <typename Perf>
+bool CudaPlan::usable(const Perf& result) const {
+  return result.status == CUDNN_STATUS_SUCCESS && result.memory <= search_limit_ &&
+         (!deterministic_ || result.determinism == CUDNN_DETERMINISTIC);
+}
+
+template <typename Perf>
 const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) const {
   for (int i = 0; i < count; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_ &&
-        (!deterministic_ || results[i].determinism == CUDNN_DETERMINISTIC))
-      return results[i];
+    if (usable(results[i])) return results[i];
   throw std::runtime_error(std::string("cuDNN offers no ") + what + " convolution algorithm for this shape");
 }
 
@@ -39,14 +43,18 @@ std::unique_ptr<ConvDesc> CudaPlan::conv_desc(const Node& node, cudnnMathType_t 
   return d;
 }
 
-// The timed search needs a workspace; it is freed after compile.
+// The most workspace an algorithm may take: a quarter of the free memory, at most 4 GiB.
+void CudaPlan::set_search_limit() {
+  if (search_limit_ > 0) return;
+  size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  search_limit_ = std::min<size_t>(size_t{4} << 30, free / 4);
+}
+
+// The timed search needs that workspace; it is freed after the search.
 DeviceBuffer& CudaPlan::search_workspace() {
-  if (!search_workspace_.data()) {
-    size_t free = 0, total = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    search_limit_ = std::min<size_t>(size_t{4} << 30, free / 4);
-    search_workspace_ = DeviceBuffer(search_limit_);
-  }
+  set_search_limit();
+  if (!search_workspace_.data()) search_workspace_ = DeviceBuffer(search_limit_);
   return search_workspace_;
 }
 
@@ -78,9 +86,7 @@ const Perf& CudaPlan::retime(const Node& node, const Perf* results, int count, c
                              const std::function<cudnnStatus_t(const Perf&, cudnnConvolutionDescriptor_t)>& launch) {
   std::vector<const Perf*> candidates;
   for (int i = 0; i < count && candidates.size() < 4; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= search_limit_ &&
-        (!deterministic_ || results[i].determinism == CUDNN_DETERMINISTIC))
-      candidates.push_back(&results[i]);
+    if (usable(results[i])) candidates.push_back(&results[i]);
   if (candidates.size() < 2) return pick(results, count, what);
   cudaEvent_t start = nullptr, stop = nullptr;
   CUDA_CHECK(cudaEventCreate(&start));
@@ -129,7 +135,6 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
   const auto filter = filter_desc(node);
   const auto conv = conv_desc(node, search_math());
   ConvAlgos a;
-  DeviceBuffer& ws = search_workspace();
   constexpr int want = 10;  // every algorithm of a direction (8 forward, 6 data, 7 filter)
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t f[want];
@@ -141,6 +146,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
     a.workspace = std::max(a.workspace, chosen.memory);
   };
   if (timed_search_) {
+    DeviceBuffer& ws = search_workspace();
     void* xp = search_tensor(0, s.elements() * esize());
     void* dxp = search_tensor(1, s.elements() * esize());
     void* yp = search_tensor(2, node.out.elements() * esize());
@@ -173,7 +179,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
              }),
          a.backward_data, a.data_math);
   } else {  // heuristics: each result carries the workspace it needs
-    search_workspace();  // sets the limit
+    set_search_limit();
     CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x->d, filter->d, conv->d, y->d, want, &got, f));
     take(pick(f, got, "forward"), a.forward, a.forward_math);
     CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x->d, y->d, conv->d, filter->d, want, &got, bf));

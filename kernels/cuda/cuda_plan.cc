@@ -296,7 +296,7 @@ void CudaPlan::compile() {
     fused_relu_of_[p] = node.id;
   }
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
-  place_tensors(share_memory_);
+  place_tensors();
   for (const Node& node : graph_.nodes) {
     NodeState& s = nodes_[node.id];
     s.out = nhwc_desc(node.out, type_);
@@ -322,7 +322,6 @@ void CudaPlan::compile() {
   }
   std::reverse(backward_.begin(), backward_.end());
   workspace_ = DeviceBuffer(std::max<size_t>(workspace_bytes_, 256));
-  search_workspace_ = DeviceBuffer();
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   device_name_ = "/gpu:" + std::to_string(device_) + " (" + prop.name + ")";

@@ -27,15 +27,9 @@ namespace {
 
 enum Timeline { training = 0, inference = 1 };
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
-  return text;
-}
-
 }  // namespace
 
-void CudaPlan::place_tensors(bool share) {
+void CudaPlan::place_tensors() {
   const int count = static_cast<int>(graph_.nodes.size());
   const int loss_time = count + 1, end_time = 2 * count + 2;
   const auto fwd = [](int n) { return n + 1; };
@@ -47,7 +41,7 @@ void CudaPlan::place_tensors(bool share) {
     if (alias_of_[node.id] != node.id) continue;
     PlannedBuffer b;
     b.lives.resize(2);
-    b.shared = share;
+    b.shared = share_memory_;
     b.bytes = node.out.elements() * dtype_size(out_type(node.id));
     out_index[node.id] = static_cast<int>(buffers.size());
     buffers.push_back(b);
@@ -113,13 +107,15 @@ void CudaPlan::sample_device_memory() {
 // An allocation the device refused: what the plan holds, what it asked for, and the batch that
 // would fit, from the activations' bytes per image (the part of a plan that grows with the batch).
 std::string CudaPlan::out_of_memory(const OutOfMemory& e) const {
+  const auto gib = gib_text;
   const int64_t batch = graph_.batch_size();
   std::string s = "GPU out of memory at batch " + std::to_string(batch) + ": " + gib(static_cast<double>(e.asked)) +
                   " asked with " + gib(static_cast<double>(e.free)) + " free of " + gib(static_cast<double>(e.total));
   if (tensor_bytes_ == 0 || batch <= 0) return s;
   const double per_image = static_cast<double>(tensor_bytes_) / static_cast<double>(batch);
-  const double short_by = static_cast<double>(e.asked) - static_cast<double>(e.free);
-  const int64_t fits = batch - static_cast<int64_t>(std::ceil(short_by / per_image));
+  // the arena may have what the request lacks: room for it is its own bytes less the shortfall
+  const double arena = static_cast<double>(tensor_bytes_);
+  const int64_t fits = largest_batch_that_fits(batch, arena, arena - static_cast<double>(e.asked - std::min(e.asked, e.free)));
   s += " (activations and gradients: " + gib(static_cast<double>(tensor_bytes_)) + ", " +
        std::to_string(static_cast<int64_t>(per_image / (1 << 20))) + " MiB per image)";
   s += fits >= 1 ? "; the largest batch that fits is about " + std::to_string(fits)

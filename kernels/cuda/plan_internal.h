@@ -162,7 +162,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<TensorDesc> nhwc_desc(const Shape& s, DType type) const;
 
   void compile();
-  void place_tensors(bool share);  // memory.cc: out_ and diff_ in one planned arena
+  void place_tensors();  // memory.cc: out_ and diff_ in one planned arena
   void sample_device_memory();     // memory.cc
   std::string out_of_memory(const OutOfMemory& e) const;
   void* allocate(size_t bytes);
@@ -172,6 +172,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void push_backward(int node, Launch launch, bool weight_grad = false);
 
   // ---- convolution (conv.cc) ----
+  void set_search_limit();
   DeviceBuffer& search_workspace();
   ConvAlgos choose_algorithms(const Node& node);
   void search_convolutions();
@@ -182,6 +183,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   const Perf& retime(const Node& node, const Perf* results, int count, const char* what,
                      const std::function<cudnnStatus_t(const Perf&, cudnnConvolutionDescriptor_t)>& launch);
   std::string fmt_key(const Shape& s, const Node& node) const;
+  template <typename Perf>
+  bool usable(const Perf& result) const;
   template <typename Perf>
   const Perf& pick(const Perf* results, int count, const char* what) const;
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;

@@ -2,7 +2,6 @@
 // each tensor's lifetime on the two timelines a plan runs (a training step: set_input, the
 // training forward list, loss(), the backward list; an inference step: set_input, the inference
 // forward list, loss()), then kernels/memory_plan.h's offsets.
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -34,12 +33,8 @@ void OnednnPlan::check_memory_budget() const {
   if (need <= budget) return;
   const int64_t batch = graph_.batch_size();
   const double per_image = static_cast<double>(activation_bytes_) / static_cast<double>(batch);
-  const int64_t fits = budget > fixed ? static_cast<int64_t>((budget - fixed) / per_image) : 0;
-  const auto gib = [](double bytes) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
-    return std::string(text);
-  };
+  const int64_t fits = largest_batch_that_fits(batch, static_cast<double>(activation_bytes_), budget - fixed);
+  const auto gib = gib_text;
   throw std::invalid_argument(
       "batch " + std::to_string(batch) + " needs about " + gib(need) + " a rank (activations and gradients " +
       gib(static_cast<double>(activation_bytes_)) + ", " + std::to_string(static_cast<int64_t>(per_image / (1 << 20))) +

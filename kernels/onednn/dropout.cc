@@ -12,9 +12,8 @@ namespace {
 // y = mask(x) / (1 - rate) over `count` elements of fp32 or bf16 (training); y = x (not training).
 void apply_mask(const memory& from, const memory& to, int64_t count, bool wide, bool training, uint64_t seed, int node,
                 uint64_t step, float rate) {
-  const float scale = 1.0f / (1.0f - rate);
   const auto keep = [&](int64_t i) { return !training || dropout_keeps(seed, node, step, static_cast<uint64_t>(i), rate); };
-  const float s = training ? scale : 1.0f;
+  const float s = training ? 1.0f / (1.0f - rate) : 1.0f;
   if (wide) {
     const float* x = static_cast<const float*>(from.get_data_handle());
     float* y = static_cast<float*>(to.get_data_handle());
