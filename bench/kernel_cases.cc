@@ -57,8 +57,8 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
   switch (node.kind) {
     case OpKind::conv: {
       const ConvAttrs& c = node.conv;
-      y = b.conv(x, c.out_channels, c.kernel, c.stride, c.pad, "op", c.bias);
-      k.name = fmt::format("conv_{}_k{}s{}p{}_to{}", dims(in), c.kernel, c.stride, c.pad, c.out_channels);
+      y = b.conv_rect(x, c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w, "op", c.bias);
+      k.name = fmt::format("conv_{}_{}_to{}", dims(in), conv_label(c), c.out_channels);
       break;
     }
     case OpKind::linear:

@@ -156,7 +156,7 @@ bool own_kernel_applies(const KernelCase& k, const Target& t) {
   const Node* op = nullptr;
   for (const Node& n : k.graph.nodes)
     if (n.name == "op") op = &n;
-  if (!op || op->kind != OpKind::conv || op->conv.kernel != 1) return false;
+  if (!op || op->kind != OpKind::conv || op->conv.kernel_h != 1 || op->conv.kernel_w != 1) return false;
   KernelCase small = k;
   for (Node& n : small.graph.nodes) n.out.n = 1;
   try {

@@ -80,14 +80,14 @@ std::vector<Layer> distinct_layers(const std::string& model, int64_t batch) {
       // OnednnPlan's rule (plan_fusions): a ReLU that is the convolution's only reader is folded in
       l.relu = consumers[n.id].size() == 1 && g.nodes[consumers[n.id][0]].kind == OpKind::relu;
       l.bias = c.bias;
-      l.weights = {c.out_channels, in.out.c, c.kernel, c.kernel};
+      l.weights = {c.out_channels, in.out.c, c.kernel_h, c.kernel_w};
       l.dst = {n.out.n, n.out.c, n.out.h, n.out.w};
       l.strides = {c.stride, c.stride};
-      l.pad_l = {c.pad, c.pad};
-      l.pad_r = {(n.out.h - 1) * c.stride + c.kernel - in.out.h - c.pad,
-                 (n.out.w - 1) * c.stride + c.kernel - in.out.w - c.pad};
-      l.name = "conv_" + chw(in.out) + "_k" + std::to_string(c.kernel) + "s" + std::to_string(c.stride) + "p" +
-               std::to_string(c.pad) + "_to" + std::to_string(c.out_channels) + (l.relu ? "_relu" : "");
+      l.pad_l = {c.pad_h, c.pad_w};
+      l.pad_r = {(n.out.h - 1) * c.stride + c.kernel_h - in.out.h - c.pad_h,
+                 (n.out.w - 1) * c.stride + c.kernel_w - in.out.w - c.pad_w};
+      l.name = "conv_" + chw(in.out) + "_" + conv_label(c) + "_to" + std::to_string(c.out_channels) +
+               (l.relu ? "_relu" : "");
     } else {
       l.bias = n.linear.bias;
       l.weights = l.src;

@@ -2,6 +2,21 @@
 
 namespace cnnbench {
 
+std::string conv_label(const ConvAttrs& c) {
+  std::string label;
+  auto pair = [&](char what, int64_t h, int64_t w) {
+    label += what;
+    label += std::to_string(h);
+    if (h == w) return;
+    label += 'x';
+    label += std::to_string(w);
+  };
+  pair('k', c.kernel_h, c.kernel_w);
+  pair('s', c.stride, c.stride);
+  pair('p', c.pad_h, c.pad_w);
+  return label;
+}
+
 const char* op_name(OpKind kind) {
   switch (kind) {
     case OpKind::input: return "input";

@@ -15,7 +15,7 @@ namespace cnnbench {
 
 enum class OpKind {
   input,
-  conv,             // 2-D convolution, square kernel, optional bias
+  conv,             // 2-D convolution, kernel_h x kernel_w (1x7, 7x1 in inception3), optional bias
   batch_norm,       // per-channel, learnable scale and shift, running mean/variance
   relu,
   max_pool,
@@ -32,9 +32,14 @@ enum class OpKind {
 const char* op_name(OpKind kind);
 
 struct ConvAttrs {
-  int64_t out_channels = 0, kernel = 1, stride = 1, pad = 0;
+  int64_t out_channels = 0, kernel_h = 1, kernel_w = 1, stride = 1, pad_h = 0, pad_w = 0;
   bool bias = false;
+  bool square() const { return kernel_h == kernel_w && pad_h == pad_w; }
 };
+
+// "k3s2p1" for a square convolution, "k1x7s1p0x3" (height x width) for a rectangular one:
+// the name part of kernel-suite cases and algorithm caches.
+std::string conv_label(const ConvAttrs& c);
 
 struct PoolAttrs {
   int64_t kernel = 1, stride = 1, pad = 0;

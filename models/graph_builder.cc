@@ -48,14 +48,19 @@ Node& GraphBuilder::append(OpKind kind, std::vector<int> inputs, const std::stri
 
 int GraphBuilder::conv(int x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
                        const std::string& name, bool bias, Init init) {
+  return conv_rect(x, out_channels, kernel, kernel, stride, pad, pad, name, bias, init);
+}
+
+int GraphBuilder::conv_rect(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
+                            int64_t pad_h, int64_t pad_w, const std::string& name, bool bias, Init init) {
   Node& node = append(OpKind::conv, {x}, name);
   const Shape in = node.out;
   if (out_channels < 1) refuse(name, "out_channels must be >= 1");
-  node.conv = {out_channels, kernel, stride, pad, bias};
-  node.out = {in.n, out_channels, window_out(in.h, kernel, stride, pad, name),
-              window_out(in.w, kernel, stride, pad, name)};
-  const int64_t fan_in = in.c * kernel * kernel, fan_out = out_channels * kernel * kernel;
-  node.params.push_back({name + ".weight", {out_channels, in.c, kernel, kernel}, init, fan_in, fan_out});
+  node.conv = {out_channels, kernel_h, kernel_w, stride, pad_h, pad_w, bias};
+  node.out = {in.n, out_channels, window_out(in.h, kernel_h, stride, pad_h, name),
+              window_out(in.w, kernel_w, stride, pad_w, name)};
+  const int64_t fan_in = in.c * kernel_h * kernel_w, fan_out = out_channels * kernel_h * kernel_w;
+  node.params.push_back({name + ".weight", {out_channels, in.c, kernel_h, kernel_w}, init, fan_in, fan_out});
   if (bias) node.params.push_back({name + ".bias", {out_channels}, Init::zeros, fan_in, fan_out});
   node.forward_macs = node.out.elements() * fan_in;
   return node.id;

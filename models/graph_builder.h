@@ -17,6 +17,9 @@ class GraphBuilder {
 
   int conv(int x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
            const std::string& name, bool bias = false, Init init = Init::he_normal_fan_out);
+  // A kernel_h x kernel_w convolution padded by pad_h rows and pad_w columns on each side.
+  int conv_rect(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t pad_h,
+                int64_t pad_w, const std::string& name, bool bias = false, Init init = Init::he_normal_fan_out);
   int batch_norm(int x, const std::string& name, float epsilon = 1e-5f, bool zero_scale = false);
   int relu(int x, const std::string& name);
   int max_pool(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name);

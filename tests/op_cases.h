@@ -115,11 +115,12 @@ inline void compare_with_reference(const OpCase& c, DType compute, double tolera
 }
 
 struct ConvShape {
-  int64_t in_c, out_c, kernel, stride, pad, hw;
-  bool bias = false;  // VGG's convolutions have one, the batch-normed ones none
+  int64_t in_c;
+  ConvAttrs conv;  // out_channels, kernel, stride, padding, bias (VGG's convolutions have one)
+  int64_t hw;
   bool operator==(const ConvShape& o) const {
-    return in_c == o.in_c && out_c == o.out_c && kernel == o.kernel && stride == o.stride && pad == o.pad &&
-           hw == o.hw && bias == o.bias;
+    return in_c == o.in_c && conv_label(conv) == conv_label(o.conv) && conv.out_channels == o.conv.out_channels &&
+           hw == o.hw && conv.bias == o.conv.bias;
   }
 };
 
@@ -131,7 +132,7 @@ inline std::vector<ConvShape> model_conv_shapes(const std::string& model) {
   for (const Node& n : g.nodes) {
     if (n.kind != OpKind::conv) continue;
     const Shape& in = g.nodes[n.inputs.at(0)].out;
-    const ConvShape s{in.c, n.conv.out_channels, n.conv.kernel, n.conv.stride, n.conv.pad, in.h, n.conv.bias};
+    const ConvShape s{in.c, n.conv, in.h};
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
   return out;
@@ -141,12 +142,14 @@ inline std::vector<ConvShape> model_conv_shapes(const std::string& model) {
 enum class After { nothing, relu, bn_relu };
 
 inline OpCase conv_case(const std::string& net, int64_t batch, const ConvShape& s, After after) {
-  const std::string name = net + "_conv" + std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_k" +
-                           std::to_string(s.kernel) + "s" + std::to_string(s.stride) + "_" + std::to_string(s.hw) +
+  const ConvAttrs& c = s.conv;
+  const std::string name = net + "_conv" + std::to_string(s.in_c) + "to" + std::to_string(c.out_channels) + "_" +
+                           conv_label(c) + "_" + std::to_string(s.hw) +
                            (after == After::relu ? "_relu" : after == After::bn_relu ? "_bn_relu" : "");
   return {name, [=] {
             GraphBuilder b(name, {batch, s.in_c, s.hw, s.hw});
-            int x = b.conv(b.input(), s.out_c, s.kernel, s.stride, s.pad, "conv", s.bias);
+            int x = b.conv_rect(b.input(), c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w, "conv",
+                                c.bias);
             if (after == After::bn_relu) x = b.batch_norm(x, "bn");
             if (after != After::nothing) x = b.relu(x, "relu");
             return b.finish(x);
@@ -164,6 +167,10 @@ inline std::vector<OpCase> all_cases() {
   for (const ConvShape& s : model_conv_shapes("vgg16")) cases.push_back(conv_case("vgg16", 1, s, After::relu));
   // CIFAR ResNet-20 (32 x 32), batch 8: conv + batch norm + ReLU as in its blocks.
   for (const ConvShape& s : model_conv_shapes("resnet20")) cases.push_back(conv_case("resnet20", 8, s, After::bn_relu));
+  // Inception v3 (299 x 299), batch 1: its rectangular convolutions (1x7, 7x1 at 17 x 17; 1x3, 3x1
+  // at 8 x 8) and its 'VALID' stride-2 reductions to 17 and 8, with batch norm and ReLU as there.
+  for (const ConvShape& s : model_conv_shapes("inception3"))
+    if (!s.conv.square() || (s.conv.stride == 2 && s.hw < 100)) cases.push_back(conv_case("inception3", 1, s, After::bn_relu));
 
   auto single = [&](const std::string& name, Shape in, std::function<int(GraphBuilder&, int)> op) {
     cases.push_back({name, [=] {
@@ -298,8 +305,8 @@ inline double bf16_tolerance_scale(const OpCase& c) {
 inline std::vector<OpCase> bf16_cases() {
   std::vector<OpCase> out;
   for (const OpCase& c : all_cases())
-    if (c.name.rfind("vgg16_conv", 0) != 0 || c.name == "vgg16_conv3to64_k3s1_224_relu" ||
-        c.name == "vgg16_conv512to512_k3s1_14_relu")
+    if (c.name.rfind("vgg16_conv", 0) != 0 || c.name == "vgg16_conv3to64_k3s1p1_224_relu" ||
+        c.name == "vgg16_conv512to512_k3s1p1_14_relu")
       if (c.name != "vgg16_fc_25088to4096") out.push_back(c);
   return out;
 }

@@ -58,6 +58,10 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   auxiliary heads: the stem's 9,472 + 4,160 + 110,784 weights and biases, the nine inception
 //   modules' 5,849,136 (3a: 163,696 ... 5b: 1,444,080), the 1024 -> 1000 layer's 1,025,000:
 //   6,998,552 (the paper's "about 6.8 M" without biases); 1.583 GMACs (the paper's 1.5 G).
+// - inception3 (models/inception_model.py there, Inceptionv3Model): the convolutions without bias,
+//   each with batch norm, no auxiliary head: torchvision's inception_v3 without its auxiliary head,
+//   23,834,568 parameters, 5.713 GMACs at 299 x 299 (torchvision's published 5.71 GFLOPS). tf_cnn's
+//   batch norm learns no scale (17,216 fewer: 23,817,352); cnnbench's does (models/inception.cc).
 // - alexnet (models/alexnet_model.py there): convolutions 11x11x3x64, 5x5x64x192, 3x3x192x384,
 //   3x3x384x384, 3x3x384x256 with biases (2,207,104), fully connected 9216 -> 4096 -> 4096 -> 1000
 //   with biases (58,631,144): 61,838,248 (torchvision's, with 384 -> 256 -> 256 channels, has
@@ -77,6 +81,7 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet101_v2", 44541608, 7.570},
                                            Expected{"resnet152_v2", 60185256, 11.283},
                                            Expected{"googlenet", 6998552, 1.583},
+                                           Expected{"inception3", 23834568, 5.7133},
                                            Expected{"alexnet", 61838248, 0.8388},
                                            Expected{"densenet40_k12", 1020634, 0.2648},
                                            Expected{"densenet100_k12", 6981994, 1.7695},

@@ -43,10 +43,19 @@ double dot(const Vec& a, const Vec& b) {
   return s;
 }
 
+// Square 3x3 kernels at strides 1 and 2, and inception3's rectangular ones (1x3 padded by one
+// column, 3x1 by one row) on a non-square input.
 TEST(RefGradCheck, Conv) {
-  for (int64_t stride : {1, 2}) {
-    const ref::ConvGeometry g{2, 3, 7, 7, 4, 3, stride, 1, (7 + 2 - 3) / stride + 1, (7 + 2 - 3) / stride + 1};
-    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 1), w = random_vector<double>(g.k * g.c * 9, 2),
+  struct Case {
+    int64_t h, w, kernel_h, kernel_w, stride, pad_h, pad_w;
+  };
+  for (const Case& c : {Case{7, 7, 3, 3, 1, 1, 1}, Case{7, 7, 3, 3, 2, 1, 1}, Case{5, 6, 1, 3, 1, 0, 1},
+                        Case{6, 5, 3, 1, 2, 1, 0}}) {
+    const int64_t oh = (c.h + 2 * c.pad_h - c.kernel_h) / c.stride + 1, ow = (c.w + 2 * c.pad_w - c.kernel_w) / c.stride + 1;
+    ref::ConvGeometry g{};
+    g.n = 2, g.c = 3, g.h = c.h, g.w = c.w, g.k = 4, g.r = c.kernel_h, g.t = c.kernel_w;
+    g.stride = c.stride, g.pad = c.pad_h, g.pad_w = c.pad_w, g.oh = oh, g.ow = ow;
+    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 1), w = random_vector<double>(g.k * g.c * g.r * g.t, 2),
         b = random_vector<double>(g.k, 3), r = random_vector<double>(g.n * g.k * g.oh * g.ow, 4);
     Vec y(r.size()), dx(x.size(), 0.0), dw(w.size()), db(b.size());
     auto objective = [&] {

@@ -15,8 +15,7 @@ namespace cnnbench::cuda {
 
 std::string CudaPlan::fmt_key(const Shape& s, const Node& node) const {
   return std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w) +
-         ":" + std::to_string(node.conv.out_channels) + "k" + std::to_string(node.conv.kernel) + "s" +
-         std::to_string(node.conv.stride) + "p" + std::to_string(node.conv.pad);
+         ":" + std::to_string(node.conv.out_channels) + conv_label(node.conv);
 }
 
 // The fastest result that ran and fits the search's memory limit (cuDNN lists them fastest first),
@@ -36,8 +35,9 @@ const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) con
 
 std::unique_ptr<ConvDesc> CudaPlan::conv_desc(const Node& node, cudnnMathType_t math) const {
   auto d = std::make_unique<ConvDesc>();
-  const int pad = static_cast<int>(node.conv.pad), stride = static_cast<int>(node.conv.stride);
-  CUDA_CHECK(cudnnSetConvolution2dDescriptor(d->d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+  const int pad_h = static_cast<int>(node.conv.pad_h), pad_w = static_cast<int>(node.conv.pad_w);
+  const int stride = static_cast<int>(node.conv.stride);
+  CUDA_CHECK(cudnnSetConvolution2dDescriptor(d->d, pad_h, pad_w, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                              CUDNN_DATA_FLOAT));
   CUDA_CHECK(cudnnSetConvolutionMathType(d->d, math));
   return d;
@@ -68,7 +68,7 @@ std::unique_ptr<FilterDesc> CudaPlan::filter_desc(const Node& node) const {
   CUDA_CHECK(cudnnSetFilter4dDescriptor(d->d, cudnn_type(type_), CUDNN_TENSOR_NHWC,
                                         static_cast<int>(node.conv.out_channels),
                                         static_cast<int>(graph_.nodes[node.inputs[0]].out.c),
-                                        static_cast<int>(node.conv.kernel), static_cast<int>(node.conv.kernel)));
+                                        static_cast<int>(node.conv.kernel_h), static_cast<int>(node.conv.kernel_w)));
   return d;
 }
 

@@ -93,7 +93,7 @@ void CudaPlan::permute(const float* from, float* to) const {
     if (node.kind == OpKind::conv) {
       o = node.conv.out_channels;
       c = graph_.nodes[node.inputs[0]].out.c;
-      hw = node.conv.kernel * node.conv.kernel;
+      hw = node.conv.kernel_h * node.conv.kernel_w;
     } else if (node.kind == OpKind::linear) {
       const Shape& in = graph_.nodes[node.inputs[0]].out;
       o = node.linear.out_features;

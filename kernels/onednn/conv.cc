@@ -19,11 +19,11 @@ struct ConvGeometry {
 
 ConvGeometry conv_geometry(const Node& node, const Node& in) {
   const ConvAttrs& c = node.conv;
-  return {{c.out_channels, in.out.c, c.kernel, c.kernel},
+  return {{c.out_channels, in.out.c, c.kernel_h, c.kernel_w},
           {c.stride, c.stride},
-          {c.pad, c.pad},
-          {(node.out.h - 1) * c.stride + c.kernel - in.out.h - c.pad,
-           (node.out.w - 1) * c.stride + c.kernel - in.out.w - c.pad}};
+          {c.pad_h, c.pad_w},
+          {(node.out.h - 1) * c.stride + c.kernel_h - in.out.h - c.pad_h,
+           (node.out.w - 1) * c.stride + c.kernel_w - in.out.w - c.pad_w}};
 }
 
 }  // namespace
@@ -72,7 +72,8 @@ void OnednnPlan::compile_conv_backward(const Node& node) {
 // A bf16 1x1 convolution without bias, its input and output gradient in 16-channel blocks:
 // the weight gradient comes from bf16_weight_grad.h, straight into the plain fp32 arena.
 bool OnednnPlan::compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s) {
-  if (!own_kernels_ || act_dt_ != dt::bf16 || node.conv.kernel != 1 || node.conv.pad != 0 || node.conv.bias)
+  if (!own_kernels_ || act_dt_ != dt::bf16 || node.conv.kernel_h != 1 ||
+      node.conv.kernel_w != 1 || node.conv.pad_h != 0 || node.conv.pad_w != 0 || node.conv.bias)
     return false;
   const memory::desc src_md(dims(in), dt::bf16, tag::nChw16c), dst_md(dims(node), dt::bf16, tag::nChw16c);
   if (!(s.src.get_desc() == src_md)) return false;

@@ -9,14 +9,15 @@
 
 namespace cnnbench::ref {
 
+// Set by field name: the order has grown (kernel width and column padding) since it was first written.
 struct ConvGeometry {
   int64_t n, c, h, w;   // input
-  int64_t k, r;         // output channels, square kernel size
-  int64_t stride, pad;
+  int64_t k, r, t;      // output channels, kernel height and width
+  int64_t stride, pad, pad_w;  // pad: rows above and below, pad_w: columns left and right
   int64_t oh, ow;       // output extent
 };
 
-// y[n,k,oy,ox] = b[k] + sum_{c,i,j} x[n,c,oy*s-p+i,ox*s-p+j] * w[k,c,i,j]
+// y[n,k,oy,ox] = b[k] + sum_{c,i,j} x[n,c,oy*s-p+i,ox*s-pw+j] * w[k,c,i,j]
 template <class T>
 void conv_forward(const T* x, const T* wt, const T* bias, T* y, const ConvGeometry& g) {
   std::vector<double> acc(g.oh * g.ow);
@@ -25,8 +26,8 @@ void conv_forward(const T* x, const T* wt, const T* bias, T* y, const ConvGeomet
       std::fill(acc.begin(), acc.end(), bias ? static_cast<double>(bias[k]) : 0.0);
       for (int64_t c = 0; c < g.c; ++c)
         for (int64_t i = 0; i < g.r; ++i)
-          for (int64_t j = 0; j < g.r; ++j) {
-            const double wv = wt[((k * g.c + c) * g.r + i) * g.r + j];
+          for (int64_t j = 0; j < g.t; ++j) {
+            const double wv = wt[((k * g.c + c) * g.r + i) * g.t + j];
             const T* xc = x + (n * g.c + c) * g.h * g.w;
             for (int64_t oy = 0; oy < g.oh; ++oy) {
               const int64_t iy = oy * g.stride - g.pad + i;
@@ -34,7 +35,7 @@ void conv_forward(const T* x, const T* wt, const T* bias, T* y, const ConvGeomet
               double* arow = &acc[oy * g.ow];
               const T* xrow = xc + iy * g.w;
               for (int64_t ox = 0; ox < g.ow; ++ox) {
-                const int64_t ix = ox * g.stride - g.pad + j;
+                const int64_t ix = ox * g.stride - g.pad_w + j;
                 if (ix >= 0 && ix < g.w) arow[ox] += wv * static_cast<double>(xrow[ix]);
               }
             }
@@ -52,8 +53,8 @@ void conv_backward_data(const T* dy, const T* wt, T* dx, const ConvGeometry& g) 
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t k = 0; k < g.k; ++k)
         for (int64_t i = 0; i < g.r; ++i)
-          for (int64_t j = 0; j < g.r; ++j) {
-            const double wv = wt[((k * g.c + c) * g.r + i) * g.r + j];
+          for (int64_t j = 0; j < g.t; ++j) {
+            const double wv = wt[((k * g.c + c) * g.r + i) * g.t + j];
             const T* dyk = dy + (n * g.k + k) * g.oh * g.ow;
             for (int64_t oy = 0; oy < g.oh; ++oy) {
               const int64_t iy = oy * g.stride - g.pad + i;
@@ -61,7 +62,7 @@ void conv_backward_data(const T* dy, const T* wt, T* dx, const ConvGeometry& g) 
               double* arow = &acc[iy * g.w];
               const T* dyrow = dyk + oy * g.ow;
               for (int64_t ox = 0; ox < g.ow; ++ox) {
-                const int64_t ix = ox * g.stride - g.pad + j;
+                const int64_t ix = ox * g.stride - g.pad_w + j;
                 if (ix >= 0 && ix < g.w) arow[ix] += wv * static_cast<double>(dyrow[ox]);
               }
             }
@@ -84,7 +85,7 @@ void conv_backward_weights(const T* x, const T* dy, T* dw, T* dbias, const ConvG
     }
     for (int64_t c = 0; c < g.c; ++c)
       for (int64_t i = 0; i < g.r; ++i)
-        for (int64_t j = 0; j < g.r; ++j) {
+        for (int64_t j = 0; j < g.t; ++j) {
           double sum = 0;
           for (int64_t n = 0; n < g.n; ++n) {
             const T* xc = x + (n * g.c + c) * g.h * g.w;
@@ -93,13 +94,13 @@ void conv_backward_weights(const T* x, const T* dy, T* dw, T* dbias, const ConvG
               const int64_t iy = oy * g.stride - g.pad + i;
               if (iy < 0 || iy >= g.h) continue;
               for (int64_t ox = 0; ox < g.ow; ++ox) {
-                const int64_t ix = ox * g.stride - g.pad + j;
+                const int64_t ix = ox * g.stride - g.pad_w + j;
                 if (ix >= 0 && ix < g.w)
                   sum += static_cast<double>(xc[iy * g.w + ix]) * static_cast<double>(dyk[oy * g.ow + ox]);
               }
             }
           }
-          dw[((k * g.c + c) * g.r + i) * g.r + j] = static_cast<T>(sum);
+          dw[((k * g.c + c) * g.r + i) * g.t + j] = static_cast<T>(sum);
         }
   }
 }

@@ -19,8 +19,11 @@ namespace cnnbench {
 namespace {
 
 ref::ConvGeometry conv_geometry(const Shape& in, const Node& node) {
-  return {in.n, in.c, in.h, in.w, node.conv.out_channels, node.conv.kernel,
-          node.conv.stride, node.conv.pad, node.out.h, node.out.w};
+  const ConvAttrs& c = node.conv;
+  ref::ConvGeometry g{};
+  g.n = in.n, g.c = in.c, g.h = in.h, g.w = in.w, g.k = c.out_channels, g.r = c.kernel_h, g.t = c.kernel_w;
+  g.stride = c.stride, g.pad = c.pad_h, g.pad_w = c.pad_w, g.oh = node.out.h, g.ow = node.out.w;
+  return g;
 }
 
 ref::LrnGeometry lrn_geometry(const Shape& in, const Node& node) {
