@@ -34,7 +34,7 @@ namespace {
 
 std::string dims(const Shape& s) { return fmt::format("{}x{}x{}", s.c, s.h, s.w); }
 
-// The layer on an input of its shape, its fused ReLU after it where the model has one. A layer
+// The layer on an input of its shape, its fused ReLU (or ReLU6) after it where the model has one. A layer
 // that reads another layer's output in the model reads one here too: a 1x1 convolution (not
 // timed) feeds it, so that it gets its input in the layout a convolution leaves (a CPU plan's
 // blocked channels, not the images' plain NCHW) and computes its data gradient. The model's
@@ -42,7 +42,7 @@ std::string dims(const Shape& s) { return fmt::format("{}x{}x{}", s.c, s.h, s.w)
 // convolution reads the layer's output for the same reason.
 // A concatenation reads one feeder per input, each with that input's channels; `in` is then
 // its first input's shape and `input_channels` every input's channels.
-KernelCase one_layer(const std::string& model, const Node& node, const Shape& in, bool relu_after, bool first,
+KernelCase one_layer(const std::string& model, const Node& node, const Shape& in, const Node* fused, bool first,
                      const std::vector<int64_t>& input_channels = {}) {
   KernelCase k;
   k.model = model;
@@ -57,7 +57,7 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
   switch (node.kind) {
     case OpKind::conv: {
       const ConvAttrs& c = node.conv;
-      y = b.conv_rect(x, c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w, "op", c.bias);
+      y = b.grouped_conv(x, c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w, c.groups, "op", c.bias);
       k.name = fmt::format("conv_{}_{}_to{}", dims(in), conv_label(c), c.out_channels);
       break;
     }
@@ -90,6 +90,10 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
       k.name = fmt::format("relu_{}", dims(in));
       k.fuse = false;
       break;
+    case OpKind::relu6:
+      y = b.relu6(x, "op");
+      k.name = fmt::format("relu6_{}", dims(in));
+      break;
     case OpKind::shortcut:
       y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op");
       k.name = fmt::format("shortcut_{}_s{}_to{}", dims(in), node.shortcut.stride, node.shortcut.out_channels);
@@ -113,9 +117,9 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
     default:
       throw std::logic_error("no kernel case for " + node.name);
   }
-  if (relu_after) {
-    y = b.relu(y, "relu");
-    k.name += "_relu";
+  if (fused) {
+    y = fused->kind == OpKind::relu6 ? b.relu6(y, "relu") : b.relu(y, "relu");
+    k.name += std::string("_") + op_name(fused->kind);
   }
   // and a 1x1 convolution (not timed) reads its output: a graph's last output is plain NCHW,
   // which inside a model only the logits are
@@ -135,7 +139,7 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
     const int64_t inputs = node.kind == OpKind::add ? 2 * in_elems : concat ? out_elems : in_elems;
     k.forward_elements = inputs + out_elems;
     // batch norm and ReLU read their input again for the gradient; the others need only the output's
-    const bool rereads = node.kind == OpKind::batch_norm || node.kind == OpKind::relu;
+    const bool rereads = node.kind == OpKind::batch_norm || node.kind == OpKind::relu || node.kind == OpKind::relu6;
     k.backward_data_elements = out_elems + inputs + (rereads ? in_elems : 0);
   }
   return k;
@@ -148,19 +152,22 @@ std::vector<KernelCase> distinct_layers(const std::string& model, int64_t batch)
   const auto consumers = g.consumers();
   std::vector<KernelCase> out;
   std::set<std::string> seen;
-  // a convolution, batch norm or residual add whose only consumer is a ReLU: the plan fuses them
-  auto fuses_relu = [&](const Node& node) {
-    return (node.kind == OpKind::conv || node.kind == OpKind::batch_norm || node.kind == OpKind::add) &&
-           consumers[node.id].size() == 1 && g.nodes[consumers[node.id][0]].kind == OpKind::relu;
+  // a convolution, batch norm or residual add whose only consumer is a ReLU or ReLU6: the plan
+  // fuses them; that consumer, else null
+  auto fused_relu = [&](const Node& node) -> const Node* {
+    if (node.kind != OpKind::conv && node.kind != OpKind::batch_norm && node.kind != OpKind::add) return nullptr;
+    if (consumers[node.id].size() != 1) return nullptr;
+    const Node& next = g.nodes[consumers[node.id][0]];
+    return next.kind == OpKind::relu || next.kind == OpKind::relu6 ? &next : nullptr;
   };
   for (const Node& node : g.nodes) {
     if (node.kind == OpKind::input) continue;
     const Node& from = g.nodes[node.inputs.at(0)];
-    if (node.kind == OpKind::relu && fuses_relu(from)) continue;  // measured with what it follows
+    if ((node.kind == OpKind::relu || node.kind == OpKind::relu6) && fused_relu(from)) continue;  // measured with what it follows
     // a model's ReLU right after a convolution, batch norm or a residual add is fused into it
     std::vector<int64_t> input_channels;
     for (int u : node.inputs) input_channels.push_back(g.nodes[u].out.c);
-    KernelCase k = one_layer(model, node, from.out, fuses_relu(node), from.kind == OpKind::input, input_channels);
+    KernelCase k = one_layer(model, node, from.out, fused_relu(node), from.kind == OpKind::input, input_channels);
     if (seen.insert(k.name).second) out.push_back(std::move(k));
   }
   return out;

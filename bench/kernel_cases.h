@@ -1,9 +1,10 @@
 // bench/kernel_cases.h — the kernels cnnbench_kernels_bench measures: every distinct layer of
-// resnet50, vgg16 and resnet20 (convolutions, linear layers, batch norm with its fused ReLU,
-// pooling, residual adds with their fused ReLU, VGG's ReLUs, CIFAR shortcuts), each as a small
-// graph that a backend compiles as it would the layer inside the model, with the work of each
-// direction (FLOP, and bytes counting each tensor read or written once: a lower bound on the
-// traffic).
+// the models it is given (--cnnbench_models, resnet50, vgg16 and resnet20 unless named):
+// convolutions (grouped and rectangular ones too), linear layers, batch norm with its fused ReLU
+// or ReLU6, pooling, residual adds with their fused ReLU, lone ReLUs, CIFAR shortcuts, concats,
+// each as a small graph that a backend compiles as it would the layer inside the model, with the
+// work of each direction (FLOP, and bytes counting each tensor read or written once: a lower
+// bound on the traffic).
 #pragma once
 
 #include <cstdint>

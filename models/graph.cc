@@ -14,6 +14,10 @@ std::string conv_label(const ConvAttrs& c) {
   pair('k', c.kernel_h, c.kernel_w);
   pair('s', c.stride, c.stride);
   pair('p', c.pad_h, c.pad_w);
+  if (c.groups > 1) {
+    label += 'g';
+    label += std::to_string(c.groups);
+  }
   return label;
 }
 
@@ -23,6 +27,7 @@ const char* op_name(OpKind kind) {
     case OpKind::conv: return "conv";
     case OpKind::batch_norm: return "batch_norm";
     case OpKind::relu: return "relu";
+    case OpKind::relu6: return "relu6";
     case OpKind::max_pool: return "max_pool";
     case OpKind::avg_pool: return "avg_pool";
     case OpKind::global_avg_pool: return "global_avg_pool";

@@ -15,7 +15,7 @@ namespace cnnbench {
 
 enum class OpKind {
   input,
-  conv,             // 2-D convolution, kernel_h x kernel_w (1x7, 7x1 in inception3), optional bias
+  conv,             // 2-D convolution, kernel_h x kernel_w (1x7, 7x1 in inception3), grouped (depthwise), optional bias
   batch_norm,       // per-channel, learnable scale and shift, running mean/variance
   relu,
   max_pool,
@@ -27,17 +27,23 @@ enum class OpKind {
   concat,           // its inputs' channels one after another (inception modules, densenet)
   dropout,          // training: each element zeroed with probability rate, the rest scaled by 1 / (1 - rate)
   lrn,              // local response normalisation across channels (tf.nn.lrn)
+  relu6,            // min(max(x, 0), 6) (MobileNet v2)
 };
 
 const char* op_name(OpKind kind);
 
+// groups > 1: the input's and output's channels split into that many groups, each output group
+// computed from its input group alone (weights out_channels x in_channels / groups x kh x kw);
+// groups = in_channels = out_channels is MobileNet's depthwise convolution.
 struct ConvAttrs {
   int64_t out_channels = 0, kernel_h = 1, kernel_w = 1, stride = 1, pad_h = 0, pad_w = 0;
   bool bias = false;
+  int64_t groups = 1;
   bool square() const { return kernel_h == kernel_w && pad_h == pad_w; }
 };
 
-// "k3s2p1" for a square convolution, "k1x7s1p0x3" (height x width) for a rectangular one:
+// "k3s2p1" for a square convolution, "k1x7s1p0x3" (height x width) for a rectangular one, "g32"
+// after a grouped one's:
 // the name part of kernel-suite cases and algorithm caches.
 std::string conv_label(const ConvAttrs& c);
 

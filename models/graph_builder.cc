@@ -53,14 +53,29 @@ int GraphBuilder::conv(int x, int64_t out_channels, int64_t kernel, int64_t stri
 
 int GraphBuilder::conv_rect(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
                             int64_t pad_h, int64_t pad_w, const std::string& name, bool bias, Init init) {
+  return grouped_conv(x, out_channels, kernel_h, kernel_w, stride, pad_h, pad_w, 1, name, bias, init);
+}
+
+int GraphBuilder::depthwise_conv(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name) {
+  const int64_t channels = shape(x).c;
+  return grouped_conv(x, channels, kernel, kernel, stride, pad, pad, channels, name, false, Init::he_normal_fan_out);
+}
+
+int GraphBuilder::grouped_conv(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
+                               int64_t pad_h, int64_t pad_w, int64_t groups, const std::string& name, bool bias,
+                               Init init) {
   Node& node = append(OpKind::conv, {x}, name);
   const Shape in = node.out;
   if (out_channels < 1) refuse(name, "out_channels must be >= 1");
-  node.conv = {out_channels, kernel_h, kernel_w, stride, pad_h, pad_w, bias};
+  if (groups < 1 || in.c % groups != 0 || out_channels % groups != 0)
+    refuse(name, "groups must divide the input's " + std::to_string(in.c) + " and the output's " +
+                     std::to_string(out_channels) + " channels");
+  node.conv = {out_channels, kernel_h, kernel_w, stride, pad_h, pad_w, bias, groups};
   node.out = {in.n, out_channels, window_out(in.h, kernel_h, stride, pad_h, name),
               window_out(in.w, kernel_w, stride, pad_w, name)};
-  const int64_t fan_in = in.c * kernel_h * kernel_w, fan_out = out_channels * kernel_h * kernel_w;
-  node.params.push_back({name + ".weight", {out_channels, in.c, kernel_h, kernel_w}, init, fan_in, fan_out});
+  // fans as torch.nn.init counts them from the weight's dims (out x in/groups x kh x kw)
+  const int64_t fan_in = in.c / groups * kernel_h * kernel_w, fan_out = out_channels * kernel_h * kernel_w;
+  node.params.push_back({name + ".weight", {out_channels, in.c / groups, kernel_h, kernel_w}, init, fan_in, fan_out});
   if (bias) node.params.push_back({name + ".bias", {out_channels}, Init::zeros, fan_in, fan_out});
   node.forward_macs = node.out.elements() * fan_in;
   return node.id;
@@ -79,6 +94,10 @@ int GraphBuilder::batch_norm(int x, const std::string& name, float epsilon, bool
 
 int GraphBuilder::relu(int x, const std::string& name) {
   return append(OpKind::relu, {x}, name).id;
+}
+
+int GraphBuilder::relu6(int x, const std::string& name) {
+  return append(OpKind::relu6, {x}, name).id;
 }
 
 int GraphBuilder::lrn(int x, int64_t radius, float bias, float alpha, float beta, const std::string& name) {

@@ -20,8 +20,16 @@ class GraphBuilder {
   // A kernel_h x kernel_w convolution padded by pad_h rows and pad_w columns on each side.
   int conv_rect(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t pad_h,
                 int64_t pad_w, const std::string& name, bool bias = false, Init init = Init::he_normal_fan_out);
+  // The general one: `groups` (dividing both channel counts) groups of channels, each output group
+  // from its input group alone (models/graph.h, ConvAttrs).
+  int grouped_conv(int x, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t pad_h,
+                   int64_t pad_w, int64_t groups, const std::string& name, bool bias = false,
+                   Init init = Init::he_normal_fan_out);
+  // A depthwise convolution: one kernel x kernel filter per channel (groups = channels).
+  int depthwise_conv(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name);
   int batch_norm(int x, const std::string& name, float epsilon = 1e-5f, bool zero_scale = false);
   int relu(int x, const std::string& name);
+  int relu6(int x, const std::string& name);
   int max_pool(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name);
   int avg_pool(int x, int64_t kernel, int64_t stride, int64_t pad, const std::string& name,
                bool count_include_pad = true);

@@ -38,6 +38,8 @@ const std::vector<ModelInfo>& model_zoo() {
        "GoogLeNet (Szegedy et al. 2014) as tf_cnn_benchmarks builds it: no batch norm, no auxiliary heads"},
       {"inception3", "imagenet", 3, 299, 1000, 32, build_inception3, 0.005,
        "Inception v3 (Szegedy et al. 2015) as tf_cnn_benchmarks builds it: 299x299, batch norm, no auxiliary head"},
+      {"mobilenet", "imagenet", 3, 224, 1000, 32, build_mobilenet, 0.005,
+       "MobileNet v2 (Sandler et al. 2018) as tf_cnn_benchmarks builds it: depthwise convolutions, ReLU6, its own fully connected layer after the logits"},
       {"alexnet", "imagenet", 3, 227, 1000, 512, build_alexnet, 0.005,
        "AlexNet (Krizhevsky et al. 2012) as tf_cnn_benchmarks builds it: 227x227, no LRN, dropout in the classifier"},
       {"alexnet", "cifar10", 3, 32, 10, 128, build_alexnet_cifar10, 0,

@@ -49,6 +49,7 @@ Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 
 Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name);
 Graph build_googlenet(int64_t batch_size);               // tf_cnn_benchmarks' (no batch norm)
 Graph build_inception3(int64_t batch_size);              // tf_cnn_benchmarks' Inception v3 (299 x 299)
+Graph build_mobilenet(int64_t batch_size);               // tf_cnn_benchmarks' MobileNet v2
 Graph build_alexnet(int64_t batch_size);                 // tf_cnn_benchmarks' ImageNet AlexNet (227 x 227)
 Graph build_alexnet_cifar10(int64_t batch_size);         // tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN)
 // CIFAR-10 DenseNet of `depth` (3n + 4) layers growing by `growth` channels a layer (tf_cnn_benchmarks')

@@ -10,7 +10,11 @@ The model is torchvision's (resnet50, vgg16, ...), the CIFAR ResNet of He et al.
 option A shortcuts (resnet20 ... resnet110), googlenet as tf_cnn_benchmarks defines it
 (convolutions with bias and ReLU, no batch norm, no auxiliary heads: torchvision's has both), or
 alexnet as tf_cnn_benchmarks defines it (227 x 227; torchvision's has other channel counts),
-each as cnnbench builds it; SGD with momentum and weight decay; synthetic data of the model's
+each as cnnbench builds it, or inception3: torchvision's inception_v3 at 299 x 299 without its
+auxiliary head (the network and parameter count of cnnbench's; its 'SAME' average pools count the
+padding and a dropout precedes its last layer, neither of which moves the time), or mobilenet:
+torchvision's mobilenet_v2 with tf_cnn_benchmarks' extra 1000 x 1000 layer after its logits, as
+cnnbench builds it; SGD with momentum and weight decay; synthetic data of the model's
 input size.
 """
 import json
@@ -127,6 +131,10 @@ def build(name):
     if name == "alexnet":
         return AlexNet(), 227, 1000
     import torchvision
+    if name == "inception3":
+        return torchvision.models.inception_v3(aux_logits=False, init_weights=False), 299, 1000
+    if name == "mobilenet":  # tf_cnn_benchmarks' adds a classes x classes layer after the logits
+        return nn.Sequential(torchvision.models.mobilenet_v2(), nn.Linear(1000, 1000)), 224, 1000
     return getattr(torchvision.models, name)(), 224, 1000
 
 

@@ -138,20 +138,24 @@ inline std::vector<ConvShape> model_conv_shapes(const std::string& model) {
   return out;
 }
 
-// conv alone, or conv + ReLU (VGG), or conv + batch norm + ReLU (the ResNet pattern)
-enum class After { nothing, relu, bn_relu };
+// conv alone, or conv + ReLU (VGG), or conv + batch norm + ReLU (the ResNet pattern) or ReLU6 (MobileNet)
+enum class After { nothing, relu, bn_relu, bn_relu6 };
 
 inline OpCase conv_case(const std::string& net, int64_t batch, const ConvShape& s, After after) {
   const ConvAttrs& c = s.conv;
   const std::string name = net + "_conv" + std::to_string(s.in_c) + "to" + std::to_string(c.out_channels) + "_" +
                            conv_label(c) + "_" + std::to_string(s.hw) +
-                           (after == After::relu ? "_relu" : after == After::bn_relu ? "_bn_relu" : "");
+                           (after == After::relu      ? "_relu"
+                            : after == After::bn_relu ? "_bn_relu"
+                            : after == After::bn_relu6 ? "_bn_relu6"
+                                                       : "");
   return {name, [=] {
             GraphBuilder b(name, {batch, s.in_c, s.hw, s.hw});
-            int x = b.conv_rect(b.input(), c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w, "conv",
-                                c.bias);
-            if (after == After::bn_relu) x = b.batch_norm(x, "bn");
-            if (after != After::nothing) x = b.relu(x, "relu");
+            int x = b.grouped_conv(b.input(), c.out_channels, c.kernel_h, c.kernel_w, c.stride, c.pad_h, c.pad_w,
+                                   c.groups, "conv", c.bias);
+            if (after == After::bn_relu || after == After::bn_relu6) x = b.batch_norm(x, "bn");
+            if (after == After::bn_relu6) x = b.relu6(x, "relu6");
+            else if (after != After::nothing) x = b.relu(x, "relu");
             return b.finish(x);
           }};
 }
@@ -171,6 +175,10 @@ inline std::vector<OpCase> all_cases() {
   // at 8 x 8) and its 'VALID' stride-2 reductions to 17 and 8, with batch norm and ReLU as there.
   for (const ConvShape& s : model_conv_shapes("inception3"))
     if (!s.conv.square() || (s.conv.stride == 2 && s.hw < 100)) cases.push_back(conv_case("inception3", 1, s, After::bn_relu));
+  // MobileNet v2 (224 x 224), batch 2: its depthwise 3x3 convolutions (groups = channels), with
+  // batch norm and ReLU6 as there.
+  for (const ConvShape& s : model_conv_shapes("mobilenet"))
+    if (s.conv.groups > 1) cases.push_back(conv_case("mobilenet", 2, s, After::bn_relu6));
 
   auto single = [&](const std::string& name, Shape in, std::function<int(GraphBuilder&, int)> op) {
     cases.push_back({name, [=] {
@@ -241,6 +249,24 @@ inline std::vector<OpCase> all_cases() {
   // crash on the second on some AVX-512 CPUs; the plan takes another implementation there)
   single("trivial_fc_3x16x16to1", {4, 3, 16, 16}, [](GraphBuilder& b, int x) { return b.linear(x, 1, "fc"); });
   single("trivial_fc_1to4096", {4, 1, 1, 1}, [](GraphBuilder& b, int x) { return b.linear(x, 4096, "fc"); });
+  // a grouped convolution that is not depthwise (4 groups of 6 -> 2 channels), and MobileNet v2's
+  // inverted residual block in small: 1x1 expansion, depthwise, linear projection, the input added
+  single("grouped_conv_24to8_g4_k3s1_9", {2, 24, 9, 9},
+         [](GraphBuilder& b, int x) { return b.grouped_conv(x, 8, 3, 3, 1, 1, 1, 4, "conv"); });
+  // ReLU6 over inputs scaled to [-8, 8] (three doublings), so that both of its kinks are crossed
+  single("relu6_of_8x_input_16x8", {2, 16, 8, 8}, [](GraphBuilder& b, int x) {
+    for (int i = 0; i < 3; ++i) x = b.add(x, x, "double" + std::to_string(i));
+    return b.relu6(x, "relu6");
+  });
+  cases.push_back({"tiny_inverted_residual", [] {
+                     GraphBuilder b("tiny_mobilenet", {4, 3, 16, 16});
+                     int x = b.relu6(b.batch_norm(b.conv(b.input(), 16, 3, 2, 1, "conv0"), "bn0"), "relu6_0");
+                     int y = b.relu6(b.batch_norm(b.conv(x, 96, 1, 1, 0, "expand"), "bn1"), "relu6_1");
+                     y = b.relu6(b.batch_norm(b.depthwise_conv(y, 3, 1, 1, "depthwise"), "bn2"), "relu6_2");
+                     y = b.batch_norm(b.conv(y, 16, 1, 1, 0, "project"), "bn3");
+                     x = b.add(y, x, "add");
+                     return b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+                   }});
   // a small network with every op in sequence, as the planner sees it in a real model
   cases.push_back({"tiny_resnet_block", [] {
                      GraphBuilder b("tiny", {4, 3, 16, 16});

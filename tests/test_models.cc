@@ -62,6 +62,9 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   each with batch norm, no auxiliary head: torchvision's inception_v3 without its auxiliary head,
 //   23,834,568 parameters, 5.713 GMACs at 299 x 299 (torchvision's published 5.71 GFLOPS). tf_cnn's
 //   batch norm learns no scale (17,216 fewer: 23,817,352); cnnbench's does (models/inception.cc).
+// - mobilenet (models/tf1_only/mobilenet_v2.py there, slim's V2_DEF): torchvision's mobilenet_v2
+//   (3,504,872 parameters, 0.30 GMACs published) plus the classes x classes layer tf_cnn_benchmarks'
+//   CNNModel puts after slim's logits: 1000 x 1000 + 1000 = 1,001,000; 4,505,872 and 0.302 GMACs.
 // - alexnet (models/alexnet_model.py there): convolutions 11x11x3x64, 5x5x64x192, 3x3x192x384,
 //   3x3x384x384, 3x3x384x256 with biases (2,207,104), fully connected 9216 -> 4096 -> 4096 -> 1000
 //   with biases (58,631,144): 61,838,248 (torchvision's, with 384 -> 256 -> 256 channels, has
@@ -82,6 +85,7 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet152_v2", 60185256, 11.283},
                                            Expected{"googlenet", 6998552, 1.583},
                                            Expected{"inception3", 23834568, 5.7133},
+                                           Expected{"mobilenet", 4505872, 0.3018},
                                            Expected{"alexnet", 61838248, 0.8388},
                                            Expected{"densenet40_k12", 1020634, 0.2648},
                                            Expected{"densenet100_k12", 6981994, 1.7695},

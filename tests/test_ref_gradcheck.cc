@@ -1,5 +1,6 @@
 // Finite-difference checks of every reference op, in double precision: for L = sum(r * f(x)),
 // the backward pass given dy = r must match central differences of L.
+#include <cmath>
 #include <functional>
 
 #include "kernels/ref/batch_norm.h"
@@ -43,19 +44,20 @@ double dot(const Vec& a, const Vec& b) {
   return s;
 }
 
-// Square 3x3 kernels at strides 1 and 2, and inception3's rectangular ones (1x3 padded by one
-// column, 3x1 by one row) on a non-square input.
+// Square 3x3 kernels at strides 1 and 2, inception3's rectangular ones (1x3 padded by one column,
+// 3x1 by one row) on a non-square input, a grouped one (3 groups of 2 -> 2 channels) and a
+// depthwise one (MobileNet's: 6 groups of one channel, stride 2).
 TEST(RefGradCheck, Conv) {
   struct Case {
-    int64_t h, w, kernel_h, kernel_w, stride, pad_h, pad_w;
+    int64_t h, w, kernel_h, kernel_w, stride, pad_h, pad_w, channels = 3, out_channels = 4, groups = 1;
   };
   for (const Case& c : {Case{7, 7, 3, 3, 1, 1, 1}, Case{7, 7, 3, 3, 2, 1, 1}, Case{5, 6, 1, 3, 1, 0, 1},
-                        Case{6, 5, 3, 1, 2, 1, 0}}) {
+                        Case{6, 5, 3, 1, 2, 1, 0}, Case{5, 5, 3, 3, 1, 1, 1, 6, 6, 3}, Case{6, 6, 3, 3, 2, 1, 1, 6, 6, 6}}) {
     const int64_t oh = (c.h + 2 * c.pad_h - c.kernel_h) / c.stride + 1, ow = (c.w + 2 * c.pad_w - c.kernel_w) / c.stride + 1;
     ref::ConvGeometry g{};
-    g.n = 2, g.c = 3, g.h = c.h, g.w = c.w, g.k = 4, g.r = c.kernel_h, g.t = c.kernel_w;
-    g.stride = c.stride, g.pad = c.pad_h, g.pad_w = c.pad_w, g.oh = oh, g.ow = ow;
-    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 1), w = random_vector<double>(g.k * g.c * g.r * g.t, 2),
+    g.n = 2, g.c = c.channels, g.h = c.h, g.w = c.w, g.k = c.out_channels, g.r = c.kernel_h, g.t = c.kernel_w;
+    g.stride = c.stride, g.pad = c.pad_h, g.pad_w = c.pad_w, g.oh = oh, g.ow = ow, g.groups = c.groups;
+    Vec x = random_vector<double>(g.n * g.c * g.h * g.w, 1), w = random_vector<double>(g.k * g.group_channels() * g.r * g.t, 2),
         b = random_vector<double>(g.k, 3), r = random_vector<double>(g.n * g.k * g.oh * g.ow, 4);
     Vec y(r.size()), dx(x.size(), 0.0), dw(w.size()), db(b.size());
     auto objective = [&] {
@@ -112,6 +114,23 @@ TEST(RefGradCheck, Relu) {
   ref::relu_backward(x.data(), r.data(), dx.data(), 40);
   expect_gradient("relu dx", x, dx, [&] {
     ref::relu_forward(x.data(), y.data(), 40);
+    return dot(y, r);
+  });
+}
+
+// ReLU6 over values on both kinks (0 and 6) and between: the gradient is 1 strictly inside.
+TEST(RefGradCheck, Relu6) {
+  Vec x = random_vector<double>(60, 16), r = random_vector<double>(60, 17), y(60), dx(60, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 4.0 * x[i] + (i % 3 == 0 ? 6.0 : 0.0);  // some far above 6
+  for (double& v : x)
+    for (double kink : {0.0, 6.0})
+      if (std::abs(v - kink) < 0.1) v = kink + (v > kink ? 0.1 : -0.1);
+  ref::relu6_backward(x.data(), r.data(), dx.data(), 60);
+  int above = 0;
+  for (double v : x) above += v > 6.0;
+  EXPECT_GT(above, 5) << "the upper kink is crossed";
+  expect_gradient("relu6 dx", x, dx, [&] {
+    ref::relu6_forward(x.data(), y.data(), 60);
     return dot(y, r);
   });
 }

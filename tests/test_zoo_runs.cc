@@ -42,7 +42,8 @@ TEST_P(ZooRuns, TrainsOnTwoRanksInBf16) {
 
 INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ZooRuns,
                          ::testing::Values("resnet50_v1.5", "resnet50_v1", "resnet101_v1", "resnet152_v1",
-                                           "resnet50_v2", "resnet101_v2", "resnet152_v2", "googlenet", "inception3", "alexnet",
+                                           "resnet50_v2", "resnet101_v2", "resnet152_v2", "googlenet", "inception3", "mobilenet",
+                                           "alexnet",
                                            "densenet40_k12", "densenet100_k12", "densenet100_k24"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return testing::param_name(info.param); });
 

@@ -40,6 +40,7 @@ std::unique_ptr<ConvDesc> CudaPlan::conv_desc(const Node& node, cudnnMathType_t 
   CUDA_CHECK(cudnnSetConvolution2dDescriptor(d->d, pad_h, pad_w, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                              CUDNN_DATA_FLOAT));
   CUDA_CHECK(cudnnSetConvolutionMathType(d->d, math));
+  CUDA_CHECK(cudnnSetConvolutionGroupCount(d->d, static_cast<int>(node.conv.groups)));
   return d;
 }
 
@@ -67,7 +68,7 @@ std::unique_ptr<FilterDesc> CudaPlan::filter_desc(const Node& node) const {
   auto d = std::make_unique<FilterDesc>();
   CUDA_CHECK(cudnnSetFilter4dDescriptor(d->d, cudnn_type(type_), CUDNN_TENSOR_NHWC,
                                         static_cast<int>(node.conv.out_channels),
-                                        static_cast<int>(graph_.nodes[node.inputs[0]].out.c),
+                                        static_cast<int>(graph_.nodes[node.inputs[0]].out.c / node.conv.groups),
                                         static_cast<int>(node.conv.kernel_h), static_cast<int>(node.conv.kernel_w)));
   return d;
 }

@@ -32,6 +32,20 @@ void CudaPlan::compile_relu(const Node& node) {
   });
 }
 
+// ReLU6: never folded into its producer (cuda_plan.cc aliases ReLUs only), masked from its output.
+void CudaPlan::compile_relu6(const Node& node) {
+  const int p = node.inputs[0];
+  const int64_t count = node.out.elements();
+  push_forward(node.id, [this, p, &node, count] {
+    cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_, 6.0f);
+  });
+  if (!wants_grad(p)) return;
+  const bool acc = accumulates(node, 0);
+  push_backward(node.id, [this, p, &node, count, acc] {
+    cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_, 6.0f);
+  });
+}
+
 // Dropout after a fully connected layer: the mask from the plan's seed and the step on the
 // device (forward() sets it), recomputed in backward; inference copies.
 void CudaPlan::compile_dropout(const Node& node) {

@@ -92,7 +92,7 @@ void CudaPlan::permute(const float* from, float* to) const {
     int64_t o = 0, c = 0, hw = 0;
     if (node.kind == OpKind::conv) {
       o = node.conv.out_channels;
-      c = graph_.nodes[node.inputs[0]].out.c;
+      c = graph_.nodes[node.inputs[0]].out.c / node.conv.groups;
       hw = node.conv.kernel_h * node.conv.kernel_w;
     } else if (node.kind == OpKind::linear) {
       const Shape& in = graph_.nodes[node.inputs[0]].out;

@@ -27,14 +27,15 @@ __global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int
 }
 
 template <typename T>
-__global__ void relu_kernel(const T* x, T* y, int64_t count) {
-  GRID_STRIDE(i, count) store(y, i, fmaxf(load(x, i), 0.0f));
+__global__ void relu_kernel(const T* x, T* y, int64_t count, float cap) {
+  GRID_STRIDE(i, count) store(y, i, fminf(fmaxf(load(x, i), 0.0f), cap));
 }
 
 template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t count, bool accumulate) {
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t count, bool accumulate, float cap) {
   GRID_STRIDE(i, count) {
-    const float g = load(y, i) > 0.0f ? load(dy, i) : 0.0f;
+    const float v = load(y, i);
+    const float g = v > 0.0f && v < cap ? load(dy, i) : 0.0f;
     store(dx, i, accumulate ? load(dx, i) + g : g);
   }
 }
@@ -235,19 +236,19 @@ void images_to_nhwc(const float* images, void* out, int64_t n, int64_t c, int64_
   });
 }
 
-void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream) {
+void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream, float cap) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    relu_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count);
+    relu_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count, cap);
   });
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool accumulate, DType type,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, float cap) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     relu_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
-        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), count, accumulate);
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), count, accumulate, cap);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "kernels/dtype.h"
 
@@ -18,10 +19,12 @@ namespace cnnbench::cuda {
 void images_to_nhwc(const float* images, void* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t c_padded,
                     bool images_nhwc, DType type, cudaStream_t stream);
 
-// y = max(0, x) (in place when y == x); dx = dy * (y > 0), written or accumulated (dx may be dy).
-void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream);
+// y = min(max(0, x), cap) (in place when y == x; cap 6 is ReLU6); dx = dy * (0 < y < cap), written
+// or accumulated (dx may be dy).
+void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream,
+                  float cap = std::numeric_limits<float>::infinity());
 void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool accumulate, DType type,
-                   cudaStream_t stream);
+                   cudaStream_t stream, float cap = std::numeric_limits<float>::infinity());
 
 // Dropout (kernels/dropout_mask.h): y = x / (1 - rate) where the mask of (seed, node, *step,
 // index) keeps the element, else 0; written or accumulated. *step is read on the device, so a

@@ -8,7 +8,7 @@ namespace cnnbench::onednn {
 
 dnnl::normalization_flags OnednnPlan::batch_norm_flags(const Node& node) const {
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-  if (fused_into_[node.id] >= 0) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  if (norm_applies_relu(node.id)) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   return flags;
 }
 
@@ -45,8 +45,9 @@ void OnednnPlan::compile_batch_norm_forward(const Node& node) {
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, mem_[src]},    {DNNL_ARG_DST, mem_[node.id]},
                                           {DNNL_ARG_MEAN, s.mean},      {DNNL_ARG_VARIANCE, s.variance},
                                           {DNNL_ARG_SCALE, s.scale},    {DNNL_ARG_SHIFT, s.shift}};
-  if (fused_into_[node.id] >= 0) args[DNNL_ARG_WORKSPACE] = s.workspace;
+  if (norm_applies_relu(node.id)) args[DNNL_ARG_WORKSPACE] = s.workspace;
   forward_training_.push_back({dnnl::batch_normalization_forward(pd), args, {}});
+  if (fused_into_[node.id] >= 0 && !norm_applies_relu(node.id)) compile_relu_in_place(graph_.nodes[fused_into_[node.id]], forward_training_);
   const int64_t values = node.out.n * node.out.h * node.out.w;
   forward_training_.push_back(
       {{}, {}, [mean = s.mean, var = s.variance, running_mean, running_var, c = node.out.c,
@@ -65,6 +66,7 @@ void OnednnPlan::compile_batch_norm_forward(const Node& node) {
                                  {DNNL_ARG_SCALE, s.scale},
                                  {DNNL_ARG_SHIFT, s.shift}},
                                 {}});
+  if (fused_into_[node.id] >= 0 && !norm_applies_relu(node.id)) compile_relu_in_place(graph_.nodes[fused_into_[node.id]], forward_inference_);
 }
 
 void OnednnPlan::compile_batch_norm_backward(const Node& node) {
@@ -83,7 +85,7 @@ void OnednnPlan::compile_batch_norm_backward(const Node& node) {
       {DNNL_ARG_DIFF_DST, diff_[node.id]}, {DNNL_ARG_SCALE, s.scale},    {DNNL_ARG_DIFF_SRC, target},
       {DNNL_ARG_SHIFT, s.shift},  // not read, but oneDNN 2.6 refuses to run without it
       {DNNL_ARG_DIFF_SCALE, s.diff_scale}, {DNNL_ARG_DIFF_SHIFT, s.diff_shift}};
-  if (fused_into_[node.id] >= 0) args[DNNL_ARG_WORKSPACE] = s.workspace;
+  if (norm_applies_relu(node.id)) args[DNNL_ARG_WORKSPACE] = s.workspace;
   backward_.push_back({dnnl::batch_normalization_backward(pd), args, {}});
   gradients_ready_step(node);
   finish_grad(src, target);

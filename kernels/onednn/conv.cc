@@ -11,15 +11,22 @@ namespace cnnbench::onednn {
 
 namespace {
 
-// Weights (O x I x kh x kw), strides and padding of a convolution; the right/bottom padding is
-// what makes oneDNN's output size the graph's.
+// Weights (O x I x kh x kw, or grouped G x O/G x I/G x kh x kw: the same bytes as the graph's
+// O x I/G x kh x kw), strides and padding of a convolution; the right/bottom padding is what makes
+// oneDNN's output size the graph's.
 struct ConvGeometry {
   memory::dims weights, strides, pad_l, pad_r;
 };
 
+memory::dims weight_dims(const Node& node, const Node& in) {
+  const ConvAttrs& c = node.conv;
+  if (c.groups == 1) return {c.out_channels, in.out.c, c.kernel_h, c.kernel_w};
+  return {c.groups, c.out_channels / c.groups, in.out.c / c.groups, c.kernel_h, c.kernel_w};
+}
+
 ConvGeometry conv_geometry(const Node& node, const Node& in) {
   const ConvAttrs& c = node.conv;
-  return {{c.out_channels, in.out.c, c.kernel_h, c.kernel_w},
+  return {weight_dims(node, in),
           {c.stride, c.stride},
           {c.pad_h, c.pad_w},
           {(node.out.h - 1) * c.stride + c.kernel_h - in.out.h - c.pad_h,
@@ -43,7 +50,8 @@ void OnednnPlan::compile_conv_forward(const Node& node) {
                                                     act(w_dims), act(dst_dims), strides, pad_l, pad_r);
   auto pd = ONEDNN_CHECK(where(node, "creating the forward convolution"),
                          dnnl::convolution_forward::primitive_desc(desc, relu_attr(node), engine_));
-  weighted_forward(node, pd, dnnl::convolution_forward(pd), memory::desc(w_dims, dt::f32, tag::oihw),
+  weighted_forward(node, pd, dnnl::convolution_forward(pd),
+                   memory::desc(w_dims, dt::f32, node.conv.groups == 1 ? tag::oihw : tag::goihw),
                    node.conv.bias ? &bias_md : nullptr);
 }
 
@@ -72,7 +80,7 @@ void OnednnPlan::compile_conv_backward(const Node& node) {
 // A bf16 1x1 convolution without bias, its input and output gradient in 16-channel blocks:
 // the weight gradient comes from bf16_weight_grad.h, straight into the plain fp32 arena.
 bool OnednnPlan::compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s) {
-  if (!own_kernels_ || act_dt_ != dt::bf16 || node.conv.kernel_h != 1 ||
+  if (!own_kernels_ || act_dt_ != dt::bf16 || node.conv.groups != 1 || node.conv.kernel_h != 1 ||
       node.conv.kernel_w != 1 || node.conv.pad_h != 0 || node.conv.pad_w != 0 || node.conv.bias)
     return false;
   const memory::desc src_md(dims(in), dt::bf16, tag::nChw16c), dst_md(dims(node), dt::bf16, tag::nChw16c);

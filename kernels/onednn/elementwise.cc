@@ -54,38 +54,51 @@ BlockedLayout layout_of(const memory& m, const Node& node) {
   return *layout;
 }
 
+// ReLU, or ReLU6 as oneDNN's clip_v2 to [0, 6]: its gradient passes strictly inside, as the
+// reference's (clip's passes at 6 too).
+namespace {
+dnnl::algorithm relu_algorithm(const Node& node, bool from_dst = false) {
+  if (node.kind == OpKind::relu6)
+    return from_dst ? dnnl::algorithm::eltwise_clip_v2_use_dst_for_bwd : dnnl::algorithm::eltwise_clip_v2;
+  return from_dst ? dnnl::algorithm::eltwise_relu_use_dst_for_bwd : dnnl::algorithm::eltwise_relu;
+}
+float relu_upper(const Node& node) { return node.kind == OpKind::relu6 ? 6.0f : 0.0f; }
+}  // namespace
+
 dnnl::primitive_attr OnednnPlan::relu_attr(const Node& node) const {
   dnnl::primitive_attr attr;
   if (fused_into_[node.id] >= 0) {
+    const Node& relu = graph_.nodes[fused_into_[node.id]];
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    ops.append_eltwise(1.0f, relu_algorithm(relu), 0.0f, relu_upper(relu));
     attr.set_post_ops(ops);
   }
   return attr;
 }
 
 dnnl::eltwise_forward::primitive_desc OnednnPlan::relu_forward_pd(const memory::desc& md, dnnl::algorithm alg,
-                                                      const Node& node) {
+                                                      const Node& node, float upper) {
   return ONEDNN_CHECK(where(node, "creating the forward ReLU"),
                       dnnl::eltwise_forward::primitive_desc(
-                          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.0f, 0.0f),
+                          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.0f, upper),
                           engine_));
 }
 
+// A ReLU or ReLU6 alone: its own output, its gradient masked from the input.
 void OnednnPlan::compile_relu_forward(const Node& node) {
   const int src = node.inputs[0];
-  auto pd = relu_forward_pd(mem_[src].get_desc(), dnnl::algorithm::eltwise_relu, node);
+  auto pd = relu_forward_pd(mem_[src].get_desc(), relu_algorithm(node), node, relu_upper(node));
   mem_[node.id] = alloc(pd.dst_desc());
   both_forward(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, mem_[src]}, {DNNL_ARG_DST, mem_[node.id]}});
 }
 
 void OnednnPlan::compile_relu_backward(const Node& node) {
   const int src = node.inputs[0];
-  auto fwd = relu_forward_pd(mem_[src].get_desc(), dnnl::algorithm::eltwise_relu, node);
+  auto fwd = relu_forward_pd(mem_[src].get_desc(), relu_algorithm(node), node, relu_upper(node));
   auto pd = ONEDNN_CHECK(where(node, "creating the backward ReLU"),
                          dnnl::eltwise_backward::primitive_desc(
-                             dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_relu,
-                                                          diff_[node.id].get_desc(), mem_[src].get_desc(), 0.0f, 0.0f),
+                             dnnl::eltwise_backward::desc(relu_algorithm(node), diff_[node.id].get_desc(),
+                                                          mem_[src].get_desc(), 0.0f, relu_upper(node)),
                              engine_, fwd));
   memory target = grad_target(src, pd.diff_src_desc());
   backward_.push_back({dnnl::eltwise_backward(pd),
@@ -94,16 +107,24 @@ void OnednnPlan::compile_relu_backward(const Node& node) {
   finish_grad(src, target);
 }
 
-// ReLU folded into a convolution or add: its gradient is masked in place from the output.
-// (Folded into batch norm, batch-norm backward applies it from the workspace.)
+// A ReLU6 folded into batch norm: applied in place on its output after each forward batch norm.
+void OnednnPlan::compile_relu_in_place(const Node& node, Steps& steps) {
+  const memory y = mem_[absorbs_[node.id]];
+  auto pd = relu_forward_pd(y.get_desc(), relu_algorithm(node, true), node, relu_upper(node));
+  steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}}, {}});
+}
+
+// ReLU or ReLU6 folded into a convolution or add, or ReLU6 into batch norm: its gradient is
+// masked in place from the output. (A ReLU folded into batch norm is applied by batch-norm
+// backward from the workspace.)
 void OnednnPlan::compile_fused_relu_backward(const Node& node) {
-  if (graph_.nodes[absorbs_[node.id]].kind == OpKind::batch_norm || relu_masked_in_sum_[node.id]) return;
+  if (!masked_in_place(node.id) || relu_masked_in_sum_[node.id]) return;
   const memory::desc md = mem_[node.id].get_desc();
-  auto fwd = relu_forward_pd(md, dnnl::algorithm::eltwise_relu_use_dst_for_bwd, node);
+  auto fwd = relu_forward_pd(md, relu_algorithm(node, true), node, relu_upper(node));
   auto pd = ONEDNN_CHECK(where(node, "creating the in-place backward ReLU"),
                          dnnl::eltwise_backward::primitive_desc(
-                             dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
-                                                          diff_[node.id].get_desc(), md, 0.0f, 0.0f),
+                             dnnl::eltwise_backward::desc(relu_algorithm(node, true), diff_[node.id].get_desc(), md,
+                                                          0.0f, relu_upper(node)),
                              engine_, fwd));
   backward_.push_back({dnnl::eltwise_backward(pd),
                        {{DNNL_ARG_DST, mem_[node.id]},

@@ -157,7 +157,8 @@ void OnednnPlan::compile() {
   flat_.assign(count, false);
   for (const Node& node : graph_.nodes)
     flat_[node.id] = node.kind == OpKind::linear ||
-                     ((node.kind == OpKind::relu || node.kind == OpKind::batch_norm || node.kind == OpKind::add ||
+                     ((node.kind == OpKind::relu || node.kind == OpKind::relu6 || node.kind == OpKind::batch_norm ||
+                       node.kind == OpKind::add ||
                        node.kind == OpKind::dropout) &&
                       flat_[node.inputs[0]]);
   plan_fusions();
@@ -184,7 +185,8 @@ void OnednnPlan::compile() {
       case OpKind::conv: compile_conv_forward(node); break;
       case OpKind::linear: compile_linear_forward(node); break;
       case OpKind::batch_norm: compile_batch_norm_forward(node); break;
-      case OpKind::relu: compile_relu_forward(node); break;
+      case OpKind::relu:
+      case OpKind::relu6: compile_relu_forward(node); break;
       case OpKind::max_pool:
       case OpKind::avg_pool:
       case OpKind::global_avg_pool: compile_pool_forward(node); break;
@@ -208,7 +210,8 @@ void OnednnPlan::compile() {
       case OpKind::conv: compile_conv_backward(node); break;
       case OpKind::linear: compile_linear_backward(node); break;
       case OpKind::batch_norm: compile_batch_norm_backward(node); break;
-      case OpKind::relu: compile_relu_backward(node); break;
+      case OpKind::relu:
+      case OpKind::relu6: compile_relu_backward(node); break;
       case OpKind::max_pool:
       case OpKind::avg_pool:
       case OpKind::global_avg_pool: compile_pool_backward(node); break;
@@ -244,10 +247,19 @@ void OnednnPlan::label_steps(const StepMark& mark, const Node& node) {
   label(backward_, mark.backward, "backward");
 }
 
+bool OnednnPlan::norm_applies_relu(int producer) const {
+  const int relu = fused_into_[producer];
+  return relu >= 0 && graph_.nodes[producer].kind == OpKind::batch_norm && graph_.nodes[relu].kind == OpKind::relu;
+}
+
+bool OnednnPlan::masked_in_place(int relu) const { return absorbs_[relu] >= 0 && !norm_applies_relu(absorbs_[relu]); }
+
+// A ReLU or ReLU6 that is its producer's only reader (a convolution's, batch norm's or add's) is
+// folded into it: no tensor of its own, its gradient the producer's.
 void OnednnPlan::plan_fusions() {
   if (!fuse_) return;
   for (const Node& node : graph_.nodes) {
-    if (node.kind != OpKind::relu) continue;
+    if (node.kind != OpKind::relu && node.kind != OpKind::relu6) continue;
     const int producer = node.inputs[0];
     const OpKind kind = graph_.nodes[producer].kind;
     if (producer == 0 || consumers_[producer].size() != 1) continue;

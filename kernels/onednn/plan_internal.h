@@ -100,6 +100,10 @@ class OnednnPlan final : public Plan {
   StepMark mark_steps() const;
   void label_steps(const StepMark& mark, const Node& node);
   void plan_fusions();
+  // A ReLU folded into batch norm rides in its fuse_norm_relu (mask in its workspace); a folded
+  // ReLU6 (or ReLU into a convolution or add) is applied and masked in place on the output.
+  bool norm_applies_relu(int producer) const;
+  bool masked_in_place(int relu) const;
 
   // ---- tensors, views and gradient buffers (tensors.cc) ----
   // A tensor computed in the plan's compute type, layout left to the primitive.
@@ -169,10 +173,11 @@ class OnednnPlan final : public Plan {
   // elementwise.cc: ReLU (alone or folded), add, the option-A shortcut
   dnnl::primitive_attr relu_attr(const Node& node) const;
   dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, dnnl::algorithm alg,
-                                                        const Node& node);
+                                                        const Node& node, float upper = 0.0f);
   void compile_relu_forward(const Node& node);
   void compile_relu_backward(const Node& node);
   void compile_fused_relu_backward(const Node& node);
+  void compile_relu_in_place(const Node& node, Steps& steps);
   void compile_add_forward(const Node& node);
   void compile_add_backward(const Node& node);
   void compile_shortcut_forward(const Node& node);

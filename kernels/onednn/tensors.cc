@@ -95,7 +95,7 @@ void OnednnPlan::finish_grad(int t, const memory& target) {
 // True when the node being compiled is t's last consumer in backward order, t is a ReLU
 // masked in place (folded into a convolution or add), and the tensors share one layout.
 bool OnednnPlan::sum_can_mask_relu(int t, const memory& target) const {
-  if (absorbs_[t] < 0 || graph_.nodes[absorbs_[t]].kind == OpKind::batch_norm) return false;
+  if (!masked_in_place(t) || graph_.nodes[t].kind != OpKind::relu) return false;  // cpu:: has ReLU's mask alone
   if (compiling_ != *std::min_element(consumers_[t].begin(), consumers_[t].end())) return false;
   const memory::desc md = diff_[t].get_desc();
   return target.get_desc() == md && mem_[t].get_desc() == md;
@@ -142,8 +142,7 @@ bool OnednnPlan::may_alias_add_gradient(int id, const Node& add) const {
   int last_modifier = -1;
   for (int c : consumers_[id])
     if (c != add.id) last_modifier = std::max(last_modifier, c);
-  const bool in_place_relu = absorbs_[id] >= 0 && graph_.nodes[absorbs_[id]].kind != OpKind::batch_norm;
-  if (in_place_relu) last_modifier = std::max(last_modifier, id);
+  if (masked_in_place(id)) last_modifier = std::max(last_modifier, id);
   if (last_modifier < 0) return true;  // nothing modifies the buffer
   const int other = add.inputs[0] == id ? add.inputs[1] : add.inputs[0];
   if (other < id) return false;  // its gradient is not decided yet: assume the worst

@@ -15,20 +15,23 @@ struct ConvGeometry {
   int64_t k, r, t;      // output channels, kernel height and width
   int64_t stride, pad, pad_w;  // pad: rows above and below, pad_w: columns left and right
   int64_t oh, ow;       // output extent
+  int64_t groups = 1;   // output channel k reads input channels [k / (k_ / groups) * c_g, ... + c_g)
+  int64_t group_channels() const { return c / groups; }  // c_g: input channels a filter reads
+  int64_t first_input(int64_t out_channel) const { return out_channel / (k / groups) * group_channels(); }
 };
 
-// y[n,k,oy,ox] = b[k] + sum_{c,i,j} x[n,c,oy*s-p+i,ox*s-pw+j] * w[k,c,i,j]
+// y[n,k,oy,ox] = b[k] + sum_{l,i,j} x[n,first_input(k)+l,oy*s-p+i,ox*s-pw+j] * w[k,l,i,j]
 template <class T>
 void conv_forward(const T* x, const T* wt, const T* bias, T* y, const ConvGeometry& g) {
   std::vector<double> acc(g.oh * g.ow);
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t k = 0; k < g.k; ++k) {
       std::fill(acc.begin(), acc.end(), bias ? static_cast<double>(bias[k]) : 0.0);
-      for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t l = 0; l < g.group_channels(); ++l)
         for (int64_t i = 0; i < g.r; ++i)
           for (int64_t j = 0; j < g.t; ++j) {
-            const double wv = wt[((k * g.c + c) * g.r + i) * g.t + j];
-            const T* xc = x + (n * g.c + c) * g.h * g.w;
+            const double wv = wt[((k * g.group_channels() + l) * g.r + i) * g.t + j];
+            const T* xc = x + (n * g.c + g.first_input(k) + l) * g.h * g.w;
             for (int64_t oy = 0; oy < g.oh; ++oy) {
               const int64_t iy = oy * g.stride - g.pad + i;
               if (iy < 0 || iy >= g.h) continue;
@@ -51,10 +54,11 @@ void conv_backward_data(const T* dy, const T* wt, T* dx, const ConvGeometry& g) 
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t c = 0; c < g.c; ++c) {
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t k = 0; k < g.k; ++k)
+      const int64_t group = c / g.group_channels(), per_group = g.k / g.groups;
+      for (int64_t k = group * per_group; k < (group + 1) * per_group; ++k)
         for (int64_t i = 0; i < g.r; ++i)
           for (int64_t j = 0; j < g.t; ++j) {
-            const double wv = wt[((k * g.c + c) * g.r + i) * g.t + j];
+            const double wv = wt[((k * g.group_channels() + c % g.group_channels()) * g.r + i) * g.t + j];
             const T* dyk = dy + (n * g.k + k) * g.oh * g.ow;
             for (int64_t oy = 0; oy < g.oh; ++oy) {
               const int64_t iy = oy * g.stride - g.pad + i;
@@ -83,12 +87,12 @@ void conv_backward_weights(const T* x, const T* dy, T* dw, T* dbias, const ConvG
           sum += static_cast<double>(dy[(n * g.k + k) * g.oh * g.ow + p]);
       dbias[k] = static_cast<T>(sum);
     }
-    for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t l = 0; l < g.group_channels(); ++l)
       for (int64_t i = 0; i < g.r; ++i)
         for (int64_t j = 0; j < g.t; ++j) {
           double sum = 0;
           for (int64_t n = 0; n < g.n; ++n) {
-            const T* xc = x + (n * g.c + c) * g.h * g.w;
+            const T* xc = x + (n * g.c + g.first_input(k) + l) * g.h * g.w;
             const T* dyk = dy + (n * g.k + k) * g.oh * g.ow;
             for (int64_t oy = 0; oy < g.oh; ++oy) {
               const int64_t iy = oy * g.stride - g.pad + i;
@@ -100,7 +104,7 @@ void conv_backward_weights(const T* x, const T* dy, T* dw, T* dbias, const ConvG
               }
             }
           }
-          dw[((k * g.c + c) * g.r + i) * g.t + j] = static_cast<T>(sum);
+          dw[((k * g.group_channels() + l) * g.r + i) * g.t + j] = static_cast<T>(sum);
         }
   }
 }

@@ -1,4 +1,4 @@
-// kernels/ref/elementwise.h — reference ReLU, residual add, the CIFAR option-A shortcut
+// kernels/ref/elementwise.h — reference ReLU, ReLU6, residual add, the CIFAR option-A shortcut
 // (subsample by stride, place the channels at pad_front of a zero tensor) and channel
 // concatenation (NCHW), dropout. Backward accumulates into its input gradients.
 #pragma once
@@ -20,6 +20,18 @@ template <class T>
 void relu_backward(const T* x, const T* dy, T* dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
     if (x[i] > T(0)) dx[i] += dy[i];
+}
+
+// ReLU6: min(max(x, 0), 6); the gradient passes where 0 < x < 6.
+template <class T>
+void relu6_forward(const T* x, T* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) y[i] = std::min(std::max(x[i], T(0)), T(6));
+}
+
+template <class T>
+void relu6_backward(const T* x, const T* dy, T* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (x[i] > T(0) && x[i] < T(6)) dx[i] += dy[i];
 }
 
 // Dropout with its mask (kernels/dropout_mask.h): kept elements scaled by 1 / (1 - rate).

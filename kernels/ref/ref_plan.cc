@@ -23,6 +23,7 @@ ref::ConvGeometry conv_geometry(const Shape& in, const Node& node) {
   ref::ConvGeometry g{};
   g.n = in.n, g.c = in.c, g.h = in.h, g.w = in.w, g.k = c.out_channels, g.r = c.kernel_h, g.t = c.kernel_w;
   g.stride = c.stride, g.pad = c.pad_h, g.pad_w = c.pad_w, g.oh = node.out.h, g.ow = node.out.w;
+  g.groups = c.groups;
   return g;
 }
 
@@ -121,6 +122,7 @@ class RefPlan final : public Plan {
           break;
         }
         case OpKind::relu: ref::relu_forward(x, y, in.elements()); break;
+        case OpKind::relu6: ref::relu6_forward(x, y, in.elements()); break;
         case OpKind::lrn: ref::lrn_forward(x, y, lrn_geometry(in, node)); break;
         case OpKind::dropout:
           if (mode == Mode::training)
@@ -191,6 +193,7 @@ class RefPlan final : public Plan {
                                    {in.n, in.c, in.h * in.w, node.batch_norm.epsilon});
           break;
         case OpKind::relu: ref::relu_backward(x, dy, dx, in.elements()); break;
+        case OpKind::relu6: ref::relu6_backward(x, dy, dx, in.elements()); break;
         case OpKind::lrn: ref::lrn_backward(x, dy, dx, lrn_geometry(in, node)); break;
         case OpKind::dropout:
           ref::dropout_backward(dy, dx, in.elements(), dropout_seed_, id, dropout_step_, node.dropout.rate);
