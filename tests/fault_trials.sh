@@ -44,11 +44,15 @@ trap cleanup EXIT
 
 # The process of rank R of the job marked with $1 (cnnbench ranks carry the mark in their
 # environment), or nothing.
+# (The environment is read whole first: `tr | grep -q` under pipefail fails when grep stops at
+# its match and tr, still writing a large environment, dies of SIGPIPE; under load that lost
+# the rank now and then.)
 rank_pid() {
-  local mark=$1 rank=$2 pid
+  local mark=$1 rank=$2 pid environment
   for pid in $(pgrep -x "$(basename "$binary")"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "CNNBENCH_FAULT_TRIAL=$mark" &&
-       tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then
+    environment=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+    if grep -qx "CNNBENCH_FAULT_TRIAL=$mark" <<<"$environment" &&
+       grep -qx "OMPI_COMM_WORLD_RANK=$rank" <<<"$environment"; then
       echo "$pid"; return
     fi
   done 2>/dev/null
