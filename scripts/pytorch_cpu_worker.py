@@ -4,8 +4,10 @@ images/sec over the timed steps, every step's time, the first step's time (with 
 the compilation), the share of the timed steps' thread time spent waiting for a CPU, and the
 process's peak RSS.
 
-  python pytorch_cpu_worker.py MODEL BATCH THREADS WARMUP STEPS PRECISION MODE CHANNELS_LAST
+  python pytorch_cpu_worker.py MODEL BATCH THREADS WARMUP STEPS PRECISION MODE CHANNELS_LAST [profile]
 MODE: eager, compile (torch.compile's default mode) or max-autotune; CHANNELS_LAST: 1 or 0.
+With `profile`, the timed steps run under torch.profiler and the JSON line carries the events
+of PROFILED_OPS in the order they ran (scripts/per_op_table.py reads them).
 The model is torchvision's (resnet50, vgg16, ...), the CIFAR ResNet of He et al. 2015 with
 option A shortcuts (resnet20 ... resnet110), googlenet as tf_cnn_benchmarks defines it
 (convolutions with bias and ReLU, no batch norm, no auxiliary heads: torchvision's has both), or
@@ -138,6 +140,19 @@ def build(name):
     return getattr(torchvision.models, name)(), 224, 1000
 
 
+# Operators that do not nest inside one another, so that their times add up: each layer's
+# forward and backward, the optimizer step.
+PROFILED_OPS = {"aten::convolution", "aten::convolution_backward", "aten::relu_", "aten::relu",
+                "aten::threshold_backward", "aten::max_pool2d", "aten::max_pool2d_with_indices_backward",
+                "aten::linear", "autograd::engine::evaluate_function: AddmmBackward0", "aten::dropout",
+                "autograd::engine::evaluate_function: MulBackward0", "Optimizer.step#SGD.step"}
+
+
+def profiled_events(prof):
+    return [{"name": e.name, "shapes": e.input_shapes, "us": e.cpu_time_total, "start_us": e.time_range.start}
+            for e in sorted(prof.events(), key=lambda e: e.time_range.start) if e.name in PROFILED_OPS]
+
+
 def runqueue_wait_sec():
     """As cnnbench's harness/report/cpu_wait.cc: time the threads were ready but had no CPU."""
     total = 0
@@ -152,6 +167,7 @@ def runqueue_wait_sec():
 
 def main():
     name, batch, threads, warmup, steps, precision, mode, channels_last = sys.argv[1:9]
+    profiling = sys.argv[9:10] == ["profile"]
     batch, threads, warmup, steps = int(batch), int(threads), int(warmup), int(steps)
     channels_last = channels_last == "1"
     torch.set_num_threads(threads)
@@ -181,14 +197,24 @@ def main():
         step()
     times = []
     waited = runqueue_wait_sec()
+    prof = None
+    if profiling:
+        from torch.profiler import ProfilerActivity, profile
+        prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+        prof.__enter__()
     for _ in range(steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
+    if prof:
+        prof.__exit__(None, None, None)
     wait = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
-    print(json.dumps({"images_per_sec": batch * steps / sum(times), "step_times": times, "first_step_sec": first,
-                      "torch": torch.__version__, "cpu_wait_fraction": min(1.0, wait),
-                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    result = {"images_per_sec": batch * steps / sum(times), "step_times": times, "first_step_sec": first,
+              "torch": torch.__version__, "cpu_wait_fraction": min(1.0, wait),
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if prof:
+        result["events"] = profiled_events(prof)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
