@@ -42,9 +42,8 @@ struct ConvAttrs {
   bool square() const { return kernel_h == kernel_w && pad_h == pad_w; }
 };
 
-// "k3s2p1" for a square convolution, "k1x7s1p0x3" (height x width) for a rectangular one, "g32"
-// after a grouped one's:
-// the name part of kernel-suite cases and algorithm caches.
+// "k3s2p1" for a square convolution, "k1x7s1p0x3" (height x width) for a rectangular one, and
+// "g32" appended for 32 groups: the name part of kernel-suite cases and algorithm caches.
 std::string conv_label(const ConvAttrs& c);
 
 struct PoolAttrs {

@@ -15,7 +15,7 @@ struct ConvGeometry {
   int64_t k, r, t;      // output channels, kernel height and width
   int64_t stride, pad, pad_w;  // pad: rows above and below, pad_w: columns left and right
   int64_t oh, ow;       // output extent
-  int64_t groups = 1;   // output channel k reads input channels [k / (k_ / groups) * c_g, ... + c_g)
+  int64_t groups = 1;   // output channel o reads the c_g input channels from first_input(o)
   int64_t group_channels() const { return c / groups; }  // c_g: input channels a filter reads
   int64_t first_input(int64_t out_channel) const { return out_channel / (k / groups) * group_channels(); }
 };
