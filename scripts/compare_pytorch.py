@@ -57,33 +57,40 @@ FOOTNOTE_SETTING = "eager+cl+malloc"  # Debian's 1.13 has torch.compile, but it 
 def run_checked(args, env, what):
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"compare_pytorch.py: {what} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {what} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
     return done
 
 
-def run_pytorch(python, model, batch, threads, warmup, steps, precision, setting):
+def run_pytorch(python, model, batch, threads, warmup, steps, precision, setting, profile=False):
+    """The worker's JSON line; with profile, its torch.profiler events too (scripts/per_op_table.py)."""
     mode, channels_last, malloc = SETTINGS[setting]
     env = dict(os.environ, **MALLOC_ENV) if malloc else {k: v for k, v in os.environ.items() if k not in MALLOC_ENV}
     env.pop("LD_LIBRARY_PATH", None)  # a wheel's own libraries, not ours
     out = run_checked([python, WORKER, model, str(batch), str(threads), str(warmup), str(steps), precision, mode,
-                       "1" if channels_last else "0"], env, f"PyTorch {model} ({setting})")
+                       "1" if channels_last else "0"] + (["profile"] if profile else []), env,
+                      f"PyTorch {model} ({setting})")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["setting"] = setting
     return result
 
 
-def run_cnnbench(binary, model, batch, threads, warmup, steps, precision):
+def cnnbench_result(binary, model, batch, threads, warmup, steps, precision, extra=()):
+    """One cnnbench run as the PyTorch side trains (SGD with momentum and weight decay): its JSON result."""
     env = dict(os.environ, **MALLOC_ENV)
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "r.json")
         args = [binary, f"--model={model}", f"--batch_size={batch}", f"--num_batches={steps}",
                 f"--num_warmup_batches={warmup}", f"--num_intra_threads={threads}", "--optimizer=momentum",
-                "--weight_decay=1e-4", f"--benchmark_log_dir={tmp}", f"--result_json={result}"]
+                "--weight_decay=1e-4", f"--benchmark_log_dir={tmp}", f"--result_json={result}", *extra]
         if precision != "fp32":
             args.append("--use_fp16")
         run_checked(args, env, f"cnnbench {model}")
         with open(result) as f:
-            doc = json.load(f)
+            return json.load(f)
+
+
+def run_cnnbench(binary, model, batch, threads, warmup, steps, precision):
+    doc = cnnbench_result(binary, model, batch, threads, warmup, steps, precision)
     summary = doc["summary"]
     # null where not measured (no peak for the type, or below what the run achieved; no wait figure): -1 here
     return {"images_per_sec": summary["images_per_sec"], "fraction_of_peak": none_as(summary.get("fraction_of_peak"), -1),

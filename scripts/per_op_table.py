@@ -16,16 +16,13 @@ and the fractions of the peak, and take images/sec from scripts/compare_pytorch.
 """
 import argparse
 import csv
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORKER = os.path.join(ROOT, "scripts", "pytorch_cpu_worker.py")
-MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
+from compare_pytorch import ROOT, cnnbench_result, run_pytorch as pytorch_result
+
+SETTING = "eager+cl+malloc"
 # PyTorch operators per row of the table beside the convolutions
 PYTORCH_ROWS = {
     "relu": ["aten::relu_", "aten::relu", "aten::threshold_backward"],
@@ -36,26 +33,9 @@ PYTORCH_ROWS = {
 }
 
 
-def checked(args, env, what):
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"per_op_table.py: {what} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
-    return done.stdout
-
-
 def run_cnnbench(a, layer_timing=True):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "r.json")
-        args = [a.binary, f"--model={a.model}", f"--batch_size={a.batch}", f"--num_batches={a.steps}",
-                f"--num_warmup_batches={a.warmup}", f"--num_intra_threads={a.threads}", "--optimizer=momentum",
-                "--weight_decay=1e-4", f"--benchmark_log_dir={tmp}", f"--result_json={path}"]
-        if layer_timing:
-            args.append("--layer_timing")
-        if a.precision != "fp32":
-            args.append("--use_fp16")
-        checked(args, dict(os.environ, **MALLOC_ENV), "cnnbench")
-        with open(path) as f:
-            doc = json.load(f)
+    doc = cnnbench_result(a.binary, a.model, a.batch, a.threads, a.warmup, a.steps, a.precision,
+                          ["--layer_timing"] if layer_timing else [])
     if not layer_timing:
         return {"step": doc["summary"]["step_time_p50_sec"]}
     layers = doc["layers"]
@@ -71,11 +51,7 @@ def run_cnnbench(a, layer_timing=True):
 
 
 def run_pytorch(a, profile=True):
-    env = dict(os.environ, **MALLOC_ENV)
-    env.pop("LD_LIBRARY_PATH", None)
-    out = checked([a.python, WORKER, a.model, str(a.batch), str(a.threads), str(a.warmup), str(a.steps),
-                   a.precision, "eager", "1"] + (["profile"] if profile else []), env, "PyTorch")
-    doc = json.loads(out.strip().splitlines()[-1])
+    doc = pytorch_result(a.python, a.model, a.batch, a.threads, a.warmup, a.steps, a.precision, SETTING, profile)
     if not profile:
         return {"step": statistics.median(doc["step_times"])}
     events = doc["events"]

@@ -305,8 +305,8 @@ void CudaPlan::compile() {
         case OpKind::input: break;
         case OpKind::conv: compile_conv(node); break;
         case OpKind::batch_norm: compile_batch_norm(node); break;
-        case OpKind::relu: compile_relu(node); break;
-        case OpKind::relu6: compile_relu6(node); break;
+        case OpKind::relu:
+        case OpKind::relu6: compile_relu(node); break;
         case OpKind::max_pool:
         case OpKind::avg_pool:
         case OpKind::global_avg_pool: compile_pool(node); break;

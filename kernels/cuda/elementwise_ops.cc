@@ -1,25 +1,29 @@
 // kernels/cuda/elementwise_ops.cc — CudaPlan's elementwise ops: ReLU (alone or fused into its
-// producer), add, the ResNet shortcut and channel concatenation, launched as the kernels of
-// tensor_kernels.h.
+// producer) and ReLU6, add, the ResNet shortcut and channel concatenation, launched as the
+// kernels of tensor_kernels.h.
 #include "kernels/cuda/plan_internal.h"
+
+#include <limits>
 
 #include "kernels/cuda/tensor_kernels.h"
 
 namespace cnnbench::cuda {
 
 // A ReLU alone (its input feeds others too) or in place (fused: nothing to launch forward
-// when batch norm, the add or the conv bias applied it).
+// when batch norm, the add or the conv bias applied it). A ReLU6 is always alone (cuda_plan.cc
+// aliases ReLUs only): the same kernels, capped at 6.
 void CudaPlan::compile_relu(const Node& node) {
   const int p = node.inputs[0];
   const int64_t count = node.out.elements();
+  const float cap = node.kind == OpKind::relu6 ? 6.0f : std::numeric_limits<float>::infinity();
   const bool in_place = alias_of_[node.id] != node.id;
   const Node& producer = graph_.nodes[p];
   const bool applied_by_producer =
       in_place && (producer.kind == OpKind::batch_norm || producer.kind == OpKind::add ||
                    producer.kind == OpKind::linear || (producer.kind == OpKind::conv && producer.conv.bias));
   if (!applied_by_producer)
-    push_forward(node.id, [this, p, &node, count] {
-      cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_);
+    push_forward(node.id, [this, p, &node, count, cap] {
+      cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_, cap);
     });
   // batch norm (fused or not) and add take the mask themselves; others are masked here
   const bool masked_by_producer =
@@ -27,22 +31,8 @@ void CudaPlan::compile_relu(const Node& node) {
                    (producer.kind == OpKind::batch_norm && nodes_[p].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION));
   if (masked_by_producer || !wants_grad(p)) return;
   const bool acc = !in_place && accumulates(node, 0);
-  push_backward(node.id, [this, p, &node, count, acc] {
-    cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_);
-  });
-}
-
-// ReLU6: never folded into its producer (cuda_plan.cc aliases ReLUs only), masked from its output.
-void CudaPlan::compile_relu6(const Node& node) {
-  const int p = node.inputs[0];
-  const int64_t count = node.out.elements();
-  push_forward(node.id, [this, p, &node, count] {
-    cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_, 6.0f);
-  });
-  if (!wants_grad(p)) return;
-  const bool acc = accumulates(node, 0);
-  push_backward(node.id, [this, p, &node, count, acc] {
-    cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_, 6.0f);
+  push_backward(node.id, [this, p, &node, count, acc, cap] {
+    cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_, cap);
   });
 }
 

@@ -194,7 +194,6 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- the other op families ----
   void compile_batch_norm(const Node& node);  // batch_norm.cc
   void compile_relu(const Node& node);        // elementwise_ops.cc
-  void compile_relu6(const Node& node);       // elementwise_ops.cc
   void compile_pool(const Node& node);        // pool.cc
   void compile_linear(const Node& node);      // linear_loss.cc
   void compile_add(const Node& node);         // elementwise_ops.cc

@@ -47,7 +47,7 @@ void OnednnPlan::compile_batch_norm_forward(const Node& node) {
                                           {DNNL_ARG_SCALE, s.scale},    {DNNL_ARG_SHIFT, s.shift}};
   if (norm_applies_relu(node.id)) args[DNNL_ARG_WORKSPACE] = s.workspace;
   forward_training_.push_back({dnnl::batch_normalization_forward(pd), args, {}});
-  if (fused_into_[node.id] >= 0 && !norm_applies_relu(node.id)) compile_relu_in_place(graph_.nodes[fused_into_[node.id]], forward_training_);
+  compile_relu_in_place(node, forward_training_);
   const int64_t values = node.out.n * node.out.h * node.out.w;
   forward_training_.push_back(
       {{}, {}, [mean = s.mean, var = s.variance, running_mean, running_var, c = node.out.c,
@@ -66,7 +66,7 @@ void OnednnPlan::compile_batch_norm_forward(const Node& node) {
                                  {DNNL_ARG_SCALE, s.scale},
                                  {DNNL_ARG_SHIFT, s.shift}},
                                 {}});
-  if (fused_into_[node.id] >= 0 && !norm_applies_relu(node.id)) compile_relu_in_place(graph_.nodes[fused_into_[node.id]], forward_inference_);
+  compile_relu_in_place(node, forward_inference_);
 }
 
 void OnednnPlan::compile_batch_norm_backward(const Node& node) {

@@ -107,9 +107,12 @@ void OnednnPlan::compile_relu_backward(const Node& node) {
   finish_grad(src, target);
 }
 
-// A ReLU6 folded into batch norm: applied in place on its output after each forward batch norm.
-void OnednnPlan::compile_relu_in_place(const Node& node, Steps& steps) {
-  const memory y = mem_[absorbs_[node.id]];
+// A ReLU6 folded into batch norm `norm`: applied in place on its output after each forward batch
+// norm (a ReLU rides in batch norm's own fuse_norm_relu; nothing to do then, or with none folded).
+void OnednnPlan::compile_relu_in_place(const Node& norm, Steps& steps) {
+  if (fused_into_[norm.id] < 0 || norm_applies_relu(norm.id)) return;
+  const Node& node = graph_.nodes[fused_into_[norm.id]];
+  const memory y = mem_[norm.id];
   auto pd = relu_forward_pd(y.get_desc(), relu_algorithm(node, true), node, relu_upper(node));
   steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}}, {}});
 }

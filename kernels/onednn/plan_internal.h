@@ -177,7 +177,7 @@ class OnednnPlan final : public Plan {
   void compile_relu_forward(const Node& node);
   void compile_relu_backward(const Node& node);
   void compile_fused_relu_backward(const Node& node);
-  void compile_relu_in_place(const Node& node, Steps& steps);
+  void compile_relu_in_place(const Node& norm, Steps& steps);
   void compile_add_forward(const Node& node);
   void compile_add_backward(const Node& node);
   void compile_shortcut_forward(const Node& node);
