@@ -86,13 +86,10 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
       k.name = fmt::format("add_{}", dims(in));
       break;
     case OpKind::relu:
-      y = b.relu(x, "op");
-      k.name = fmt::format("relu_{}", dims(in));
-      k.fuse = false;
-      break;
     case OpKind::relu6:
-      y = b.relu6(x, "op");
-      k.name = fmt::format("relu6_{}", dims(in));
+      y = node.kind == OpKind::relu6 ? b.relu6(x, "op") : b.relu(x, "op");
+      k.name = fmt::format("{}_{}", op_name(node.kind), dims(in));
+      k.fuse = false;
       break;
     case OpKind::shortcut:
       y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op");

@@ -24,8 +24,8 @@ struct KernelCase {
   // input (-> feeder) -> the layer "op" (-> its fused ReLU "relu") (-> sink); feeder and sink
   // are 1x1 convolutions that give the layer the layouts it has inside the model
   Graph graph;
-  // false for a ReLU on its own (after a linear layer): the plan would otherwise fold it into the
-  // feeder convolution, leaving it no time of its own
+  // false for a ReLU or ReLU6 on its own (after a linear layer): the plan would otherwise fold
+  // it into the feeder convolution, leaving it no time of its own
   bool fuse = true;
   std::vector<Direction> directions;
   int64_t forward_flop = 0;  // conv and linear: 2 x multiply-accumulates (each direction does as many)
