@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "kernels/cpu_ops.h"
+#include "kernels/tensor_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/ref/batch_norm.h"
 #include "kernels/ref/loss.h"
@@ -128,6 +129,36 @@ TEST(CpuOps, LarsMatchesNumpyAndReference) {
   float zero_w = 0, one_g = 1, zero_v = 0;
   cpu::lars_update(&zero_w, &one_g, &zero_v, 1, 0.1f, 0.9f, 0.5f, 0.001f, true, false);
   EXPECT_FLOAT_EQ(zero_v, 0.1f);
+}
+
+// The chunks a GPU's LARS launches over: every element of every tensor in exactly one chunk, no
+// chunk across a tensor's end or larger than asked; a bucket's range gives its tensors' chunks
+// and a range that cuts a tensor is refused.
+TEST(TensorChunks, CoverEachTensorAndRespectItsEnds) {
+  const std::vector<int64_t> offsets = {0, 64, 128, 2048}, sizes = {10, 64, 1900, 0};
+  const std::vector<TensorChunk> chunks = cut_into_chunks(offsets, sizes, 512);
+  ASSERT_EQ(chunks.size(), 1u + 1u + 4u);  // 1900 = 3 x 512 + 364; the empty tensor has none
+  std::vector<int> covered(2048, 0);
+  for (const TensorChunk& c : chunks) {
+    EXPECT_LE(c.elements, 512);
+    EXPECT_GE(c.start, offsets[c.tensor]);
+    EXPECT_LE(c.start + c.elements, offsets[c.tensor] + sizes[c.tensor]);
+    for (int64_t i = c.start; i < c.start + c.elements; ++i) ++covered[i];
+  }
+  for (int64_t i = 0; i < 2048; ++i) {
+    const bool in_tensor = i < 10 || (i >= 64 && i < 128) || (i >= 128 && i < 2028);
+    ASSERT_EQ(covered[i], in_tensor ? 1 : 0) << i;
+  }
+  EXPECT_EQ(chunks_within(chunks, 0, 2048), std::make_pair(size_t{0}, size_t{6}));
+  EXPECT_EQ(chunks_within(chunks, 64, 64), std::make_pair(size_t{1}, size_t{2}));
+  EXPECT_EQ(chunks_within(chunks, 64, 2048 - 64), std::make_pair(size_t{1}, size_t{6}));
+  EXPECT_EQ(chunks_within(chunks, 10, 54), std::make_pair(size_t{1}, size_t{1}));  // the gap alone: nothing
+  EXPECT_THROW(chunks_within(chunks, 64, 32), std::logic_error);      // half of tensor 1
+  EXPECT_THROW(chunks_within(chunks, 128, 1024), std::logic_error);   // two of tensor 2's four chunks
+  EXPECT_THROW(chunks_within(chunks, 128, 1000), std::logic_error);   // ends inside a chunk
+  EXPECT_THROW(chunks_within(chunks, 5, 100), std::logic_error);      // starts inside tensor 0
+  EXPECT_THROW(chunks_within(chunks, 5, 50), std::logic_error);       // the end of tensor 0 and the gap
+  EXPECT_THROW(cut_into_chunks({0, 5}, {10, 1}, 4), std::invalid_argument);
 }
 
 TEST(CpuOps, RunningStatsMatchReference) {

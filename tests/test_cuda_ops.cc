@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu_ops.h"
@@ -109,26 +110,31 @@ TEST(CudaOps, AddAndReluInPlace) {
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], std::max(a[i] + b[i], 0.0f)) << i;
 }
 
+// The loss, top-1/5 and gradient, with and without label smoothing (the smoothed loss differs
+// from the plain one by more than the tolerance, so a kernel that ignored it would fail).
 TEST(CudaOps, SoftmaxCrossEntropyMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
-  for (int64_t classes : {10, 1000}) {
-    const int64_t n = 33;
-    const std::vector<float> logits = random_values(n * classes, 7, 3.0f);
-    std::vector<int32_t> labels(n);
-    for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 7919) % classes);
-    std::vector<float> dlogits(n * classes);
-    const double loss = cpu::softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, classes);
-    cuda::DeviceBuffer dz = on_device(logits), dl = on_device(labels), dd(n * classes * 4),
-                       totals = on_device(std::vector<float>(4, 0.0f));
-    cuda::softmax_cross_entropy_totals(dz.as<float>(), dl.as<int32_t>(), dd.data(), totals.as<float>(), n, classes,
-                                       1.0f, DType::f32, nullptr);
-    const std::vector<float> sums = to_host<float>(totals, 4), grad = to_host<float>(dd, n * classes);
-    EXPECT_NEAR(sums[0] / n, loss, 1e-5 * (1 + loss)) << classes << " classes";
-    EXPECT_EQ(sums[1], count_top_k(logits.data(), labels.data(), n, classes, 1)) << classes << " classes";
-    EXPECT_EQ(sums[2], count_top_k(logits.data(), labels.data(), n, classes, 5)) << classes << " classes";
-    EXPECT_EQ(sums[3], 0.0f) << "no label is out of range";
-    for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(grad[i], dlogits[i], 1e-6f) << i;
-  }
+  for (const float smoothing : {0.0f, 0.1f})
+    for (int64_t classes : {10, 1000}) {
+      const int64_t n = 33;
+      const std::string what = std::to_string(classes) + " classes, smoothing " + std::to_string(smoothing);
+      const std::vector<float> logits = random_values(n * classes, 7, 3.0f);
+      std::vector<int32_t> labels(n);
+      for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 7919) % classes);
+      std::vector<float> dlogits(n * classes);
+      const double loss =
+          cpu::softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, classes, smoothing);
+      cuda::DeviceBuffer dz = on_device(logits), dl = on_device(labels), dd(n * classes * 4),
+                         totals = on_device(std::vector<float>(4, 0.0f));
+      cuda::softmax_cross_entropy_totals(dz.as<float>(), dl.as<int32_t>(), dd.data(), totals.as<float>(), n, classes,
+                                         1.0f, DType::f32, nullptr, smoothing);
+      const std::vector<float> sums = to_host<float>(totals, 4), grad = to_host<float>(dd, n * classes);
+      EXPECT_NEAR(sums[0] / n, loss, 1e-5 * (1 + loss)) << what;
+      EXPECT_EQ(sums[1], count_top_k(logits.data(), labels.data(), n, classes, 1)) << what;
+      EXPECT_EQ(sums[2], count_top_k(logits.data(), labels.data(), n, classes, 5)) << what;
+      EXPECT_EQ(sums[3], 0.0f) << "no label is out of range";
+      for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(grad[i], dlogits[i], 1e-6f) << what << ", " << i;
+    }
 }
 
 }  // namespace

@@ -52,10 +52,10 @@ TEST(CudaLayouts, NhwcInputMatchesNchw) {
   check_nhwc_input_matches_nchw("cuda", 1e-4);
 }
 
-// Whole training steps: loss, top-k, SGD with momentum and weight decay on the device match the
-// reference after three steps, and a deferred loss arrives with synchronize().
-TEST(CudaTraining, ThreeStepsMatchTheReference) {
-  SKIP_WITHOUT_GPU();
+// Whole training steps: loss, top-k and the update on the device match the reference after three
+// steps, and a deferred loss arrives with synchronize(). Run with SGD (momentum, weight decay), and
+// with LARS and label smoothing (each tensor its own trust ratio from norms summed on the device).
+void three_steps_match_the_reference(const SgdConfig& sgd, float label_smoothing) {
   GraphBuilder b("tiny", {8, 3, 16, 16});
   int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv0"), "bn0"), "relu0");
   x = b.max_pool(x, 2, 2, 0, "pool");
@@ -72,8 +72,7 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
   const auto images = random_vector<float>(g.input().out.elements(), 8);
   std::vector<int32_t> labels(8);
   for (int i = 0; i < 8; ++i) labels[i] = (i * 7) % 10;
-  SgdConfig sgd;
-  sgd.weight_decay = 1e-4f;
+  for (Plan* p : {reference.get(), gpu.get()}) p->set_label_smoothing(label_smoothing);
   for (int step = 0; step < 3; ++step) {
     LossResult want, got;
     for (Plan* p : {reference.get(), gpu.get()}) {
@@ -103,6 +102,26 @@ TEST(CudaTraining, ThreeStepsMatchTheReference) {
   EXPECT_TRUE(gpu->device()->device_phase_times(&phases));
   EXPECT_GT(phases.forward_sec, 0);
   EXPECT_GT(phases.backward_sec, 0);
+}
+
+TEST(CudaTraining, ThreeStepsMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  SgdConfig sgd;
+  sgd.weight_decay = 1e-4f;
+  three_steps_match_the_reference(sgd, 0.0f);
+}
+
+// eta 0.02 at rate 0.05 keeps the steps small; the momentum after three steps holds each tensor's
+// rate, so a wrong norm or a tensor given another's ratio shows there.
+TEST(CudaTraining, LarsAndLabelSmoothingMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  SgdConfig lars;
+  lars.weight_decay = 1e-4f;
+  lars.lars = true;
+  lars.lars_eta = 0.02f;
+  three_steps_match_the_reference(lars, 0.1f);
+  lars.nesterov = true;
+  three_steps_match_the_reference(lars, 0.0f);
 }
 
 // --layer_timing: the filter (and bias) gradient is timed apart from the data gradient.

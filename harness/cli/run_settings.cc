@@ -64,10 +64,6 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   s.precision = config.use_fp16 ? (gpu ? DType::f16 : DType::bf16) : *parse_dtype(config.precision);
   if (config.use_fp16 && !gpu && config.precision == "fp16")
     throw ConfigError("--precision=fp16 with --use_fp16: the CPU backend computes halves in bf16");
-  if (gpu && config.label_smoothing > 0)
-    throw ConfigError("--label_smoothing: the GPU backend's loss has none so far; it runs with --device=cpu");
-  if (gpu && config.optimizer == "lars")
-    throw ConfigError("--optimizer=lars: the GPU backend has momentum SGD only so far; LARS runs with --device=cpu");
   if (gpu && ranks > 1 && !config.forward_only && config.variable_update != "independent" &&
       config.allreduce != "nccl")
     throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);

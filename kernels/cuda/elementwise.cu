@@ -19,6 +19,57 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
   }
 }
 
+// One block per chunk: the chunk's sums of squares, added to its tensor's (adapted tensors only).
+__global__ void lars_norms_kernel(const float* w, const float* g, const TensorChunk* chunks, const uint8_t* adapt,
+                                  double* norms, float gradient_scale, const int* skip_if) {
+  if (skip_if && *skip_if) return;
+  const TensorChunk c = chunks[blockIdx.x];
+  if (!adapt[c.tensor]) return;
+  __shared__ double ww[threads], gg[threads];
+  double sw = 0, sg = 0;
+  for (int32_t i = threadIdx.x; i < c.elements; i += blockDim.x) {
+    const double wi = w[c.start + i], gi = static_cast<double>(gradient_scale) * g[c.start + i];
+    sw += wi * wi;
+    sg += gi * gi;
+  }
+  ww[threadIdx.x] = sw;
+  gg[threadIdx.x] = sg;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      ww[threadIdx.x] += ww[threadIdx.x + s];
+      gg[threadIdx.x] += gg[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(norms + 2 * c.tensor, ww[0]);
+    atomicAdd(norms + 2 * c.tensor + 1, gg[0]);
+  }
+}
+
+// One block per chunk: its tensor's rate (the trust ratio from the summed norms), then the
+// momentum update as the CPU's lars_update.
+__global__ void lars_apply_kernel(float* w, const float* g, float* v, const TensorChunk* chunks, const uint8_t* adapt,
+                                  const double* norms, LarsSettings p, const int* skip_if) {
+  if (skip_if && *skip_if) return;
+  const TensorChunk c = chunks[blockIdx.x];
+  float rate = p.lr, decay = 0.0f;
+  if (adapt[c.tensor]) {
+    const double w_norm = sqrt(norms[2 * c.tensor]), g_norm = sqrt(norms[2 * c.tensor + 1]);
+    if (w_norm > 0 && g_norm > 0)
+      rate = static_cast<float>(p.lr * p.eta * w_norm / (g_norm + p.weight_decay * w_norm));
+    decay = p.weight_decay;
+  }
+  for (int32_t k = threadIdx.x; k < c.elements; k += blockDim.x) {
+    const int64_t i = c.start + k;
+    const float grad = rate * (p.gradient_scale * g[i] + decay * w[i]);
+    const float vel = p.momentum * v[i] + grad;
+    v[i] = vel;
+    w[i] -= p.nesterov ? p.momentum * vel + grad : vel;
+  }
+}
+
 __global__ void to_bf16_kernel(const float* in, uint16_t* out, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x)
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
@@ -48,6 +99,18 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
   sgd_kernel<<<blocks_for(count), threads, 0, stream>>>(w, g, v, count, lr, momentum, weight_decay, nesterov,
                                                         gradient_scale, skip_if);
   CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
+}
+
+void lars_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t chunk_count,
+                 const uint8_t* adapt, double* norms, int32_t first_tensor, int32_t tensor_count,
+                 const LarsSettings& settings, cudaStream_t stream, const int* skip_if) {
+  if (chunk_count <= 0) return;
+  CUDA_CHECK(cudaMemsetAsync(norms + 2 * int64_t{first_tensor}, 0, 2 * sizeof(double) * tensor_count, stream));
+  const auto blocks = static_cast<unsigned>(chunk_count);
+  lars_norms_kernel<<<blocks, threads, 0, stream>>>(w, g, chunks, adapt, norms, settings.gradient_scale, skip_if);
+  CUDA_CHECK(cudaGetLastError());
+  lars_apply_kernel<<<blocks, threads, 0, stream>>>(w, g, v, chunks, adapt, norms, settings, skip_if);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 void cast_from_f32(const float* in, uint16_t* out, int64_t count, DType type, cudaStream_t stream) {

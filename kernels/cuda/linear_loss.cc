@@ -59,13 +59,12 @@ LossResult CudaPlan::loss(const int32_t* labels) {
   if (logits.out.h != 1 || logits.out.w != 1)
     throw std::invalid_argument("loss needs logits of shape n x classes, not " + logits.out.str());
   const int64_t n = logits.out.n, classes = logits.out.c;
-  if (label_smoothing_ != 0.0f) throw std::logic_error("label smoothing on the GPU backend (refused with the settings)");
   std::memcpy(pinned_labels_, labels, n * sizeof(int32_t));
   CUDA_CHECK(cudaMemcpyAsync(d_labels_.data(), pinned_labels_, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemsetAsync(d_totals_.data(), 0, 4 * sizeof(float), stream_));
   const float* z = logits_f32();
   cuda::softmax_cross_entropy_totals(z, d_labels_.as<int32_t>(), diff_[logits.id], d_totals_.as<float>(), n,
-                                     classes, loss_gradient_scale_ * loss_scale_, type_, stream_);
+                                     classes, loss_gradient_scale_ * loss_scale_, type_, stream_, label_smoothing_);
   CUDA_CHECK(cudaMemcpyAsync(pinned_totals_, d_totals_.data(), 4 * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   loss_pending_ = true;
   mark(1);

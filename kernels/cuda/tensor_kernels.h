@@ -76,11 +76,13 @@ void copy_channels(const void* src, int64_t src_c, int64_t src_start, void* dst,
 
 // Loss over logits [n x classes] (fp32): per image -log softmax at the label, and whether the
 // label is in the top 1 and top 5 (ties count in the label's favour, as kernels/top_k.h).
-// dlogits (of `grad_type`) = scale * (softmax - onehot) / n. totals[0] += sum of losses,
+// dlogits (of `grad_type`) = scale * (softmax - target) / n, the target onehot, or with label
+// smoothing s (1 - s) on the label plus s / classes everywhere. totals[0] += sum of losses,
 // totals[1] += top-1 hits, totals[2] += top-5 hits (fp32 sums; zero them first). A label
 // outside [0, classes) sets totals[3] to 1 and contributes nothing.
 void softmax_cross_entropy_totals(const float* logits, const int32_t* labels, void* dlogits, float* totals, int64_t n,
-                                  int64_t classes, float scale, DType grad_type, cudaStream_t stream);
+                                  int64_t classes, float scale, DType grad_type, cudaStream_t stream,
+                                  float label_smoothing = 0.0f);
 
 // flag[0] = 1 if any of the values is inf or NaN (flag is left alone otherwise).
 void flag_non_finite(const float* values, int64_t count, int* flag, cudaStream_t stream);
