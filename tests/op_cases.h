@@ -281,6 +281,24 @@ inline std::vector<OpCase> all_cases() {
                      x = b.global_avg_pool(x, "gap");
                      return b.finish(b.linear(x, 10, "fc"));
                    }});
+  // ResNet-50's bottlenecks in small: a projection block (its shortcut a strided 1x1 convolution
+  // + batch norm, built after the main branch, so the sum's residual is computed after the
+  // branch's last batch norm) and an identity block; in fp16 on a GPU both sums are batch norm +
+  // add + ReLU in one call, the first with a batch norm's output as its residual
+  cases.push_back({"tiny_bottleneck_blocks", [] {
+                     GraphBuilder b("tiny_bottleneck", {4, 3, 16, 16});
+                     int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv0"), "bn0"), "relu0");
+                     int y = b.relu(b.batch_norm(b.conv(x, 8, 1, 1, 0, "a1"), "a1_bn"), "a1_relu");
+                     y = b.relu(b.batch_norm(b.conv(y, 8, 3, 2, 1, "a2"), "a2_bn"), "a2_relu");
+                     y = b.batch_norm(b.conv(y, 32, 1, 1, 0, "a3"), "a3_bn");
+                     const int shortcut = b.batch_norm(b.conv(x, 32, 1, 2, 0, "projection"), "projection_bn");
+                     x = b.relu(b.add(y, shortcut, "a_add"), "a_relu");
+                     y = b.relu(b.batch_norm(b.conv(x, 8, 1, 1, 0, "b1"), "b1_bn"), "b1_relu");
+                     y = b.relu(b.batch_norm(b.conv(y, 8, 3, 1, 1, "b2"), "b2_bn"), "b2_relu");
+                     y = b.batch_norm(b.conv(y, 32, 1, 1, 0, "b3"), "b3_bn");
+                     x = b.relu(b.add(y, x, "b_add"), "b_relu");
+                     return b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+                   }});
   // ResNet v2's pre-activation blocks: a batch norm + ReLU read by two convolutions (the block's
   // first and its projection), sums without ReLU read by the next block's batch norm and its
   // identity shortcut, a batch norm + ReLU after the last block

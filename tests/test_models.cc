@@ -1,5 +1,8 @@
 // Model zoo: parameter counts equal the published ones, output shapes, forward MACs per image.
 #include "kernels/backend.h"
+#include "kernels/bn_add_relu.h"
+#include "models/graph_builder.h"
+#include "op_cases.h"
 #include "models/model_zoo.h"
 #include "test_util.h"
 
@@ -147,6 +150,54 @@ TEST(ModelZoo, Resnet20MatchesReferenceEndToEnd) {
   std::vector<float> g_ref(reference->gradients().begin(), reference->gradients().end());
   std::vector<float> g_fast(fast->gradients().begin(), fast->gradients().end());
   EXPECT_TRUE(testing::close("all gradients", g_fast, g_ref, 1e-3));
+}
+
+// The batch norm + add + ReLU triples a GPU plan fuses: one at the end of every v1 block (the
+// projection blocks' too), none in pre-activation blocks or networks without residual sums;
+// each triple as the graph has it.
+TEST(ModelZoo, BnAddReluTriplesEndEveryV1Block) {
+  const std::pair<const char*, size_t> expected[] = {{"resnet50", 16}, {"resnet50_v1", 16}, {"resnet101", 33},
+                                                     {"resnet18", 8},  {"resnet20", 9},     {"resnet20_fmnist", 9},
+                                                     {"resnet50_v2", 0}, {"vgg16", 0},      {"mobilenet", 0},
+                                                     {"inception3", 0}, {"densenet40_k12", 0}};
+  for (const auto& [model, count] : expected) {
+    const Graph g = build_model(model, 2);
+    const std::vector<BnAddRelu> found = find_bn_add_relu(g);
+    EXPECT_EQ(found.size(), count) << model;
+    for (const BnAddRelu& f : found) {
+      EXPECT_EQ(g.nodes[f.batch_norm].kind, OpKind::batch_norm) << model;
+      EXPECT_EQ(g.nodes[f.relu].kind, OpKind::relu) << model;
+      EXPECT_EQ(g.nodes[f.relu].inputs, std::vector<int>{f.add}) << model;
+      const std::vector<int>& in = g.nodes[f.add].inputs;
+      EXPECT_TRUE((in == std::vector<int>{f.batch_norm, f.residual}) || (in == std::vector<int>{f.residual, f.batch_norm}))
+          << model << " " << g.nodes[f.add].name;
+    }
+  }
+  // what must not fuse: the residual read again after the add (its gradient would be summed),
+  // the batch norm's own input as the residual, a batch norm read twice, no ReLU after the add
+  GraphBuilder b("cases", {2, 8, 4, 4});
+  const int x = b.input();
+  const int late = b.relu(b.add(b.batch_norm(b.conv(x, 8, 3, 1, 1, "c0"), "bn0"), x, "add0"), "relu0");
+  const int again = b.conv(x, 8, 1, 1, 0, "reads_x_after_add0");
+  const int c1 = b.conv(b.add(late, again, "join"), 8, 3, 1, 1, "c1");
+  const int self = b.relu(b.add(b.batch_norm(c1, "bn1"), c1, "add1"), "relu1");
+  const int bn2 = b.batch_norm(self, "bn2");
+  const int twice = b.relu(b.add(bn2, b.relu(bn2, "bn2_relu"), "add2"), "relu2");
+  const int bn3 = b.batch_norm(b.conv(twice, 8, 3, 1, 1, "c3"), "bn3");
+  const int no_relu = b.add(bn3, twice, "add3");
+  const int bn4 = b.batch_norm(b.conv(no_relu, 8, 3, 1, 1, "c4"), "bn4");
+  const int fused = b.relu(b.add(no_relu, bn4, "add4"), "relu4");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(fused, "gap"), 3, "fc"));
+  const std::vector<BnAddRelu> found = find_bn_add_relu(g);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(g.nodes[found[0].batch_norm].name, "bn4");
+  EXPECT_EQ(found[0].residual, no_relu);
+  // the op cases the GPU suites run the fused op on: both sums of each block case
+  for (const OpCase& c : all_cases()) {
+    if (c.name == "tiny_resnet_block" || c.name == "tiny_bottleneck_blocks") {
+      EXPECT_EQ(find_bn_add_relu(c.build()).size(), 2u) << c.name;
+    }
+  }
 }
 
 }  // namespace

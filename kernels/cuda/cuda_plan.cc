@@ -19,7 +19,9 @@
 //
 // Fusions (PlanOptions::fuse): a ReLU whose input feeds nothing else runs in place; after
 // batch norm it is cuDNN's BN+activation (fp16), after an add it is part of the add kernel,
-// after a convolution with bias it is part of the bias kernel.
+// after a convolution with bias it is part of the bias kernel. In fp16 a batch norm whose sum
+// with a residual a ReLU follows (kernels/bn_add_relu.h) is cuDNN's BN+add+activation, one call
+// each way at the add's place, and its own output is never stored.
 #include "kernels/cuda/cuda_plan.h"
 
 #include <algorithm>
@@ -245,9 +247,6 @@ void CudaPlan::compile() {
   nodes_.resize(count);
   out_.assign(count, nullptr);
   diff_.assign(count, nullptr);
-  alias_of_.resize(count);
-  fused_relu_of_.assign(count, -1);
-  for (size_t i = 0; i < count; ++i) alias_of_[i] = static_cast<int>(i);
   const Node& last = graph_.logits();
   logits_are_f32_ = last.kind == OpKind::linear;
 
@@ -266,6 +265,7 @@ void CudaPlan::compile() {
   d_grads_ = DeviceBuffer(std::max<int64_t>(1, device_params_) * 4);
   d_momentum_ = DeviceBuffer(std::max<int64_t>(1, device_params_) * 4);
   d_buffers_ = DeviceBuffer(std::max<int64_t>(1, device_buffers_) * 4);
+  prepare_lars();
   CUDA_CHECK(cudaMemset(d_params_.data(), 0, d_params_.bytes()));
   CUDA_CHECK(cudaMemset(d_buffers_.data(), 0, d_buffers_.bytes()));
   CUDA_CHECK(cudaMemset(d_grads_.data(), 0, d_grads_.bytes()));
@@ -287,14 +287,7 @@ void CudaPlan::compile() {
   CUDA_CHECK(cudaMemset(d_dropout_step_.data(), 0, sizeof(uint64_t)));
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
-  // ReLUs that run in place on their input's buffer (and gradient)
-  for (const Node& node : graph_.nodes) {
-    if (node.kind != OpKind::relu || !fuse_) continue;
-    const int p = node.inputs[0];
-    if (p == 0 || consumers_[p].size() != 1 || p == graph_.output) continue;
-    alias_of_[node.id] = alias_of_[p];
-    fused_relu_of_[p] = node.id;
-  }
+  find_fusions();  // batch_norm.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();
   for (const Node& node : graph_.nodes) {

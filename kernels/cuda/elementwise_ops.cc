@@ -76,6 +76,7 @@ void CudaPlan::compile_lrn(const Node& node) {
 }
 
 void CudaPlan::compile_add(const Node& node) {
+  if (const int bn = fused_bn_of_[node.id]; bn >= 0) return compile_bn_add_relu(graph_.nodes[bn], node);
   const int a = node.inputs[0], b = node.inputs[1];
   const int64_t count = node.out.elements();
   const bool relu = fused_relu_of_[node.id] >= 0;

@@ -64,6 +64,14 @@ void CudaPlan::place_tensors() {
       diff_use(u, bwd(node.id));
     }
   }
+  // BN+add+ReLU runs the batch norm at the add's place both ways: its input is read there in
+  // forward and backward, and its input's gradient written there
+  for (const Node& node : graph_.nodes)
+    if (const int add = fused_into_add_[node.id]; add >= 0) {
+      for (const Timeline t : {training, inference}) out_use(node.inputs[0], t, fwd(add));
+      out_use(node.inputs[0], training, bwd(add));
+      diff_use(node.inputs[0], bwd(add));
+    }
   // loss() reads the logits and writes their gradient on both timelines (set_output_grad() the
   // output's); read_output() reads the logits even after backward, read_input_grad() the images'
   for (const int n : {graph_.logits().id, graph_.output}) {

@@ -22,6 +22,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/device_plan.h"
 #include "kernels/plan.h"
+#include "kernels/tensor_chunks.h"
 
 namespace cnnbench::cuda {
 
@@ -162,6 +163,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<TensorDesc> nhwc_desc(const Shape& s, DType type) const;
 
   void compile();
+  void prepare_lars();  // sgd.cc: the chunk table LARS launches over
+  void lars_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count, const int* skip_if);
   void place_tensors();  // memory.cc: out_ and diff_ in one planned arena
   void sample_device_memory();     // memory.cc
   std::string out_of_memory(const OutOfMemory& e) const;
@@ -193,6 +196,8 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   // ---- the other op families ----
   void compile_batch_norm(const Node& node);  // batch_norm.cc
+  void compile_bn_add_relu(const Node& bn, const Node& add);  // batch_norm.cc, from compile_add()
+  void find_fusions();                        // batch_norm.cc: ReLUs in place, BN+add+ReLU
   void compile_relu(const Node& node);        // elementwise_ops.cc
   void compile_pool(const Node& node);        // pool.cc
   void compile_linear(const Node& node);      // linear_loss.cc
@@ -215,6 +220,7 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   std::vector<std::vector<int>> consumers_;
   std::vector<int> alias_of_, fused_relu_of_;
+  std::vector<int> fused_into_add_, fused_bn_of_;  // batch norm -> its add, add -> its batch norm (BN+add+ReLU)
   std::vector<NodeState> nodes_;
   std::vector<void*> out_, diff_;
   std::vector<DeviceBuffer> storage_;
@@ -234,6 +240,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   int* pinned_flag_ = nullptr;
   int32_t* pinned_labels_ = nullptr;
   DeviceBuffer d_dropout_step_;
+  std::vector<TensorChunk> lars_chunks_;  // every parameter tensor's chunks, in device arena order
+  DeviceBuffer d_lars_chunks_, d_lars_adapt_, d_lars_norms_;
   bool loss_pending_ = false;
   bool guarded_pending_ = false, last_update_applied_ = true;
   cudaEvent_t marks_[4] = {};
