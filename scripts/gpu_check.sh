@@ -14,7 +14,7 @@
 #   carry:     ["build-gpu-carry"]
 #   timeout_s: 560
 # A stage resumes from /tmp/cnnbench_gpu/state on a warm machine, else from results/gpu_<device>/check
-# in the tree; it writes $OUT/gpu_check/<device>/{summary.md,bench.csv,tests_summary.tsv,state.tar.gz}.
+# in the tree, where either holds this bundle's results (a new pack runs every stage afresh); it writes $OUT/gpu_check/<device>/{summary.md,bench.csv,tests_summary.tsv,state.tar.gz}.
 # Exit 0: done or stopped at the deadline (the rest left for the next call); 1: error; 2: usage;
 # 77: no GPU here. Env: GPU_CHECK_WORK (/tmp/cnnbench_gpu), GPU_CHECK_NVIDIA_LIBS (skip the lookup).
 set -euo pipefail
@@ -112,6 +112,7 @@ find_gpu() {  # DEV: h100, h200, a100, rtx4090...
 setup() {  # the bundle unpacked once per machine, the libraries' environment, the resumable state
   [ -f "$CARRY/bundle.tar.gz" ] || die "no build-gpu-carry/bundle.tar.gz: run scripts/gpu_check.sh pack first and carry build-gpu-carry"
   local sum; sum=$(sha256sum <"$CARRY/bundle.tar.gz")
+  BUNDLE=${sum%% *}
   C=$WORK/carry
   if [ "$(cat "$C/.sum" 2>/dev/null)" != "$sum" ]; then
     rm -rf "$C" && mkdir -p "$C" && tar -C "$C" -xzf "$CARRY/bundle.tar.gz" && echo "$sum" >"$C/.sum"
@@ -129,9 +130,22 @@ print(":".join(sorted({d for p in nvidia.__path__ for d in glob.glob(p + "/*/lib
   [ -e "$t" ] || { mkdir -p "$(dirname "$t")" && ln -sfn "$C/bin/cnnbench" "$t"; } || say "warning: no $t: test_timeline's GPU test will fail"
 }
 
-state() {  # S: this device's results, kept on the machine between calls, else seeded from the tree
+state() {  # S: this device's results for this bundle, kept on the machine between calls, else seeded
+  # from the tree's when those are of the same bundle: a new build runs every stage afresh
   S=$WORK/state/gpu_$DEV/check
-  if [ ! -d "$S" ]; then mkdir -p "$S"; cp -r "$ROOT/results/gpu_$DEV/check/." "$S/" 2>/dev/null || true; fi
+  local tree=$ROOT/results/gpu_$DEV/check
+  if [ -d "$S" ] && [ "$(cat "$S/bundle.sum" 2>/dev/null)" != "$BUNDLE" ]; then rm -rf "$S"; fi
+  if [ ! -d "$S" ]; then
+    mkdir -p "$S"
+    if [ "$(cat "$tree/bundle.sum" 2>/dev/null)" = "$BUNDLE" ]; then
+      cp -r "$tree/." "$S/"
+      say "state: resuming this bundle's results from results/gpu_$DEV/check"
+    else
+      say "state: a bundle not run here before: every stage from the start"
+    fi
+    echo "$BUNDLE" >"$S/bundle.sum"
+    head -1 "$C/manifest.txt" >"$S/bundle.txt" 2>/dev/null || true
+  fi
   mkdir -p "$S/tests" "$S/bench" "$S/profile"
 }
 
@@ -327,11 +341,22 @@ publish() {  # what comes back: $OUT/gpu_check/<device>/ (at most 2 folders down
   find "$S/profile" -name '*.ncu-rep' -size -16M -exec cp {} "$o/" \;
 }
 
-stage_unpack() {  # here: a reply's files_at -> results/gpu_<device>/check/ (the next call starts from it)
-  local t found=0
+stage_unpack() {  # here: a reply's files_at -> results/gpu_<device>/check/ (the next call starts from it);
+  # a check/ of another bundle there moves aside to check_<its date>/ first
+  local t found=0 tmp dev old kept
   for t in "${1:?unpack FILES_AT}"/gpu_check/*/state.tar.gz; do
     [ -f "$t" ] || continue
-    tar -C "$ROOT/results" -xzf "$t" && found=1 && say "unpacked $t into results/$(tar -tzf "$t" | head -1)"
+    tmp=$(mktemp -d)
+    tar -C "$tmp" -xzf "$t" || die "cannot read $t"
+    for dev in "$tmp"/gpu_*; do
+      old=$ROOT/results/$(basename "$dev")/check
+      if [ -d "$old" ] && [ "$(cat "$old/bundle.sum" 2>/dev/null)" != "$(cat "$dev/check/bundle.sum" 2>/dev/null)" ]; then
+        kept=${old}_$(date -r "$old" +%Y-%m-%d_%H%M)
+        mv "$old" "$kept" && say "an earlier bundle's results/$(basename "$dev")/check moved to $(basename "$kept")/"
+      fi
+      mkdir -p "$old" && cp -r "$dev/check/." "$old/" && found=1 && say "unpacked $t into results/$(basename "$dev")/check"
+    done
+    rm -rf "$tmp"
   done
   ((found)) || die "no gpu_check/*/state.tar.gz under $1"
 }
