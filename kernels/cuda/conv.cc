@@ -232,8 +232,13 @@ std::string algo_name(int algo, const char* const (&names)[N]) {
 // cuDNN's names for the algorithms the plan chose, so that a profile can be read against a benchmark.
 std::string CudaPlan::layer_kernels(int id) const {
   const Node& node = graph_.nodes[id];
-  if (node.kind == OpKind::batch_norm)
+  if (node.kind == OpKind::batch_norm) {
+    if (const int add = fused_into_add_[id]; add >= 0)  // its time is the add's (it runs at the add's place)
+      return "cuDNN batch norm + add + ReLU, timed as " + graph_.nodes[add].name;
     return nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
+  }
+  if (node.kind == OpKind::add && fused_bn_of_[id] >= 0)
+    return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[fused_bn_of_[id]].name;
   if (node.kind != OpKind::conv) return {};
   static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
                                     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
@@ -276,7 +281,10 @@ void CudaPlan::compile_conv(const Node& node) {
     if (bias) cuda::add_bias(out_[node.id], master(node.id, 1), rows, channels, relu >= 0, type_, stream_);
   });
   const bool acc = accumulates(node, 0);
-  push_backward(node.id, [this, &node, &s, xd, bias, rows, channels] {
+  // bias + ReLU in place: the ReLU's mask and the bias gradient in one kernel, before both
+  // gradients read the masked dy (backward_ runs this node's launches in reverse push order)
+  const bool mask_with_bias = bias && relu >= 0;
+  push_backward(node.id, [this, &node, &s, xd, bias = bias && !mask_with_bias, rows, channels] {
     const float one = 1.0f, zero = 0.0f;
     const bool half = type_ != DType::f32;
     void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
@@ -295,6 +303,10 @@ void CudaPlan::compile_conv(const Node& node) {
                                               diff_[node.id], s.conv_data->d, s.algos.backward_data, workspace_.data(),
                                               s.algos.workspace, &beta, xd->d, diff_[node.inputs[0]]));
     });
+  if (mask_with_bias)
+    push_backward(node.id, [this, &node, rows, channels] {
+      cuda::relu_mask_bias_gradient(out_[node.id], diff_[node.id], grad(node.id, 1), rows, channels, type_, stream_);
+    }, true);
 }
 
 }  // namespace cnnbench::cuda

@@ -1,7 +1,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_util.cuh"
@@ -10,6 +13,46 @@
 
 namespace cnnbench::cuda {
 namespace {
+
+// Elementwise kernels move W elements per access: 16 bytes (8 halves or 4 floats) where every
+// pointer is 16-byte aligned and W divides the count (the plan's tensors start on 256-byte
+// boundaries), else one element (W = 1). Element j of group g is element g * W + j.
+template <typename T, int W>
+struct alignas(sizeof(T) * W) Pack {
+  T v[W];
+};
+template <int W, typename T>
+__device__ __forceinline__ Pack<T, W> load_pack(const T* p, int64_t g) {
+  return reinterpret_cast<const Pack<T, W>*>(p)[g];
+}
+template <int W, typename T>
+__device__ __forceinline__ void store_pack(T* p, int64_t g, const Pack<T, W>& v) {
+  reinterpret_cast<Pack<T, W>*>(p)[g] = v;
+}
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// Calls launch(std::integral_constant<int, W>, groups) with W = 16 / sizeof(T) where it may
+// (every pointer 16-byte aligned, W dividing `count` and `divides_too`), else with W = 1.
+template <typename T, typename Launch>
+void packed(int64_t count, std::initializer_list<const void*> pointers, Launch&& launch, int64_t divides_too = 0) {
+  constexpr int W = 16 / sizeof(T);
+  bool ok = count % W == 0 && (divides_too == 0 || divides_too % W == 0);
+  for (const void* p : pointers) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  if (ok)
+    launch(std::integral_constant<int, W>{}, count / W);
+  else
+    launch(std::integral_constant<int, 1>{}, count);
+}
 
 template <typename T>
 __global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t cp,
@@ -26,17 +69,29 @@ __global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int
   }
 }
 
-template <typename T>
-__global__ void relu_kernel(const T* x, T* y, int64_t count, float cap) {
-  GRID_STRIDE(i, count) store(y, i, fminf(fmaxf(load(x, i), 0.0f), cap));
+template <typename T, int W>
+__global__ void relu_kernel(const T* x, T* y, int64_t groups, float cap) {
+  GRID_STRIDE(g, groups) {
+    Pack<T, W> p = load_pack<W>(x, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) p.v[j] = from_float<T>(fminf(fmaxf(to_float(p.v[j]), 0.0f), cap));
+    store_pack(y, g, p);
+  }
 }
 
-template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t count, bool accumulate, float cap) {
-  GRID_STRIDE(i, count) {
-    const float v = load(y, i);
-    const float g = v > 0.0f && v < cap ? load(dy, i) : 0.0f;
-    store(dx, i, accumulate ? load(dx, i) + g : g);
+template <typename T, int W>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t groups, bool accumulate, float cap) {
+  GRID_STRIDE(g, groups) {
+    const Pack<T, W> out = load_pack<W>(y, g), grad = load_pack<W>(dy, g);
+    Pack<T, W> d;
+    if (accumulate) d = load_pack<W>(dx, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      const float v = to_float(out.v[j]);
+      const float m = v > 0.0f && v < cap ? to_float(grad.v[j]) : 0.0f;
+      d.v[j] = from_float<T>(accumulate ? to_float(d.v[j]) + m : m);
+    }
+    store_pack(dx, g, d);
   }
 }
 
@@ -53,43 +108,79 @@ __global__ void dropout_kernel(const T* x, T* y, int64_t count, uint64_t seed, i
 
 __global__ void store_value_kernel(uint64_t* dst, uint64_t value) { *dst = value; }
 
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* out, int64_t count, bool relu) {
-  GRID_STRIDE(i, count) {
-    const float s = load(a, i) + load(b, i);
-    store(out, i, relu ? fmaxf(s, 0.0f) : s);
+template <typename T, int W>
+__global__ void add_kernel(const T* a, const T* b, T* out, int64_t groups, bool relu) {
+  GRID_STRIDE(g, groups) {
+    const Pack<T, W> pa = load_pack<W>(a, g), pb = load_pack<W>(b, g);
+    Pack<T, W> o;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      const float s = to_float(pa.v[j]) + to_float(pb.v[j]);
+      o.v[j] = from_float<T>(relu ? fmaxf(s, 0.0f) : s);
+    }
+    store_pack(out, g, o);
   }
 }
 
-template <typename T>
-__global__ void add_backward_kernel(const T* out, const T* dy, T* da, T* db, int64_t count, bool relu, bool acc_a,
+// da and db may be the same tensor (an input read twice) only with both accumulating: the
+// second store then adds to the first.
+template <typename T, int W>
+__global__ void add_backward_kernel(const T* out, const T* dy, T* da, T* db, int64_t groups, bool relu, bool acc_a,
                                     bool acc_b) {
-  GRID_STRIDE(i, count) {
-    const float g = (!relu || load(out, i) > 0.0f) ? load(dy, i) : 0.0f;
-    store(da, i, acc_a ? load(da, i) + g : g);
-    store(db, i, acc_b ? load(db, i) + g : g);
+  GRID_STRIDE(g, groups) {
+    const Pack<T, W> po = load_pack<W>(out, g), pd = load_pack<W>(dy, g);
+    float grad[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) grad[j] = (!relu || to_float(po.v[j]) > 0.0f) ? to_float(pd.v[j]) : 0.0f;
+    Pack<T, W> r;
+    if (acc_a) r = load_pack<W>(da, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = from_float<T>(acc_a ? to_float(r.v[j]) + grad[j] : grad[j]);
+    store_pack(da, g, r);
+    if (acc_b) r = load_pack<W>(db, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = from_float<T>(acc_b ? to_float(r.v[j]) + grad[j] : grad[j]);
+    store_pack(db, g, r);
   }
 }
 
-template <typename T>
-__global__ void bias_kernel(T* y, const float* bias, int64_t rows, int64_t features, bool relu) {
-  GRID_STRIDE(i, rows * features) {
-    const float v = load(y, i) + bias[i % features];
-    store(y, i, relu ? fmaxf(v, 0.0f) : v);
+// W divides `features` where W > 1, so a group's features are f0 .. f0 + W - 1 (one division a group).
+template <typename T, int W>
+__global__ void bias_kernel(T* y, const float* bias, int64_t groups, int64_t features, bool relu) {
+  GRID_STRIDE(g, groups) {
+    const int64_t f0 = g * W % features;
+    Pack<T, W> p = load_pack<W>(y, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      const float v = to_float(p.v[j]) + bias[f0 + j];
+      p.v[j] = from_float<T>(relu ? fmaxf(v, 0.0f) : v);
+    }
+    store_pack(y, g, p);
   }
 }
 
 // Blocks of 32 features x 8 row-lanes; each block sums a slice of rows, then adds atomically.
+// With `mask`, the gradient first passes a ReLU whose output is y (dy = y > 0 ? dy : 0, written
+// back): the ReLU's backward and the bias gradient in one read of dy.
 constexpr int64_t bias_rows_per_block = 2048;
-template <typename T>
-__global__ void bias_grad_kernel(const T* dy, float* db, int64_t rows, int64_t features) {
+template <typename T, bool mask>
+__global__ void bias_grad_kernel(const T* y, T* dy, float* db, int64_t rows, int64_t features) {
   __shared__ float part[8][33];
   const int64_t f = blockIdx.x * 32 + threadIdx.x;
   const int64_t begin = blockIdx.y * bias_rows_per_block;
   const int64_t end = begin + bias_rows_per_block < rows ? begin + bias_rows_per_block : rows;
   float sum = 0;
   if (f < features)
-    for (int64_t r = begin + threadIdx.y; r < end; r += 8) sum += load(dy, r * features + f);
+    for (int64_t r = begin + threadIdx.y; r < end; r += 8) {
+      const int64_t i = r * features + f;
+      if (mask) {
+        const float g = load(y, i) > 0.0f ? load(dy, i) : 0.0f;
+        store(dy, i, g);
+        sum += g;
+      } else {
+        sum += load(dy, i);
+      }
+    }
   part[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && f < features) {
@@ -247,7 +338,10 @@ void images_to_nhwc(const float* images, void* out, int64_t n, int64_t c, int64_
 void relu_forward(const void* x, void* y, int64_t count, DType type, cudaStream_t stream, float cap) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    relu_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), count, cap);
+    packed<T>(count, {x, y}, [&](auto w, int64_t groups) {
+      relu_kernel<T, decltype(w)::value>
+          <<<blocks_for(groups), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), groups, cap);
+    });
   });
 }
 
@@ -255,8 +349,10 @@ void relu_backward(const void* y, const void* dy, void* dx, int64_t count, bool 
                    cudaStream_t stream, float cap) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    relu_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
-        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), count, accumulate, cap);
+    packed<T>(count, {y, dy, dx}, [&](auto w, int64_t groups) {
+      relu_backward_kernel<T, decltype(w)::value><<<blocks_for(groups), threads, 0, stream>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), groups, accumulate, cap);
+    });
   });
 }
 
@@ -277,8 +373,10 @@ void store_value(uint64_t* dst, uint64_t value, cudaStream_t stream) {
 void add_forward(const void* a, const void* b, void* out, int64_t count, bool relu, DType type, cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    add_kernel<<<blocks_for(count), threads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                          static_cast<T*>(out), count, relu);
+    packed<T>(count, {a, b, out}, [&](auto w, int64_t groups) {
+      add_kernel<T, decltype(w)::value><<<blocks_for(groups), threads, 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), groups, relu);
+    });
   });
 }
 
@@ -286,27 +384,47 @@ void add_backward(const void* out, const void* dy, void* da, void* db, int64_t c
                   bool accumulate_b, DType type, cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    add_backward_kernel<<<blocks_for(count), threads, 0, stream>>>(
-        static_cast<const T*>(out), static_cast<const T*>(dy), static_cast<T*>(da), static_cast<T*>(db), count, relu,
-        accumulate_a, accumulate_b);
+    packed<T>(count, {out, dy, da, db}, [&](auto w, int64_t groups) {
+      add_backward_kernel<T, decltype(w)::value><<<blocks_for(groups), threads, 0, stream>>>(
+          static_cast<const T*>(out), static_cast<const T*>(dy), static_cast<T*>(da), static_cast<T*>(db), groups, relu,
+          accumulate_a, accumulate_b);
+    });
   });
 }
 
 void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool relu, DType type, cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    bias_kernel<<<blocks_for(rows * features), threads, 0, stream>>>(static_cast<T*>(y), bias, rows, features, relu);
+    packed<T>(rows * features, {y}, [&](auto w, int64_t groups) {
+      bias_kernel<T, decltype(w)::value>
+          <<<blocks_for(groups), threads, 0, stream>>>(static_cast<T*>(y), bias, groups, features, relu);
+    }, features);
   });
 }
 
-void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream) {
+namespace {
+void bias_grad(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(db, 0, features * sizeof(float), stream));
   const dim3 grid(static_cast<unsigned>((features + 31) / 32),
                   static_cast<unsigned>((rows + bias_rows_per_block - 1) / bias_rows_per_block));
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    bias_grad_kernel<<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(dy), db, rows, features);
+    if (y)
+      bias_grad_kernel<T, true>
+          <<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(y), static_cast<T*>(dy), db, rows, features);
+    else
+      bias_grad_kernel<T, false><<<grid, dim3(32, 8), 0, stream>>>(nullptr, static_cast<T*>(dy), db, rows, features);
   });
+}
+}  // namespace
+
+void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream) {
+  bias_grad(nullptr, const_cast<void*>(dy), db, rows, features, type, stream);  // read only without a mask
+}
+
+void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type,
+                             cudaStream_t stream) {
+  bias_grad(y, dy, db, rows, features, type, stream);
 }
 
 void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,

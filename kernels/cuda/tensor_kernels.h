@@ -52,6 +52,10 @@ void add_backward(const void* out, const void* dy, void* da, void* db, int64_t c
 void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool relu, DType type, cudaStream_t stream);
 // db[f] = sum over rows of dy[r][f] (fp32 out, overwritten).
 void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream);
+// The backward of y = relu(x + bias) in place: dy = y > 0 ? dy : 0 (written back), and db as
+// bias_gradient's of that masked dy, in one pass.
+void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type,
+                             cudaStream_t stream);
 
 // Max pooling backward for windows that tile the input (kernel == stride, no padding: VGG's
 // 2x2/2): one thread per window finds its first maximum (row-major, as the reference picks)
