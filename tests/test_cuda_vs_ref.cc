@@ -52,6 +52,45 @@ TEST(CudaLayouts, NhwcInputMatchesNchw) {
   check_nhwc_input_matches_nchw("cuda", 1e-4);
 }
 
+// A 16-bit plan stores an RGB input with a fourth zero channel (and its stem convolution's filter
+// with a fourth zero input channel): the same outputs, weight gradients and image gradient as the
+// plan without padding, within the two plans' different algorithms; layer_kernels() says so.
+TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
+  SKIP_WITHOUT_GPU();
+  GraphBuilder b("stem", {4, 3, 32, 32});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 7, 2, 3, "conv1"), "bn1"), "relu1");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+  for (const DType type : {DType::f16, DType::bf16}) {
+    std::vector<float> outputs[2], grads[2], image_grads[2];
+    for (const bool pad : {true, false}) {
+      PlanOptions options;
+      options.compute = type;
+      options.input_grad = true;
+      options.pad_input_channels = pad;
+      auto plan = compile_plan("cuda", g, options);
+      EXPECT_EQ(plan->layer_kernels(1).find("input padded to 4 channels") != std::string::npos, pad)
+          << plan->layer_kernels(1);
+      randomize(*plan, 77);
+      plan->device()->upload_state();
+      const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 78), type);
+      plan->set_input(images.data());
+      plan->forward(Mode::training);
+      outputs[pad] = output_of(*plan);
+      std::vector<float> output_grad(outputs[pad].size(), 0.25f);
+      plan->set_output_grad(output_grad.data());
+      plan->backward();
+      plan->device()->download_state();
+      grads[pad].assign(plan->gradients().begin(), plan->gradients().end());
+      image_grads[pad].resize(images.size());
+      plan->read_input_grad(image_grads[pad].data());
+    }
+    const double t = type == DType::f16 ? 5e-3 : 2e-2;  // relative L2, as the op cases' 16-bit tolerances
+    EXPECT_TRUE(testing::close_l2("outputs", outputs[1], outputs[0], t));
+    EXPECT_TRUE(testing::close_l2("parameter gradients", grads[1], grads[0], t));
+    EXPECT_TRUE(testing::close_l2("image gradient", image_grads[1], image_grads[0], t));
+  }
+}
+
 // Whole training steps: loss, top-k and the update on the device match the reference after three
 // steps, and a deferred loss arrives with synchronize(). Run with SGD (momentum, weight decay), and
 // with LARS and label smoothing (each tensor its own trust ratio from norms summed on the device).

@@ -68,9 +68,41 @@ std::unique_ptr<FilterDesc> CudaPlan::filter_desc(const Node& node) const {
   auto d = std::make_unique<FilterDesc>();
   CUDA_CHECK(cudnnSetFilter4dDescriptor(d->d, cudnn_type(type_), CUDNN_TENSOR_NHWC,
                                         static_cast<int>(node.conv.out_channels),
-                                        static_cast<int>(graph_.nodes[node.inputs[0]].out.c / node.conv.groups),
+                                        static_cast<int>(stored_shape(node.inputs[0]).c / node.conv.groups),
                                         static_cast<int>(node.conv.kernel_h), static_cast<int>(node.conv.kernel_w)));
   return d;
+}
+
+// 16-bit tensor-core kernels want channel counts that are multiples of 4 or 8: an RGB input
+// read only by (ungrouped) convolutions is stored with a fourth channel of zeros, and those
+// convolutions read a copy of their filter with a fourth input channel of zeros, refreshed from
+// the weights each step; their filter gradient comes back with 4 channels and the first 3 are
+// kept. The images' gradient (tests) has the stored 4 channels too; read_input_grad() drops one.
+void CudaPlan::plan_input_padding() {
+  const Node& in = graph_.input();
+  input_channels_ = in.out.c;
+  if (!pad_input_ || type_ == DType::f32 || in.out.c != 3) return;
+  for (const int u : consumers_[0])
+    if (graph_.nodes[u].kind != OpKind::conv || graph_.nodes[u].conv.groups != 1) return;
+  input_channels_ = 4;
+  for (const int u : consumers_[0]) {
+    const Node& conv = graph_.nodes[u];
+    const size_t bytes = conv.conv.out_channels * conv.conv.kernel_h * conv.conv.kernel_w * input_channels_ * esize();
+    for (DeviceBuffer* b : {&nodes_[u].padded_weights, &nodes_[u].padded_grad}) {
+      *b = DeviceBuffer(bytes);
+      CUDA_CHECK(cudaMemset(b->data(), 0, bytes));
+    }
+  }
+}
+
+Shape CudaPlan::stored_shape(int node) const {
+  Shape s = graph_.nodes[node].out;
+  if (node == 0) s.c = input_channels_;
+  return s;
+}
+
+void* CudaPlan::conv_weights(const Node& node) {
+  return reads_padded_input(node) ? nodes_[node.id].padded_weights.data() : weights(node.id, 0);
 }
 
 cudnnMathType_t CudaPlan::search_math() const {
@@ -129,7 +161,7 @@ void* CudaPlan::search_tensor(int which, size_t bytes) {
 }
 
 ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
-  const Shape& s = graph_.nodes[node.inputs[0]].out;
+  const Shape s = stored_shape(node.inputs[0]);
   const std::string key = fmt_key(s, node);
   if (auto it = algo_cache_.find(key); it != algo_cache_.end()) return it->second;
   const auto x = nhwc_desc(s, type_), y = nhwc_desc(node.out, type_);
@@ -152,8 +184,10 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
     void* dxp = search_tensor(1, s.elements() * esize());
     void* yp = search_tensor(2, node.out.elements() * esize());
     void* dyp = search_tensor(3, node.out.elements() * esize());
-    void* wp = weights(node.id, 0);
-    void* dwp = type_ == DType::f32 ? static_cast<void*>(grad(node.id, 0)) : grad_half(node.id, 0);
+    void* wp = conv_weights(node);
+    void* dwp = reads_padded_input(node)    ? nodes_[node.id].padded_grad.data()
+                : type_ == DType::f32 ? static_cast<void*>(grad(node.id, 0))
+                                      : grad_half(node.id, 0);
     const float one = 1.0f, zero = 0.0f;
     CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x->d, xp, filter->d, wp, conv->d, y->d, yp, want, &got,
                                                       f, ws.data(), search_limit_));
@@ -249,13 +283,15 @@ std::string CudaPlan::layer_kernels(int id) const {
   if (wants_grad(node.inputs[0]))
     s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
   s += ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
+  if (node.inputs[0] == 0 && input_channels_ != graph_.input().out.c)
+    s += ", input padded to " + std::to_string(input_channels_) + " channels";
   return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
 }
 
 void CudaPlan::compile_conv(const Node& node) {
   NodeState& s = nodes_[node.id];
   const Node& src = graph_.nodes[node.inputs[0]];
-  const auto x = nhwc_desc(src.out, type_);
+  const auto x = nhwc_desc(stored_shape(src.id), type_);
   s.filter = filter_desc(node);
   // The search ran on this descriptor; each direction then runs on one with its algorithm's math type.
   s.conv = conv_desc(node, search_math());
@@ -272,10 +308,16 @@ void CudaPlan::compile_conv(const Node& node) {
   const int relu = fused_relu_of_[node.id];
   const bool bias = node.conv.bias;
   const int64_t rows = node.out.n * node.out.h * node.out.w, channels = node.out.c;
-  auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(src.out, type_));
-  push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels] {
+  auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(stored_shape(src.id), type_));
+  const bool padded = reads_padded_input(node);
+  const int64_t filter_rows = node.conv.out_channels * node.conv.kernel_h * node.conv.kernel_w;
+  const int64_t in_c = src.out.c, stored_c = input_channels_;
+  push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels, padded, filter_rows, in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
-    CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, xd->d, out_[node.inputs[0]], s.filter->d, weights(node.id, 0),
+    if (padded)  // this step's weights into the padded filter (its fourth channel stays zero)
+      cuda::copy_channels(weights(node.id, 0), in_c, 0, s.padded_weights.data(), stored_c, 0, filter_rows, in_c, false,
+                          type_, stream_);
+    CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, xd->d, out_[node.inputs[0]], s.filter->d, conv_weights(node),
                                        s.conv->d, s.algos.forward, workspace_.data(), s.algos.workspace, &zero,
                                        s.out->d, out_[node.id]));
     if (bias) cuda::add_bias(out_[node.id], master(node.id, 1), rows, channels, relu >= 0, type_, stream_);
@@ -284,13 +326,16 @@ void CudaPlan::compile_conv(const Node& node) {
   // bias + ReLU in place: the ReLU's mask and the bias gradient in one kernel, before both
   // gradients read the masked dy (backward_ runs this node's launches in reverse push order)
   const bool mask_with_bias = bias && relu >= 0;
-  push_backward(node.id, [this, &node, &s, xd, bias = bias && !mask_with_bias, rows, channels] {
+  push_backward(node.id, [this, &node, &s, xd, bias = bias && !mask_with_bias, rows, channels, padded, filter_rows,
+                           in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
     const bool half = type_ != DType::f32;
     void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
     CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
                                               s.conv_filter->d, s.algos.backward_filter, workspace_.data(),
-                                              s.algos.workspace, &zero, s.filter->d, dw));
+                                              s.algos.workspace, &zero, s.filter->d, padded ? s.padded_grad.data() : dw));
+    if (padded)  // the real channels' gradient (only 16-bit types are padded)
+      cuda::copy_channels(s.padded_grad.data(), stored_c, 0, dw, in_c, 0, filter_rows, in_c, false, type_, stream_);
     if (half)
       cuda::convert(dw, type_, grad(node.id, 0), DType::f32, layout_.param(node.id, 0).elements, 1.0f, stream_);
     if (bias) cuda::bias_gradient(diff_[node.id], grad(node.id, 1), rows, channels, type_, stream_);
@@ -299,7 +344,7 @@ void CudaPlan::compile_conv(const Node& node) {
   if (data_grad)
     push_backward(node.id, [this, &node, &s, xd, acc] {
       const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
-      CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, weights(node.id, 0), s.out->d,
+      CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, conv_weights(node), s.out->d,
                                               diff_[node.id], s.conv_data->d, s.algos.backward_data, workspace_.data(),
                                               s.algos.workspace, &beta, xd->d, diff_[node.inputs[0]]));
     });

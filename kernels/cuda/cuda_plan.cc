@@ -71,7 +71,8 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
       timed_search_(options.timed_algorithm_search),
       deterministic_(options.deterministic_algorithms),
       graphs_(options.cuda_graphs),
-      share_memory_(options.share_memory) {
+      share_memory_(options.share_memory),
+      pad_input_(options.pad_input_channels) {
   if (cuda::visible_devices() == 0)
     throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -108,7 +109,8 @@ void CudaPlan::set_input(const float* images) {
   const Shape& in = graph_.input().out;
   CUDA_CHECK(cudaMemcpyAsync(d_images_.data(), images, in.elements() * sizeof(float), cudaMemcpyHostToDevice,
                              stream_));
-  cuda::images_to_nhwc(d_images_.as<float>(), out_[0], in.n, in.c, in.h, in.w, in.c, input_nhwc_, type_, stream_);
+  cuda::images_to_nhwc(d_images_.as<float>(), out_[0], in.n, in.c, in.h, in.w, input_channels_, input_nhwc_, type_,
+                       stream_);
 }
 
 void CudaPlan::forward(Mode mode) {
@@ -288,11 +290,12 @@ void CudaPlan::compile() {
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
   find_fusions();  // batch_norm.cc
+  plan_input_padding();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();
   for (const Node& node : graph_.nodes) {
     NodeState& s = nodes_[node.id];
-    s.out = nhwc_desc(node.out, type_);
+    s.out = nhwc_desc(stored_shape(node.id), type_);
     try {
       switch (node.kind) {
         case OpKind::input: break;

@@ -42,11 +42,11 @@ void CudaPlan::place_tensors() {
     PlannedBuffer b;
     b.lives.resize(2);
     b.shared = share_memory_;
-    b.bytes = node.out.elements() * dtype_size(out_type(node.id));
+    b.bytes = stored_shape(node.id).elements() * dtype_size(out_type(node.id));
     out_index[node.id] = static_cast<int>(buffers.size());
     buffers.push_back(b);
     if (!wants_grad(node.id)) continue;
-    b.bytes = node.out.elements() * esize();
+    b.bytes = stored_shape(node.id).elements() * esize();
     diff_index[node.id] = static_cast<int>(buffers.size());
     buffers.push_back(b);
   }

@@ -82,6 +82,7 @@ struct NodeState {
   std::unique_ptr<TensorDesc> stats;  // batch norm: per-channel fp32
   ConvAlgos algos;
   DeviceBuffer saved_mean, saved_inv_var, reserve;
+  DeviceBuffer padded_weights, padded_grad;  // a convolution of the padded input: its filter with 4 input channels
   size_t reserve_bytes = 0;
   cudnnBatchNormOps_t bn_ops = CUDNN_BATCHNORM_OPS_BN;
 };
@@ -145,6 +146,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   static void from_nhwc(const Node& node, const float* nhwc, float* nchw);
   DeviceBuffer& staging_for(size_t floats);
   void download_as_f32(const void* src, DType type, std::vector<float>& dst);
+  std::vector<float> download_stored(int node, const void* src, DType type);
 
   DType out_type(int node) const { return logits_are_f32_ && node == graph_.output ? DType::f32 : type_; }
   const float* logits_f32();  // linear_loss.cc
@@ -193,6 +195,10 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
+  void plan_input_padding();  // conv.cc: input_channels_, before the search and the arena
+  bool reads_padded_input(const Node& node) const { return node.inputs[0] == 0 && input_channels_ != graph_.input().out.c; }
+  Shape stored_shape(int node) const;  // a node's output as the device holds it (the input with input_channels_)
+  void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
   // ---- the other op families ----
   void compile_batch_norm(const Node& node);  // batch_norm.cc
@@ -208,7 +214,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_lrn(const Node& node);       // elementwise_ops.cc
 
   DType type_;
-  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_;
+  bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_, pad_input_;
+  int64_t input_channels_ = 0;  // the stored input's channels: the images' 3, or 4 (plan_input_padding())
   cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
   bool logits_are_f32_ = false;
   int device_ = 0;

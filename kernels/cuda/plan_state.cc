@@ -61,16 +61,27 @@ void CudaPlan::read_output(int node, float* dst) {
   if (fused_relu_of_[node] >= 0)
     throw std::logic_error("read_output: node '" + n.name +
                            "' shares its buffer with a fused ReLU; build the plan with fuse = false");
-  std::vector<float> nhwc(n.out.elements());
-  download_as_f32(out_[node], out_type(node), nhwc);
+  std::vector<float> nhwc = download_stored(node, out_[node], out_type(node));
   from_nhwc(n, nhwc.data(), dst);
+}
+
+// A node's tensor as the device stores it, in fp32 and the graph's channels (the padded input's
+// fourth channel dropped).
+std::vector<float> CudaPlan::download_stored(int node, const void* src, DType type) {
+  const Shape graph = graph_.nodes[node].out, stored = stored_shape(node);
+  std::vector<float> values(stored.elements());
+  download_as_f32(src, type, values);
+  if (stored.c == graph.c) return values;
+  std::vector<float> kept(graph.elements());
+  for (int64_t p = 0; p < graph.n * graph.h * graph.w; ++p)
+    std::copy_n(values.data() + p * stored.c, graph.c, kept.data() + p * graph.c);
+  return kept;
 }
 
 void CudaPlan::read_input_grad(float* dst) {
   if (!input_grad_) throw std::logic_error("plan was built without input_grad");
   const Node& in = graph_.input();
-  std::vector<float> nhwc(in.out.elements());
-  download_as_f32(diff_[0], type_, nhwc);
+  std::vector<float> nhwc = download_stored(0, diff_[0], type_);
   if (input_nhwc_)
     std::copy(nhwc.begin(), nhwc.end(), dst);
   else
