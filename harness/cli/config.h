@@ -46,6 +46,7 @@ struct Config {
   int64_t num_gpus = 1;             // GPUs per rank: one (ranks take GPUs by local rank)
   bool cuda_graphs = false;         // replay forward and backward as CUDA graphs (1 rank)
   bool share_memory = true;         // CPU: tensors whose lifetimes do not overlap share bytes
+  bool fuse_ops = true;             // let the backend fuse ops (false: each op alone, to compare)
   int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on
   std::string data_format = "NCHW";// layout of the input batch: NCHW | NHWC
   bool use_fp16 = false;            // the device's fast half type: bf16 on this CPU

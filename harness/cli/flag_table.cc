@@ -166,6 +166,10 @@ const std::vector<FlagSpec>& flag_specs() {
                                         "(--share_memory=false gives every tensor its own, to compare)")
                     .reads(training_runs)
                     .probe(kSynthetic, "false", "json:summary.working_memory_bytes"));
+    v.push_back(BOOL_FLAG(fuse_ops, "run ops fused where the backend can (batch norm + ReLU, add + ReLU, bias + ReLU; "
+                                    "on GPUs in fp16 batch norm + add + ReLU); --fuse_ops=false runs each op alone, to compare")
+                    .reads(training_runs)
+                    .probe(kSynthetic, "false", "json:summary.working_memory_bytes", "--model=resnet20"));
     v.push_back(INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
                              "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
                          "GPUs per rank (1; ranks on a host take GPU local_rank mod visible GPUs)")

@@ -94,6 +94,7 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
   options.share_memory = config.share_memory;
+  options.fuse = config.fuse_ops;
   if (!is_device_backend(config.backend)) options.host_memory_budget = available_host_memory() / comm.local_size();
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
