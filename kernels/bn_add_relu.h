@@ -17,10 +17,12 @@ struct BnAddRelu {
 };
 
 // Every batch norm read only by an add, whose sum only a ReLU reads, where the add's other input
-// is neither the batch norm nor its input, and the add is that input's last reader in graph
+// is neither the batch norm nor its input, and the add is the residual's last reader in graph
 // order (so that a fused backward, run at the add's place, writes the residual's gradient
-// rather than adding to one another reader wrote first). Neither the batch norm nor the add
-// may be the graph's output. In graph order of the adds.
+// rather than adding to one another reader wrote first). The batch norm must be its input's only
+// reader: its backward moves to the add's place, and its input's gradient is then written there
+// (no reader between the two could add to it in the right order). Neither the batch norm nor the
+// add may be the graph's output. In graph order of the adds.
 inline std::vector<BnAddRelu> find_bn_add_relu(const Graph& g) {
   const std::vector<std::vector<int>> consumers = g.consumers();
   const auto only_reader = [&](int n, OpKind kind) {
@@ -35,7 +37,7 @@ inline std::vector<BnAddRelu> find_bn_add_relu(const Graph& g) {
       const Node& bn = g.nodes[add.inputs[k]];
       const int residual = add.inputs[1 - k];
       if (bn.kind != OpKind::batch_norm || only_reader(bn.id, OpKind::add) != add.id) continue;
-      if (residual == bn.id || residual == bn.inputs[0]) continue;
+      if (residual == bn.id || residual == bn.inputs[0] || consumers[bn.inputs[0]].size() != 1) continue;
       const std::vector<int>& readers = consumers[residual];
       if (*std::max_element(readers.begin(), readers.end()) != add.id) continue;
       found.push_back({bn.id, add.id, relu, residual});

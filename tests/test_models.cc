@@ -187,11 +187,19 @@ TEST(ModelZoo, BnAddReluTriplesEndEveryV1Block) {
   const int no_relu = b.add(bn3, twice, "add3");
   const int bn4 = b.batch_norm(b.conv(no_relu, 8, 3, 1, 1, "c4"), "bn4");
   const int fused = b.relu(b.add(no_relu, bn4, "add4"), "relu4");
-  const Graph g = b.finish(b.linear(b.global_avg_pool(fused, "gap"), 3, "fc"));
+  // a bare batch norm of the block input as the shortcut, its input read again by the main
+  // branch between it and the add: not that one (its moved backward would write its input's
+  // gradient before the branch's), but the branch's last batch norm, its input's only reader
+  const int bare = b.batch_norm(fused, "bn5_bare");
+  const int bn6 = b.batch_norm(b.conv(fused, 8, 3, 1, 1, "c6"), "bn6");
+  const int last = b.relu(b.add(bare, bn6, "add6"), "relu6");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(last, "gap"), 3, "fc"));
   const std::vector<BnAddRelu> found = find_bn_add_relu(g);
-  ASSERT_EQ(found.size(), 1u);
+  ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(g.nodes[found[0].batch_norm].name, "bn4");
   EXPECT_EQ(found[0].residual, no_relu);
+  EXPECT_EQ(g.nodes[found[1].batch_norm].name, "bn6");
+  EXPECT_EQ(found[1].residual, bare);
   // the op cases the GPU suites run the fused op on: both sums of each block case
   for (const OpCase& c : all_cases()) {
     if (c.name == "tiny_resnet_block" || c.name == "tiny_bottleneck_blocks") {

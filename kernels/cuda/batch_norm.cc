@@ -141,6 +141,7 @@ void CudaPlan::compile_bn_add_relu(const Node& bn, const Node& add) {
         cuda::add_forward(out_[add.id], out_[residual], out_[add.id], count, true, type_, stream_);
       });
   const bool data_grad = wants_grad(x), residual_grad = wants_grad(residual), acc = accumulates(bn, 0);
+  if (acc) throw std::logic_error("BN+add+ReLU: the batch norm's input has another reader");
   void* residual_scratch = residual_grad ? nullptr : allocate(count * esize());
   push_backward(add.id, [this, &bn, &add, &s, xd, mode, eps, x, residual, data_grad, acc, residual_scratch] {
     const float one = 1.0f, zero = 0.0f, beta = acc ? 1.0f : 0.0f;
