@@ -35,6 +35,15 @@ inline std::vector<TensorChunk> cut_into_chunks(const std::vector<int64_t>& offs
   return chunks;
 }
 
+// first[t] is tensor t's first chunk and first[t + 1] one past its last (first has tensors + 1
+// entries; an empty tensor's range is empty): a tensor's chunks sum their partial results in order.
+inline std::vector<int32_t> first_chunks(const std::vector<TensorChunk>& chunks, int32_t tensors) {
+  std::vector<int32_t> first(static_cast<size_t>(tensors) + 1, static_cast<int32_t>(chunks.size()));
+  for (size_t i = chunks.size(); i-- > 0;) first[chunks[i].tensor] = static_cast<int32_t>(i);
+  for (int32_t t = tensors; t-- > 0;) first[t] = std::min(first[t], first[t + 1]);
+  return first;
+}
+
 // The chunks [first, last) inside the arena range [offset, offset + count): a range that holds
 // only part of a tensor is a caller's error (an update would see only part of its norm).
 inline std::pair<size_t, size_t> chunks_within(const std::vector<TensorChunk>& chunks, int64_t offset, int64_t count) {

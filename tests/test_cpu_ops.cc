@@ -159,6 +159,8 @@ TEST(TensorChunks, CoverEachTensorAndRespectItsEnds) {
   EXPECT_THROW(chunks_within(chunks, 5, 100), std::logic_error);      // starts inside tensor 0
   EXPECT_THROW(chunks_within(chunks, 5, 50), std::logic_error);       // the end of tensor 0 and the gap
   EXPECT_THROW(cut_into_chunks({0, 5}, {10, 1}, 4), std::invalid_argument);
+  EXPECT_EQ(first_chunks(chunks, 4), (std::vector<int32_t>{0, 1, 2, 6, 6}));
+  EXPECT_EQ(first_chunks(cut_into_chunks({0, 8, 8}, {8, 0, 20}, 8), 3), (std::vector<int32_t>{0, 1, 1, 4}));
 }
 
 TEST(CpuOps, RunningStatsMatchReference) {

@@ -19,11 +19,12 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
   }
 }
 
-// One block per chunk: the chunk's sums of squares, added to its tensor's (adapted tensors only).
-__global__ void lars_norms_kernel(const float* w, const float* g, const TensorChunk* chunks, const uint8_t* adapt,
-                                  double* norms, float gradient_scale, const int* skip_if) {
+// One block per chunk: the chunk's sums of squares into its partials (adapted tensors only).
+__global__ void lars_norms_kernel(const float* w, const float* g, const TensorChunk* chunks, int64_t first,
+                                  const uint8_t* adapt, double* partials, float gradient_scale, const int* skip_if) {
   if (skip_if && *skip_if) return;
-  const TensorChunk c = chunks[blockIdx.x];
+  const int64_t at = first + blockIdx.x;
+  const TensorChunk c = chunks[at];
   if (!adapt[c.tensor]) return;
   __shared__ double ww[threads], gg[threads];
   double sw = 0, sg = 0;
@@ -43,24 +44,36 @@ __global__ void lars_norms_kernel(const float* w, const float* g, const TensorCh
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    atomicAdd(norms + 2 * c.tensor, ww[0]);
-    atomicAdd(norms + 2 * c.tensor + 1, gg[0]);
+    partials[2 * at] = ww[0];
+    partials[2 * at + 1] = gg[0];
   }
 }
 
-// One block per chunk: its tensor's rate (the trust ratio from the summed norms), then the
-// momentum update as the CPU's lars_update.
-__global__ void lars_apply_kernel(float* w, const float* g, float* v, const TensorChunk* chunks, const uint8_t* adapt,
-                                  const double* norms, LarsSettings p, const int* skip_if) {
+// One block per chunk: its tensor's norms (its chunks' partials summed in order, the same sum in
+// every block of the tensor), the trust ratio, then the momentum update as the CPU's lars_update.
+__global__ void lars_apply_kernel(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first,
+                                  const int32_t* first_chunk, const uint8_t* adapt, const double* partials,
+                                  LarsSettings p, const int* skip_if) {
   if (skip_if && *skip_if) return;
-  const TensorChunk c = chunks[blockIdx.x];
-  float rate = p.lr, decay = 0.0f;
-  if (adapt[c.tensor]) {
-    const double w_norm = sqrt(norms[2 * c.tensor]), g_norm = sqrt(norms[2 * c.tensor + 1]);
-    if (w_norm > 0 && g_norm > 0)
-      rate = static_cast<float>(p.lr * p.eta * w_norm / (g_norm + p.weight_decay * w_norm));
-    decay = p.weight_decay;
+  const TensorChunk c = chunks[first + blockIdx.x];
+  __shared__ float shared_rate, shared_decay;
+  if (threadIdx.x == 0) {
+    float rate = p.lr, decay = 0.0f;
+    if (adapt[c.tensor]) {
+      double ww = 0, gg = 0;
+      for (int32_t k = first_chunk[c.tensor]; k < first_chunk[c.tensor + 1]; ++k) {
+        ww += partials[2 * int64_t{k}];
+        gg += partials[2 * int64_t{k} + 1];
+      }
+      const double w_norm = sqrt(ww), g_norm = sqrt(gg);
+      if (w_norm > 0 && g_norm > 0) rate = static_cast<float>(p.lr * p.eta * w_norm / (g_norm + p.weight_decay * w_norm));
+      decay = p.weight_decay;
+    }
+    shared_rate = rate;
+    shared_decay = decay;
   }
+  __syncthreads();
+  const float rate = shared_rate, decay = shared_decay;
   for (int32_t k = threadIdx.x; k < c.elements; k += blockDim.x) {
     const int64_t i = c.start + k;
     const float grad = rate * (p.gradient_scale * g[i] + decay * w[i]);
@@ -101,15 +114,16 @@ void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, flo
   CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 
-void lars_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t chunk_count,
-                 const uint8_t* adapt, double* norms, int32_t first_tensor, int32_t tensor_count,
-                 const LarsSettings& settings, cudaStream_t stream, const int* skip_if) {
-  if (chunk_count <= 0) return;
-  CUDA_CHECK(cudaMemsetAsync(norms + 2 * int64_t{first_tensor}, 0, 2 * sizeof(double) * tensor_count, stream));
-  const auto blocks = static_cast<unsigned>(chunk_count);
-  lars_norms_kernel<<<blocks, threads, 0, stream>>>(w, g, chunks, adapt, norms, settings.gradient_scale, skip_if);
+void lars_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first, int64_t count,
+                 const int32_t* first_chunk, const uint8_t* adapt, double* partials, const LarsSettings& settings,
+                 cudaStream_t stream, const int* skip_if) {
+  if (count <= 0) return;
+  const auto blocks = static_cast<unsigned>(count);
+  lars_norms_kernel<<<blocks, threads, 0, stream>>>(w, g, chunks, first, adapt, partials, settings.gradient_scale,
+                                                    skip_if);
   CUDA_CHECK(cudaGetLastError());
-  lars_apply_kernel<<<blocks, threads, 0, stream>>>(w, g, v, chunks, adapt, norms, settings, skip_if);
+  lars_apply_kernel<<<blocks, threads, 0, stream>>>(w, g, v, chunks, first, first_chunk, adapt, partials, settings,
+                                                    skip_if);
   CUDA_CHECK(cudaGetLastError());
 }
 

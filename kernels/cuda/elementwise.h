@@ -18,18 +18,19 @@ namespace cnnbench::cuda {
 void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
                 bool nesterov, float gradient_scale, cudaStream_t stream, const int* skip_if = nullptr);
 
-// LARS (kernels/cpu_ops.h's lars_update, tensor by tensor) over many tensors in two launches:
-// `chunks` (on the device, kernels/tensor_chunks.h) are every chunk of the tensors
-// [first_tensor, first_tensor + tensor_count) and of no other; adapt[t] says whether tensor t
-// takes a trust ratio; norms holds two doubles per tensor (|w|^2, |scale g|^2), zeroed and
-// summed here. skip_if as sgd_update's.
+// LARS (kernels/cpu_ops.h's lars_update, tensor by tensor) over many tensors in two launches,
+// with the same bits every run: chunks[first, first + count) (on the device, kernels/tensor_chunks.h)
+// are every chunk of some whole tensors; first_chunk[t] .. first_chunk[t + 1] are tensor t's
+// (first_chunks()); adapt[t] says whether tensor t takes a trust ratio. The first launch writes
+// each chunk's |w|^2 and |scale g|^2 into partials (two doubles per chunk, indexed as chunks);
+// the second sums its tensor's partials in chunk order, then updates. skip_if as sgd_update's.
 struct LarsSettings {
   float lr, momentum, weight_decay, eta, gradient_scale;
   bool nesterov;
 };
-void lars_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t chunk_count,
-                 const uint8_t* adapt, double* norms, int32_t first_tensor, int32_t tensor_count,
-                 const LarsSettings& settings, cudaStream_t stream, const int* skip_if = nullptr);
+void lars_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first, int64_t count,
+                 const int32_t* first_chunk, const uint8_t* adapt, double* partials, const LarsSettings& settings,
+                 cudaStream_t stream, const int* skip_if = nullptr);
 
 // 16-bit values are raw bits (uint16_t) of `type` (bf16 or f16).
 void cast_from_f32(const float* in, uint16_t* out, int64_t count, DType type, cudaStream_t stream);

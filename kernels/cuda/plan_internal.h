@@ -248,7 +248,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   int32_t* pinned_labels_ = nullptr;
   DeviceBuffer d_dropout_step_;
   std::vector<TensorChunk> lars_chunks_;  // every parameter tensor's chunks, in device arena order
-  DeviceBuffer d_lars_chunks_, d_lars_adapt_, d_lars_norms_;
+  DeviceBuffer d_lars_chunks_, d_lars_first_chunk_, d_lars_adapt_, d_lars_partials_;
   bool loss_pending_ = false;
   bool guarded_pending_ = false, last_update_applied_ = true;
   cudaEvent_t marks_[4] = {};

@@ -1,6 +1,7 @@
 // kernels/cuda/sgd.cc — CudaPlan's update on the fp32 master weights: SGD with momentum (one
 // launch over the arena or a bucket's range of it), or LARS (two launches over the range's
-// tensors, chunk by chunk: their norms, then each tensor's trust ratio and the update); and the
+// tensors, chunk by chunk: each chunk's sums of squares, then each tensor's norms summed from
+// its chunks in order, its trust ratio and the update: no atomics, the same bits every run); and the
 // finite check of the gradients (with the host waiting, or on the device for loss scaling).
 #include "kernels/cuda/plan_internal.h"
 
@@ -19,10 +20,13 @@ void CudaPlan::prepare_lars() {
     adapt.push_back(lars_adapts(*e.spec) ? 1 : 0);
   }
   lars_chunks_ = cut_into_chunks(param_offset_, sizes, 32768);
+  const std::vector<int32_t> first = first_chunks(lars_chunks_, static_cast<int32_t>(sizes.size()));
   d_lars_chunks_ = DeviceBuffer(std::max<size_t>(1, lars_chunks_.size()) * sizeof(TensorChunk));
+  d_lars_first_chunk_ = DeviceBuffer(first.size() * sizeof(int32_t));
   d_lars_adapt_ = DeviceBuffer(std::max<size_t>(1, adapt.size()));
-  d_lars_norms_ = DeviceBuffer(std::max<size_t>(1, adapt.size()) * 2 * sizeof(double));
+  d_lars_partials_ = DeviceBuffer(std::max<size_t>(1, lars_chunks_.size()) * 2 * sizeof(double));
   if (!lars_chunks_.empty()) d_lars_chunks_.upload(lars_chunks_.data(), lars_chunks_.size() * sizeof(TensorChunk));
+  d_lars_first_chunk_.upload(first.data(), first.size() * sizeof(int32_t));
   if (!adapt.empty()) d_lars_adapt_.upload(adapt.data(), adapt.size());
 }
 
@@ -30,13 +34,12 @@ void CudaPlan::lars_step(const SgdConfig& config, float learning_rate, size_t of
                          const int* skip_if) {
   const auto [first, last] =
       chunks_within(lars_chunks_, static_cast<int64_t>(offset), static_cast<int64_t>(count));
-  if (first == last) return;
-  const int32_t t0 = lars_chunks_[first].tensor, t1 = lars_chunks_[last - 1].tensor + 1;
   const cuda::LarsSettings settings{learning_rate, config.momentum, config.weight_decay, config.lars_eta,
                                     config.gradient_scale, config.nesterov};
   cuda::lars_update(d_params_.as<float>(), d_grads_.as<float>(), d_momentum_.as<float>(),
-                    d_lars_chunks_.as<TensorChunk>() + first, static_cast<int64_t>(last - first),
-                    d_lars_adapt_.as<uint8_t>(), d_lars_norms_.as<double>(), t0, t1 - t0, settings, stream_, skip_if);
+                    d_lars_chunks_.as<TensorChunk>(), static_cast<int64_t>(first), static_cast<int64_t>(last - first),
+                    d_lars_first_chunk_.as<int32_t>(), d_lars_adapt_.as<uint8_t>(), d_lars_partials_.as<double>(),
+                    settings, stream_, skip_if);
 }
 
 void CudaPlan::sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) {
