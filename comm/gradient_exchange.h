@@ -53,6 +53,12 @@ class GradientExchange {
   virtual void restore_state(const std::string& /*state*/) {
     throw std::logic_error("this gradient exchange keeps no state across steps");
   }
+  // CUDA graphs (DevicePlan::set_capture_hooks): a reducer whose launches may be captured with
+  // backward's says so; join_capture() ends its part of a capture on the compute stream, and
+  // graph_replayed() stands for the tensor_ready() calls a replay made without running them.
+  virtual bool capturable() const { return false; }
+  virtual void join_capture() { throw std::logic_error("this gradient exchange cannot be captured"); }
+  virtual void graph_replayed() { throw std::logic_error("this gradient exchange cannot be captured"); }
   // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
   virtual size_t sent_bytes_per_step() const = 0;
   // Elements of all buckets together: the gradients (with a device plan's alignment gaps).

@@ -34,6 +34,7 @@ NcclReducer::NcclReducer(NcclCommunicator& comm, float* device_gradients, const 
   CUDA_CHECK(cudaEventCreate(&first_start_));
   CUDA_CHECK(cudaEventCreate(&backward_end_));
   CUDA_CHECK(cudaEventCreate(&anchor_));
+  CUDA_CHECK(cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming));
 }
 
 NcclReducer::~NcclReducer() {
@@ -44,6 +45,7 @@ NcclReducer::~NcclReducer() {
   cudaEventDestroy(first_start_);
   cudaEventDestroy(backward_end_);
   cudaEventDestroy(anchor_);
+  cudaEventDestroy(joined_);
   cudaStreamDestroy(stream_);
 }
 
@@ -52,15 +54,24 @@ void NcclReducer::tensor_ready(int index) {
   if (--remaining_[b] == 0) launch(b);
 }
 
+// Inside a capture an event the host reads later must be an external record (a graph node that
+// every replay records); ready_ and joined_ only order streams inside the capture.
+void NcclReducer::record(cudaEvent_t event, cudaStream_t stream) {
+  CUDA_CHECK(cudaEventRecordWithFlags(event, stream, capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
+}
+
 void NcclReducer::launch(int b) {
   const Bucket& bucket = buckets_[b];
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(compute_, &capture));
+  capturing_ = capture == cudaStreamCaptureStatusActive;
   CUDA_CHECK(cudaEventRecord(ready_[b], compute_));
   CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[b], 0));
   if (!started_) {
-    CUDA_CHECK(cudaEventRecord(first_start_, stream_));
+    record(first_start_, stream_);
     started_ = true;
   }
-  if (timeline_) CUDA_CHECK(cudaEventRecord(start_[b], stream_));
+  if (timeline_) record(start_[b], stream_);
   float* g = gradients_ + bucket.offset;
   if (wire_ == WireType::f32) {
     comm_.allreduce_async(g, bucket.count, WireType::f32, stream_);
@@ -71,13 +82,35 @@ void NcclReducer::launch(int b) {
     comm_.allreduce_async(w, bucket.count, wire_, stream_);
     cuda::cast_to_f32(w, g, static_cast<int64_t>(bucket.count), type, 1.0f, stream_);
   }
-  CUDA_CHECK(cudaEventRecord(done_[b], stream_));
+  record(done_[b], stream_);
+}
+
+// The end of a capture of backward: backward's end recorded for the exposed time, then the
+// communication stream joins the compute stream (a capture must end on the stream it began on),
+// so a replay ends once every bucket is reduced.
+void NcclReducer::join_capture() {
+  capturing_ = true;
+  record(backward_end_, compute_);
+  CUDA_CHECK(cudaEventRecord(joined_, stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, joined_, 0));
+  capturing_ = false;
+  captured_ = true;
+}
+
+void NcclReducer::graph_replayed() {
+  if (!captured_) throw std::logic_error("NcclReducer: a replay without a captured backward");
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    if (remaining_[b] != buckets_[b].last_tensor - buckets_[b].first_tensor + 1)
+      throw std::logic_error("NcclReducer: a replayed step's bucket was also launched by hand");
+    remaining_[b] = 0;
+  }
+  started_ = true;
 }
 
 ReducerStepStats NcclReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
     if (remaining_[b] != 0) throw std::logic_error("NcclReducer: backward left a bucket incomplete");
-  CUDA_CHECK(cudaEventRecord(backward_end_, compute_));
+  if (!captured_) CUDA_CHECK(cudaEventRecord(backward_end_, compute_));  // a replay recorded it
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
     CUDA_CHECK(cudaStreamWaitEvent(compute_, done_[b], 0));
     if (on_reduced) on_reduced(buckets_[b]);

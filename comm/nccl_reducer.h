@@ -7,6 +7,9 @@
 // loss gradient is pre-scaled by 1/ranks. Communication and exposed times are read from
 // events once the step has finished (finish_step). With a timeline, each bucket's allreduce
 // goes on its device communication track, placed by an event recorded in finish_step whose host time is known.
+// Under a CUDA graph capture of backward the same launches are captured (the events as external
+// records, so that every replay records them), the communication stream joins the compute
+// stream at the capture's end, and each replay stands for the bucket launches (graph_replayed).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,9 +35,13 @@ class NcclReducer final : public GradientExchange {
   ReducerStepStats finish_step() override;
   const std::vector<Bucket>& buckets() const override { return buckets_; }
   size_t sent_bytes_per_step() const override { return gradient_elements() * wire_type_size(wire_); }
+  bool capturable() const override { return true; }
+  void join_capture() override;
+  void graph_replayed() override;
 
  private:
   void launch(int bucket);
+  void record(cudaEvent_t event, cudaStream_t stream);
   void record_buckets_on_timeline();
 
   NcclCommunicator& comm_;
@@ -45,8 +52,10 @@ class NcclReducer final : public GradientExchange {
   cuda::DeviceBuffer wire_buffer_;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
   std::vector<cudaEvent_t> ready_, start_, done_;
-  cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr, anchor_ = nullptr;
+  cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr, anchor_ = nullptr, joined_ = nullptr;
   bool started_ = false, measured_ = false;
+  bool capturing_ = false;  // the compute stream is being captured: events are recorded as graph nodes
+  bool captured_ = false;   // backward (and these launches) replay as a graph: it records backward_end_
 };
 
 }  // namespace cnnbench

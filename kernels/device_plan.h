@@ -49,6 +49,12 @@ class DevicePlan {
   // the device; after synchronize(), last_update_applied() says whether it was applied.
   virtual void sgd_step_if_finite(const SgdConfig& config, float learning_rate) = 0;
   virtual bool last_update_applied() const = 0;
+
+  // CUDA graphs with a gradient hook (PlanOptions::cuda_graphs and an NCCL reducer): backward is
+  // captured with the launches its hooks make (after one step run plainly); `join` runs last
+  // inside that capture (the hooks' streams rejoin the plan's), and `replayed` after every later
+  // replay of it, whose hooks do not run. Without both, a plan with a hook runs without graphs.
+  virtual void set_capture_hooks(std::function<void()> /*join*/, std::function<void()> /*replayed*/) {}
 };
 
 }  // namespace cnnbench

@@ -56,10 +56,11 @@ struct StepWindow {
 
 // One rank's images: the same on every rank, so the averaged gradient equals each rank's.
 std::vector<float> run_steps(bool through_nccl, WireType wire, Timeline* timeline = nullptr,
-                             std::vector<StepWindow>* windows = nullptr) {
+                             std::vector<StepWindow>* windows = nullptr, bool graphs = false, int steps = 3) {
   const Graph g = small_net();
   PlanOptions options;
   options.allow_tf32 = false;
+  options.cuda_graphs = graphs;
   auto plan = compile_plan("cuda", g, options);
   init_parameters(plan->layout(), plan->parameters().data(), plan->buffers().data(), 9);
   plan->device()->upload_state();
@@ -70,12 +71,14 @@ std::vector<float> run_steps(bool through_nccl, WireType wire, Timeline* timelin
     EXPECT_GT(reducer->buckets().size(), 1u);
     plan->set_loss_gradient_scale(1.0f / static_cast<float>(nccl().size()));
     plan->set_gradient_ready_hook([r = reducer.get()](int i) { r->tensor_ready(i); });
+    plan->device()->set_capture_hooks([r = reducer.get()] { r->join_capture(); },
+                                      [r = reducer.get()] { r->graph_replayed(); });
     reducer->set_timeline(timeline);
   }
   const auto images = testing::random_vector<float>(g.input().out.elements(), 4);
   const std::vector<int32_t> labels = {0, 1, 2, 3};
   SgdConfig sgd;
-  for (int step = 0; step < 3; ++step) {
+  for (int step = 0; step < steps; ++step) {
     const auto start = Timeline::Clock::now();
     plan->set_input(images.data());
     plan->forward(Mode::training);
@@ -102,6 +105,16 @@ TEST(Nccl, ReducerStepsMatchStepsWithoutIt) {
   const auto alone = run_steps(false, WireType::f32);
   EXPECT_TRUE(testing::close("fp32 on the wire", run_steps(true, WireType::f32), alone, 1e-5));
   EXPECT_TRUE(testing::close("fp16 on the wire", run_steps(true, WireType::f16), alone, 2e-2));
+}
+
+// --cuda_graphs with NCCL: backward's graph holds the bucket allreduces (captured on the second
+// step, replayed on the third and fourth); four such steps end where four launched ones do, and
+// every step's communication time comes from the events the graph records.
+TEST(Nccl, GraphedStepsWithAllreducesMatchLaunchedSteps) {
+  SKIP_WITHOUT_GPU();
+  const auto graphed = run_steps(true, WireType::f32, nullptr, nullptr, true, 4);
+  const auto launched = run_steps(true, WireType::f32, nullptr, nullptr, false, 4);
+  EXPECT_TRUE(testing::close("four steps, graphs against launches", graphed, launched, 1e-5));
 }
 
 // --timeline on a GPU rank: every bucket's allreduce of every step on the device communication

@@ -158,7 +158,8 @@ const std::vector<FlagSpec>& flag_specs() {
     v.push_back(TEXT_FLAG(device, one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank")
                     .reads(training_runs)
                     .probe(kSynthetic, "gpu", "json:run.backend"));
-    v.push_back(BOOL_FLAG(cuda_graphs, "GPU: replay forward and backward as CUDA graphs (when gradients are not exchanged)")
+    v.push_back(BOOL_FLAG(cuda_graphs, "GPU: replay forward and backward as CUDA graphs (with --allreduce=nccl the bucket "
+                                       "allreduces inside backward's)")
                     .reads(training_runs)
                     .unless([](const Config& c) { return c.device != "gpu" ? "only with --device=gpu" : ""; })
                     .no_probe("needs a GPU: test_cuda_ops"));

@@ -161,15 +161,21 @@ bool CudaPlan::device_phase_times(StepPhases* phases) const {
 }
 
 // ---- running ----
-// With graphs on (and no per-layer timing or gradient hook, whose host work a replay would
-// skip), the first call captures the list and later calls launch the captured graph.
+// With graphs on (and no per-layer timing), the first call captures the list and later calls
+// launch the captured graph. A gradient hook (an NCCL reducer's bucket launches) is captured
+// too where the reducer gave capture hooks (set_capture_hooks): its launches join the capture,
+// it ends them before the capture ends, and it hears of every later replay, since the hooks'
+// host code runs only while capturing. Backward with hooks runs once plainly before its capture.
 void CudaPlan::run(const std::vector<Step>& steps, double LayerTime::*phase, int which) {
-  if (graphs_ && !layer_timing_ && !hook_) {
+  const bool hooked = hook_ && which == 2;
+  const bool capturable = graphs_ && !layer_timing_ && (!hook_ || (join_hook_ && replayed_hook_));
+  if (capturable && (!hooked || ran_plainly_[which])) {
     if (!graph_exec_[which]) {
       cudaGraph_t graph = nullptr;
       CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
         for (const Step& step : steps) step.run();
+        if (hooked) join_hook_();
       } catch (...) {
         cudaStreamEndCapture(stream_, &graph);
         if (graph) cudaGraphDestroy(graph);
@@ -178,10 +184,13 @@ void CudaPlan::run(const std::vector<Step>& steps, double LayerTime::*phase, int
       CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
       CUDA_CHECK(cudaGraphInstantiate(&graph_exec_[which], graph, 0));
       CUDA_CHECK(cudaGraphDestroy(graph));
+    } else if (hooked) {
+      replayed_hook_();
     }
     CUDA_CHECK(cudaGraphLaunch(graph_exec_[which], stream_));
     return;
   }
+  if (capturable) ran_plainly_[which] = true;
   for (const Step& step : steps) {
     if (!layer_timing_) {
       step.run();

@@ -128,6 +128,10 @@ class CudaPlan final : public Plan, public DevicePlan {
   bool device_phase_times(StepPhases* phases) const override;
   int64_t peak_device_memory_bytes() const override;         // memory.cc
   void set_wait_hook(std::function<void(double)> hook) override { wait_hook_ = std::move(hook); }
+  void set_capture_hooks(std::function<void()> join, std::function<void()> replayed) override {
+    join_hook_ = std::move(join);
+    replayed_hook_ = std::move(replayed);
+  }
   void sgd_step_if_finite(const SgdConfig& config, float learning_rate) override;  // sgd.cc
   bool last_update_applied() const override;                  // sgd.cc
 
@@ -257,6 +261,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   StepPhases phases_;
   std::vector<Step> forward_training_, forward_inference_, backward_;
   std::function<void(double)> wait_hook_;  // set_wait_hook(): called while wait() polls
+  std::function<void()> join_hook_, replayed_hook_;  // set_capture_hooks()
+  bool ran_plainly_[3] = {};  // a list with hooks runs once without capture first (NCCL sets up its connections)
 };
 
 }  // namespace cnnbench::cuda
