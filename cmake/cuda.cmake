@@ -58,7 +58,7 @@ if(CNNBENCH_CUDA_ENABLED)
   message(STATUS "cnnbench: GPU build on: CUDA ${CUDAToolkit_VERSION}, ${CUDNN_LIBRARY}, ${NCCL_LIBRARY}; "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES}")
   add_library(cnnbench_cuda STATIC kernels/cuda/device.cc kernels/cuda/elementwise.cu kernels/cuda/tensor_kernels.cu kernels/cuda/lrn_kernels.cu
-              kernels/cuda/cuda_plan.cc kernels/cuda/memory.cc kernels/cuda/plan_state.cc kernels/cuda/conv.cc kernels/cuda/batch_norm.cc
+              kernels/cuda/loss_kernels.cu kernels/cuda/cuda_plan.cc kernels/cuda/memory.cc kernels/cuda/plan_state.cc kernels/cuda/conv.cc kernels/cuda/batch_norm.cc
               kernels/cuda/pool.cc kernels/cuda/elementwise_ops.cc kernels/cuda/linear_loss.cc kernels/cuda/sgd.cc
               kernels/cuda/matmul_peak.cc)
   target_include_directories(cnnbench_cuda PUBLIC ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
