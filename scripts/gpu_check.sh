@@ -181,10 +181,11 @@ bench_run() {  # config model batch impl rep: one row of bench.csv
   [ ! -f "$csv" ] || est=$(awk -F'\t' -v c="$cfg" -v i="$impl" -v e="$est" '$4 == i && $8 > m { m = $8 }
     $3 == c && $4 == i { w = $8 } END { print w ? w : m ? m : e }' "$csv")
   (($(left) > est + 15)) || { LEFT+=("$key (~$est s)"); return 0; }
-  if [ "$impl" = cnnbench ] || [ "$impl" = unfused ]; then  # unfused: every op alone (--fuse_ops=false), to compare
+  if [ "$impl" = cnnbench ] || [ "$impl" = unfused ] || [ "$impl" = graphs ]; then
     cmd=("${CENV[@]}" "$C/bin/cnnbench" --model="$model" --batch_size="$batch" --use_fp16 --device=gpu --num_batches="$STEPS"
       --num_warmup_batches="$WARMUP" --benchmark_log_dir="$S/bench/cnnbench_results" --result_json="$f.json")
-    [ "$impl" = cnnbench ] || cmd+=(--fuse_ops=false)
+    [ "$impl" != unfused ] || cmd+=(--fuse_ops=false)  # every op alone, to compare
+    [ "$impl" != graphs ] || cmd+=(--cuda_graphs)      # forward and backward replayed as CUDA graphs
   else
     cmd=("${PY[@]}" "$ROOT/scripts/pytorch_gpu_reference.py" --model "$model" --batch_size "$batch"
       --precision fp16 --warmup "$WARMUP" --steps "$STEPS" --json "$f.json")
@@ -199,7 +200,7 @@ bench_run() {  # config model batch impl rep: one row of bench.csv
   [ ! -s "$f.json" ] || "${PY[@]}" - "$f.json" "$impl" "$batch" >"$f.fig" <<'EOF' || true
 import json, sys
 d, impl, batch = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
-if impl in ("cnnbench", "unfused"):  # median step as PyTorch's median; throughput as its mean
+if impl in ("cnnbench", "unfused", "graphs"):  # median step as PyTorch's median; throughput as its mean
     s = d["summary"]; print(batch / s["step_time_p50_sec"], s["images_per_sec"], "", "", sep="\t")
 else:
     print(d["images_per_sec_median"], d["images_per_sec_mean"], d["peak_memory_gib"], d.get("peak_memory_reserved_gib", ""), sep="\t")
@@ -313,17 +314,18 @@ if os.path.exists(b):
     def cell(vals, f="{:.0f}"):
         return "-" if not vals else f.format(st.median(vals)) + (f" ({f.format(min(vals))}-{f.format(max(vals))}, {len(vals)})" if len(vals) > 1 else "")
     print("\nimg/s: median of each run's step medians (range, runs); GPU memory: peak in use (nvidia-smi), MiB\n")
-    print("| mode | run | cnnbench | eager | compile | vs eager | vs compile | memory cnnbench / eager / compile | torch allocated / reserved GiB | unfused (--fuse_ops=false), memory |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| mode | run | cnnbench | eager | compile | vs eager | vs compile | memory cnnbench / eager / compile | torch allocated / reserved GiB | unfused (--fuse_ops=false), memory | graphs (--cuda_graphs), memory |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, cfg in sorted({(r["mode"], r["config"]) for r in rows}):
         v = {i: [r for r in rows if (r["mode"], r["config"], r["impl"]) == (mode, cfg, i)] for i in ("cnnbench", "eager", "compile")}
-        u = [r for r in rows if (r["mode"], r["config"], r["impl"]) == (mode, cfg, "unfused")]
+        other = lambda impl: [r for r in rows if (r["mode"], r["config"], r["impl"]) == (mode, cfg, impl)]
+        both = lambda rs: (cell([float(r["img_s_median"]) for r in rs if r["img_s_median"]]) + ", " +
+                           cell([float(r["gpu_mem_peak_mib"]) for r in rs if r["gpu_mem_peak_mib"]])) if rs else "-"
         ips = {i: [float(r["img_s_median"]) for r in v[i] if r["img_s_median"]] for i in v}
         ratio = lambda i: f"{st.median(ips['cnnbench']) / st.median(ips[i]):.2f}x" if ips["cnnbench"] and ips[i] else "-"
         mem = " / ".join(cell([float(r["gpu_mem_peak_mib"]) for r in v[i] if r["gpu_mem_peak_mib"]]) for i in v)
         tg = " / ".join(cell([float(r[c]) for r in v["eager"] if r[c]], "{:.1f}") for c in ("torch_allocated_gib", "torch_reserved_gib"))
-        unfused = cell([float(r["img_s_median"]) for r in u if r["img_s_median"]]) + ", " + cell([float(r["gpu_mem_peak_mib"]) for r in u if r["gpu_mem_peak_mib"]]) if u else "-"
-        print(f"| {mode} | {cfg} | {cell(ips['cnnbench'])} | {cell(ips['eager'])} | {cell(ips['compile'])} | {ratio('eager')} | {ratio('compile')} | {mem} | {tg} (eager) | {unfused} |")
+        print(f"| {mode} | {cfg} | {cell(ips['cnnbench'])} | {cell(ips['eager'])} | {cell(ips['compile'])} | {ratio('eager')} | {ratio('compile')} | {mem} | {tg} (eager) | {both(other('unfused'))} | {both(other('graphs'))} |")
 mb = os.path.join(S, "maxbatch", "runs.tsv")
 if os.path.exists(mb):
     print("\nresnet50 fp16, the largest batch (5 steps; GPU memory peak from nvidia-smi, MiB)\n\n| batch | exit | GPU memory | outcome |\n|---|---|---|---|")
