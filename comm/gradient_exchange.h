@@ -59,6 +59,8 @@ class GradientExchange {
   virtual bool capturable() const { return false; }
   virtual void join_capture() { throw std::logic_error("this gradient exchange cannot be captured"); }
   virtual void graph_replayed() { throw std::logic_error("this gradient exchange cannot be captured"); }
+  // Called before the communicator aborts (a plan dropping the graphs that hold its collectives).
+  virtual void set_before_abort(std::function<void()> /*f*/) {}
   // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
   virtual size_t sent_bytes_per_step() const = 0;
   // Elements of all buckets together: the gradients (with a device plan's alignment gaps).

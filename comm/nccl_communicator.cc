@@ -71,6 +71,12 @@ void NcclCommunicator::check_health(double waited_sec) {
 
 void NcclCommunicator::abort_with(const std::string& why) {
   aborted_ = true;
+  if (before_abort_) {
+    try {
+      before_abort_();
+    } catch (...) {  // the abort and its message come first
+    }
+  }
   ncclCommAbort(comm_);
   comm_ = nullptr;
   throw std::runtime_error(why);

@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <functional>
+
 #include "comm/communicator.h"
 
 namespace cnnbench {
@@ -25,6 +27,9 @@ class NcclCommunicator final : public Communicator {
   // Throws (after aborting the communicator) on an asynchronous NCCL error, or when a wait has
   // lasted `waited_sec` > the timeout.
   void check_health(double waited_sec);
+  // Runs before an abort: ncclCommAbort waits until every CUDA graph holding this communicator's
+  // work is destroyed (a plan's captured backward), so the plan drops its graphs here.
+  void set_before_abort(std::function<void()> f) { before_abort_ = std::move(f); }
   int device() const { return device_; }
 
  private:
@@ -34,6 +39,7 @@ class NcclCommunicator final : public Communicator {
   int device_ = 0;
   double timeout_sec_;
   bool aborted_ = false;
+  std::function<void()> before_abort_;
 };
 
 }  // namespace cnnbench

@@ -91,10 +91,12 @@ void NcclReducer::launch(int b) {
 void NcclReducer::join_capture() {
   capturing_ = true;
   record(backward_end_, compute_);
-  CUDA_CHECK(cudaEventRecord(joined_, stream_));
-  CUDA_CHECK(cudaStreamWaitEvent(compute_, joined_, 0));
+  if (started_) {  // the communication stream joined the capture with a bucket: it must rejoin
+    CUDA_CHECK(cudaEventRecord(joined_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, joined_, 0));
+  }
   capturing_ = false;
-  captured_ = true;
+  captured_ = graph_step_ = true;
 }
 
 void NcclReducer::graph_replayed() {
@@ -104,13 +106,14 @@ void NcclReducer::graph_replayed() {
       throw std::logic_error("NcclReducer: a replayed step's bucket was also launched by hand");
     remaining_[b] = 0;
   }
-  started_ = true;
+  started_ = graph_step_ = true;
 }
 
 ReducerStepStats NcclReducer::wait_for_buckets(const std::function<void(const Bucket&)>& on_reduced) {
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b)
     if (remaining_[b] != 0) throw std::logic_error("NcclReducer: backward left a bucket incomplete");
-  if (!captured_) CUDA_CHECK(cudaEventRecord(backward_end_, compute_));  // a replay recorded it
+  if (!graph_step_) CUDA_CHECK(cudaEventRecord(backward_end_, compute_));  // else the graph recorded it
+  graph_step_ = false;
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
     CUDA_CHECK(cudaStreamWaitEvent(compute_, done_[b], 0));
     if (on_reduced) on_reduced(buckets_[b]);

@@ -10,6 +10,7 @@
 // Under a CUDA graph capture of backward the same launches are captured (the events as external
 // records, so that every replay records them), the communication stream joins the compute
 // stream at the capture's end, and each replay stands for the bucket launches (graph_replayed).
+// A replay ends with the last allreduce, so the updates then no longer overlap later buckets'.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,6 +39,7 @@ class NcclReducer final : public GradientExchange {
   bool capturable() const override { return true; }
   void join_capture() override;
   void graph_replayed() override;
+  void set_before_abort(std::function<void()> f) override { comm_.set_before_abort(std::move(f)); }
 
  private:
   void launch(int bucket);
@@ -55,7 +57,8 @@ class NcclReducer final : public GradientExchange {
   cudaEvent_t first_start_ = nullptr, backward_end_ = nullptr, anchor_ = nullptr, joined_ = nullptr;
   bool started_ = false, measured_ = false;
   bool capturing_ = false;  // the compute stream is being captured: events are recorded as graph nodes
-  bool captured_ = false;   // backward (and these launches) replay as a graph: it records backward_end_
+  bool captured_ = false;   // a graph holds these launches (join_capture() ran)
+  bool graph_step_ = false;  // this step's backward ran as that graph, which recorded backward_end_
 };
 
 }  // namespace cnnbench

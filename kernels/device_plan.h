@@ -55,6 +55,8 @@ class DevicePlan {
   // inside that capture (the hooks' streams rejoin the plan's), and `replayed` after every later
   // replay of it, whose hooks do not run. Without both, a plan with a hook runs without graphs.
   virtual void set_capture_hooks(std::function<void()> /*join*/, std::function<void()> /*replayed*/) {}
+  // Destroys the captured graphs (before an NCCL abort, which waits for them); later steps capture again.
+  virtual void drop_graphs() {}
 };
 
 }  // namespace cnnbench

@@ -152,14 +152,19 @@ TEST(Clients, ResultFilesHoldNoNumberThatWasNotMeasured) {
     EXPECT_GE(summary["cpu_wait_fraction"].get<double>(), 0.0);
     EXPECT_LE(summary["cpu_wait_fraction"].get<double>(), 1.0);
   }
-  if (!summary["fraction_of_peak"].is_null()) EXPECT_LE(summary["fraction_of_peak"].get<double>(), 1.0);
+  if (!summary["fraction_of_peak"].is_null()) {
+    EXPECT_LE(summary["fraction_of_peak"].get<double>(), 1.0);
+  }
   const std::vector<CsvRow> csv = parse_csv(slurp_file(dir + "/cnnbench_results/results.csv"), "results.csv");
   ASSERT_EQ(csv.size(), 2u);
   const std::vector<std::string>& header = csv[0].fields;
   const std::vector<std::string>& row = csv[1].fields;
   ASSERT_EQ(header.size(), row.size());
-  for (size_t i = 0; i < header.size(); ++i)
-    if (header[i] == "scaling_efficiency") EXPECT_EQ(row[i], "") << "empty, not 0";
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == "scaling_efficiency") {
+      EXPECT_EQ(row[i], "") << "empty, not 0";
+    }
+  }
 
   r = run_cnnbench(run + "--result_json=one.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -205,18 +210,23 @@ TEST(Clients, TimelineFollowsTheTraceEventFormatStrictly) {
       EXPECT_EQ(e["cat"], "__metadata");
       EXPECT_EQ(e["ts"], 0);
       ASSERT_TRUE(e.contains("args") && e["args"].is_object());
-      if (name == "process_name") EXPECT_TRUE(processes.emplace(pid, e["args"]["name"]).second) << "named once";
-      else if (name == "thread_name") EXPECT_TRUE(tracks.emplace(std::make_pair(pid, tid), e["args"]["name"]).second);
-      else EXPECT_TRUE(name == "process_sort_index" || name == "thread_sort_index") << name;
+      if (name == "process_name") {
+        EXPECT_TRUE(processes.emplace(pid, e["args"]["name"]).second) << "named once";
+      } else if (name == "thread_name") {
+        EXPECT_TRUE(tracks.emplace(std::make_pair(pid, tid), e["args"]["name"]).second);
+      } else {
+        EXPECT_TRUE(name == "process_sort_index" || name == "thread_sort_index") << name;
+      }
     } else if (ph == "X") {
       EXPECT_GT(e["ts"].get<double>(), 0.0) << "ts 0 is the metadata's";
       ASSERT_TRUE(e.contains("dur") && e["dur"].is_number());
       EXPECT_GE(e["dur"].get<double>(), 0.0);
       auto& track = slices[{pid, tid}];
       const double ts = e["ts"], end = ts + e["dur"].get<double>();
-      if (!track.empty())
+      if (!track.empty()) {
         EXPECT_TRUE(track.back().first < ts || (track.back().first == ts && track.back().second >= end))
             << "in start order, the longer first";
+      }
       track.push_back({ts, end});
     } else {
       ASSERT_EQ(ph, "I") << "the instant every reader knows (DevTools and TracerBench skip \"i\")";
@@ -236,7 +246,9 @@ TEST(Clients, TimelineFollowsTheTraceEventFormatStrictly) {
     constexpr double slack = 0.002;  // ts and dur are written to the nanosecond each
     for (const auto& [start, end] : spans) {
       while (!open.empty() && open.back() <= start + slack) open.pop_back();
-      if (!open.empty()) EXPECT_LE(end, open.back() + slack) << "a slice crosses its parent's end at " << start;
+      if (!open.empty()) {
+        EXPECT_LE(end, open.back() + slack) << "a slice crosses its parent's end at " << start;
+      }
       open.push_back(end);
     }
   }

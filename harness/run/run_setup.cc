@@ -161,8 +161,10 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
                                                 wire_type(config.compression), powersgd_settings(config).get());
   plan.set_loss_gradient_scale(1.0f / static_cast<float>(comm.size()));
   plan.set_gradient_ready_hook([r = reducer.get()](int index) { r->tensor_ready(index); });
-  if (DevicePlan* device = plan.device(); device && reducer->capturable())  // --cuda_graphs: allreduces in backward's graph
+  if (DevicePlan* device = plan.device(); device && reducer->capturable()) {  // --cuda_graphs: allreduces in backward's graph
     device->set_capture_hooks([r = reducer.get()] { r->join_capture(); }, [r = reducer.get()] { r->graph_replayed(); });
+    reducer->set_before_abort([device] { device->drop_graphs(); });
+  }
   return reducer;
 }
 

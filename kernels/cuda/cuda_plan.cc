@@ -125,7 +125,18 @@ void CudaPlan::forward(Mode mode) {
 
 void CudaPlan::backward() {
   run(backward_, &LayerTime::backward_sec, 2);
-  mark(2);
+  if (graph_marked_backward_)  // inside the graph, before it waits for the allreduces
+    marked_ |= 1 << 2;
+  else
+    mark(2);
+}
+
+void CudaPlan::drop_graphs() {
+  for (cudaGraphExec_t& g : graph_exec_)
+    if (g) {
+      cudaGraphExecDestroy(g);  // an executing graph is freed once its work ends
+      g = nullptr;
+    }
 }
 
 void CudaPlan::synchronize(LossResult* loss) {
@@ -169,13 +180,17 @@ bool CudaPlan::device_phase_times(StepPhases* phases) const {
 void CudaPlan::run(const std::vector<Step>& steps, double LayerTime::*phase, int which) {
   const bool hooked = hook_ && which == 2;
   const bool capturable = graphs_ && !layer_timing_ && (!hook_ || (join_hook_ && replayed_hook_));
+  if (which == 2) graph_marked_backward_ = false;
   if (capturable && (!hooked || ran_plainly_[which])) {
     if (!graph_exec_[which]) {
       cudaGraph_t graph = nullptr;
       CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
         for (const Step& step : steps) step.run();
-        if (hooked) join_hook_();
+        if (hooked) {  // backward's end for the phase times, then the allreduces' streams rejoin
+          CUDA_CHECK(cudaEventRecordWithFlags(marks_[2], stream_, cudaEventRecordExternal));
+          join_hook_();
+        }
       } catch (...) {
         cudaStreamEndCapture(stream_, &graph);
         if (graph) cudaGraphDestroy(graph);
@@ -188,6 +203,7 @@ void CudaPlan::run(const std::vector<Step>& steps, double LayerTime::*phase, int
       replayed_hook_();
     }
     CUDA_CHECK(cudaGraphLaunch(graph_exec_[which], stream_));
+    graph_marked_backward_ = hooked;
     return;
   }
   if (capturable) ran_plainly_[which] = true;

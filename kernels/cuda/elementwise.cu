@@ -49,28 +49,35 @@ __global__ void lars_norms_kernel(const float* w, const float* g, const TensorCh
   }
 }
 
-// One block per chunk: its tensor's norms (its chunks' partials summed in order, the same sum in
-// every block of the tensor), the trust ratio, then the momentum update as the CPU's lars_update.
+// One block per chunk: its tensor's norms (its chunks' partials summed by the first warp in a
+// fixed order, lane-strided then a fixed shuffle tree: the same sum in every block of the
+// tensor), the trust ratio, then the momentum update as the CPU's lars_update.
 __global__ void lars_apply_kernel(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first,
                                   const int32_t* first_chunk, const uint8_t* adapt, const double* partials,
                                   LarsSettings p, const int* skip_if) {
   if (skip_if && *skip_if) return;
   const TensorChunk c = chunks[first + blockIdx.x];
   __shared__ float shared_rate, shared_decay;
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < 32) {
     float rate = p.lr, decay = 0.0f;
     if (adapt[c.tensor]) {
       double ww = 0, gg = 0;
-      for (int32_t k = first_chunk[c.tensor]; k < first_chunk[c.tensor + 1]; ++k) {
+      for (int32_t k = first_chunk[c.tensor] + threadIdx.x; k < first_chunk[c.tensor + 1]; k += 32) {
         ww += partials[2 * int64_t{k}];
         gg += partials[2 * int64_t{k} + 1];
+      }
+      for (int offset = 16; offset > 0; offset /= 2) {
+        ww += __shfl_down_sync(0xffffffffu, ww, offset);
+        gg += __shfl_down_sync(0xffffffffu, gg, offset);
       }
       const double w_norm = sqrt(ww), g_norm = sqrt(gg);
       if (w_norm > 0 && g_norm > 0) rate = static_cast<float>(p.lr * p.eta * w_norm / (g_norm + p.weight_decay * w_norm));
       decay = p.weight_decay;
     }
-    shared_rate = rate;
-    shared_decay = decay;
+    if (threadIdx.x == 0) {
+      shared_rate = rate;
+      shared_decay = decay;
+    }
   }
   __syncthreads();
   const float rate = shared_rate, decay = shared_decay;

@@ -132,6 +132,7 @@ class CudaPlan final : public Plan, public DevicePlan {
     join_hook_ = std::move(join);
     replayed_hook_ = std::move(replayed);
   }
+  void drop_graphs() override;  // cuda_plan.cc
   void sgd_step_if_finite(const SgdConfig& config, float learning_rate) override;  // sgd.cc
   bool last_update_applied() const override;                  // sgd.cc
 
@@ -263,6 +264,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::function<void(double)> wait_hook_;  // set_wait_hook(): called while wait() polls
   std::function<void()> join_hook_, replayed_hook_;  // set_capture_hooks()
   bool ran_plainly_[3] = {};  // a list with hooks runs once without capture first (NCCL sets up its connections)
+  bool graph_marked_backward_ = false;  // this step's backward graph recorded marks_[2] before the allreduces' join
 };
 
 }  // namespace cnnbench::cuda
