@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,6 +109,93 @@ TEST(CudaOps, AddAndReluInPlace) {
   cuda::add_forward(da.data(), db.data(), da.data(), n, /*relu=*/true, DType::f32, nullptr);
   const std::vector<float> out = to_host<float>(da, n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], std::max(a[i] + b[i], 0.0f)) << i;
+}
+
+// The elementwise kernels (ReLU, add, bias + ReLU, each way) move 16 bytes at a time where the
+// pointers are 16-byte aligned and the count (and for the bias, the features) a multiple of the
+// pack, else one element: both paths, in every type, give the CPU's values to the bit (each is
+// one float operation rounded once). Cases: packed; a count that is not a multiple; a pointer one
+// element off alignment; 6 features for the bias.
+TEST(CudaOps, ElementwiseKernelsMatchTheCpuPackedOrNot) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t count, offset, features;
+  };
+  for (const DType type : {DType::f32, DType::f16, DType::bf16}) {
+    const size_t es = dtype_size(type);
+    const auto round = [type](float x) {
+      return type == DType::f16 ? f16_to_f32(f32_to_f16(x)) : type == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
+    };
+    // host floats <-> the device's elements of `type`, `offset` elements into a buffer
+    const auto upload = [&](const std::vector<float>& v, int64_t offset) {
+      cuda::DeviceBuffer b((v.size() + offset) * es);
+      std::vector<uint8_t> bytes((v.size() + offset) * es, 0);
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (type == DType::f32) std::memcpy(&bytes[(i + offset) * es], &v[i], 4);
+        const uint16_t h = type == DType::f16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+        if (type != DType::f32) std::memcpy(&bytes[(i + offset) * es], &h, 2);
+      }
+      b.upload(bytes.data(), bytes.size());
+      return b;
+    };
+    const auto download = [&](const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
+      std::vector<uint8_t> bytes((n + offset) * es);
+      b.download(bytes.data(), bytes.size());
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h = 0;
+        if (type == DType::f32) std::memcpy(&v[i], &bytes[(i + offset) * es], 4);
+        if (type != DType::f32) std::memcpy(&h, &bytes[(i + offset) * es], 2);
+        if (type == DType::f16) v[i] = f16_to_f32(h);
+        if (type == DType::bf16) v[i] = bf16_to_f32(h);
+      }
+      return v;
+    };
+    const auto at = [es](const cuda::DeviceBuffer& b, int64_t offset) { return b.as<char>() + offset * es; };
+    for (const Case c : {Case{4096, 0, 64}, Case{4099, 0, 61}, Case{4096, 1, 64}, Case{4096, 0, 6}}) {
+      const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(c.count) + " elements at +" +
+                               std::to_string(c.offset) + ", " + std::to_string(c.features) + " features";
+      const size_t n = static_cast<size_t>(c.count);
+      std::vector<float> x = random_values(n, 21), y0 = random_values(n, 22), dy = random_values(n, 23);
+      for (auto* v : {&x, &y0, &dy})
+        for (float& e : *v) e = round(e);
+      std::vector<float> bias = random_values(static_cast<size_t>(c.features), 24);
+      // ReLU forward, and its backward written and accumulated
+      cuda::DeviceBuffer dx_in = upload(x, c.offset), dy_in = upload(dy, c.offset);
+      cuda::DeviceBuffer relu_out = upload(std::vector<float>(n, 0.0f), c.offset);
+      cuda::relu_forward(at(dx_in, c.offset), at(relu_out, c.offset), c.count, type, nullptr);
+      const std::vector<float> r = download(relu_out, n, c.offset);
+      cuda::DeviceBuffer grad = upload(y0, c.offset);
+      cuda::relu_backward(at(relu_out, c.offset), at(dy_in, c.offset), at(grad, c.offset), c.count, true, type, nullptr);
+      const std::vector<float> g = download(grad, n, c.offset);
+      // add with ReLU, and its backward into one gradient written and one accumulated
+      cuda::DeviceBuffer sum = upload(std::vector<float>(n, 0.0f), c.offset), da = upload(y0, c.offset),
+                         db = upload(y0, c.offset);
+      cuda::add_forward(at(dx_in, c.offset), at(grad, c.offset), at(sum, c.offset), c.count, true, type, nullptr);
+      const std::vector<float> s = download(sum, n, c.offset);
+      cuda::add_backward(at(sum, c.offset), at(dy_in, c.offset), at(da, c.offset), at(db, c.offset), c.count, true,
+                         false, true, type, nullptr);
+      const std::vector<float> ga = download(da, n, c.offset), gb = download(db, n, c.offset);
+      // bias + ReLU in place over rows x features (the rows that fit)
+      const int64_t rows = c.count / c.features;
+      cuda::DeviceBuffer with_bias = upload(x, c.offset), d_bias = on_device(bias);
+      cuda::add_bias(at(with_bias, c.offset), d_bias.as<float>(), rows, c.features, true, type, nullptr);
+      const std::vector<float> wb = download(with_bias, n, c.offset);
+      for (size_t i = 0; i < n; ++i) {
+        const float relu = std::max(x[i], 0.0f);
+        ASSERT_EQ(r[i], relu) << what << ": relu " << i;
+        ASSERT_EQ(g[i], round(y0[i] + (relu > 0.0f ? dy[i] : 0.0f))) << what << ": relu backward " << i;
+        const float added = round(std::max(x[i] + g[i], 0.0f));
+        ASSERT_EQ(s[i], added) << what << ": add " << i;
+        const float through = added > 0.0f ? dy[i] : 0.0f;
+        ASSERT_EQ(ga[i], through) << what << ": add backward, written " << i;
+        ASSERT_EQ(gb[i], round(y0[i] + through)) << what << ": add backward, accumulated " << i;
+        const bool biased = static_cast<int64_t>(i) < rows * c.features;
+        const float b = biased ? round(std::max(x[i] + bias[i % c.features], 0.0f)) : x[i];
+        ASSERT_EQ(wb[i], b) << what << ": bias " << i;
+      }
+    }
+  }
 }
 
 // The loss, top-1/5 and gradient, with and without label smoothing (the smoothed loss differs
