@@ -1,12 +1,16 @@
 // The memory plan: plan_memory()'s placement (buffers live at the same time never share a byte;
 // buffers that are not do share), and the oneDNN plan with shared memory training bit for bit
 // as the one where every tensor has bytes of its own, on whole models.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
 
 #include "kernels/backend.h"
+#include "kernels/device_tensors.h"
 #include "kernels/memory_plan.h"
+#include "models/graph_builder.h"
 #include "models/model_zoo.h"
 #include "test_util.h"
 
@@ -184,6 +188,60 @@ INSTANTIATE_TEST_SUITE_P(Models, OnednnMemoryPlan,
                            s << info.param;
                            return s.str();
                          });
+
+// The device plans' host-side decisions (kernels/device_tensors.h), here without a GPU: in fp16
+// resnet50's 16 block ends run as batch norm + add + ReLU with the batch norm's output in the
+// add's buffer, which the arena shows (smaller than with every op alone); the fused op's three
+// inputs and outputs, all in use at the add's place, never share bytes; the RGB input is stored
+// with 4 channels in 16-bit types only, and only when convolutions alone read it.
+TEST(DeviceTensors, FusionsShareBuffersAndShrinkTheArena) {
+  const Graph g = build_model("resnet50", 8);
+  DeviceTensorOptions options;
+  options.compute = DType::f16;
+  const DeviceTensors fused = plan_device_tensors(g, options);
+  options.fuse = false;
+  const DeviceTensors alone = plan_device_tensors(g, options);
+  int fusions = 0;
+  for (const Node& bn : g.nodes) {
+    const int add = fused.fused_into_add[bn.id];
+    if (add < 0) continue;
+    ++fusions;
+    EXPECT_EQ(fused.fused_bn_of[add], bn.id);
+    EXPECT_EQ(fused.out_offset[bn.id], fused.out_offset[add]) << bn.name << " is stored in its add's buffer";
+    const Node& a = g.nodes[add];
+    const int residual = a.inputs[0] == bn.id ? a.inputs[1] : a.inputs[0];
+    const int64_t outs[] = {fused.out_offset[bn.inputs[0]], fused.out_offset[residual], fused.out_offset[add]};
+    const int64_t diffs[] = {fused.diff_offset[bn.inputs[0]], fused.diff_offset[residual], fused.diff_offset[add]};
+    for (int i = 0; i < 3; ++i)
+      for (int j = i + 1; j < 3; ++j) {
+        EXPECT_NE(outs[i], outs[j]) << a.name;
+        EXPECT_NE(diffs[i], diffs[j]) << a.name;
+      }
+  }
+  EXPECT_EQ(fusions, 16);
+  EXPECT_LT(fused.arena_bytes, alone.arena_bytes);
+  for (const Node& n : g.nodes) EXPECT_EQ(alone.alias_of[n.id], n.id);
+  std::printf("resnet50 fp16 batch 8, device arena: %.1f MiB fused, %.1f MiB with every op alone\n",
+              fused.arena_bytes / 1048576.0, alone.arena_bytes / 1048576.0);
+
+  options.fuse = true;
+  options.compute = DType::bf16;  // ReLUs in place, but cuDNN fuses BN+add+ReLU in fp16 only
+  const DeviceTensors bf16 = plan_device_tensors(g, options);
+  EXPECT_EQ(std::count(bf16.fused_bn_of.begin(), bf16.fused_bn_of.end(), -1), static_cast<long>(g.nodes.size()));
+  EXPECT_EQ(bf16.input_channels, 4);
+  options.compute = DType::f32;
+  EXPECT_EQ(plan_device_tensors(g, options).input_channels, 3);
+  options.compute = DType::f16;
+  options.pad_input_channels = false;
+  EXPECT_EQ(plan_device_tensors(g, options).input_channels, 3);
+  options.pad_input_channels = true;
+  const DeviceTensors padded = plan_device_tensors(g, options);
+  EXPECT_EQ(padded.stored_shape(g, 0).c, 4);
+  EXPECT_EQ(padded.stored_shape(g, 0).elements(), g.input().out.elements() / 3 * 4);
+  GraphBuilder b("pool_first", {2, 3, 8, 8});
+  const Graph pooled = b.finish(b.linear(b.global_avg_pool(b.input(), "gap"), 2, "fc"));
+  EXPECT_EQ(plan_device_tensors(pooled, options).input_channels, 3) << "a pool reads the input";
+}
 
 }  // namespace
 }  // namespace cnnbench

@@ -1,47 +1,16 @@
 // kernels/cuda/batch_norm.cc — CudaPlan's batch norm: cuDNN's training forward and backward
 // (spatial persistent, with the following ReLU fused for fp16) and its inference forward; in
-// fp16 also batch norm + residual add + ReLU as one call each way (BN_ADD_ACTIVATION); and
-// find_fusions(), which decides what runs fused before the arena is planned.
+// fp16 also batch norm + residual add + ReLU as one call each way (BN_ADD_ACTIVATION), where
+// kernels/device_tensors.h decided it.
 #include "kernels/cuda/plan_internal.h"
 
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
 
-#include "kernels/bn_add_relu.h"
 #include "kernels/cuda/tensor_kernels.h"
 
 namespace cnnbench::cuda {
-
-// A ReLU whose input feeds nothing else runs in place on that input's buffer (and gradient).
-// With fp16, a batch norm + add + ReLU (kernels/bn_add_relu.h) where that ReLU runs in place
-// and cuDNN takes the channel count (a multiple of 4) is one op: the batch norm's output shares
-// the add's buffer, since nothing but the fused call would have read it.
-void CudaPlan::find_fusions() {
-  const size_t count = graph_.nodes.size();
-  alias_of_.resize(count);
-  for (size_t i = 0; i < count; ++i) alias_of_[i] = static_cast<int>(i);
-  fused_relu_of_.assign(count, -1);
-  fused_into_add_.assign(count, -1);
-  fused_bn_of_.assign(count, -1);
-  if (!fuse_) return;
-  for (const Node& node : graph_.nodes) {
-    if (node.kind != OpKind::relu) continue;
-    const int p = node.inputs[0];
-    if (p == 0 || consumers_[p].size() != 1 || p == graph_.output) continue;
-    alias_of_[node.id] = alias_of_[p];
-    fused_relu_of_[p] = node.id;
-  }
-  if (type_ != DType::f16) return;  // cuDNN's BN+add+activation is NHWC half only
-  for (const BnAddRelu& f : find_bn_add_relu(graph_)) {
-    const Node& bn = graph_.nodes[f.batch_norm];
-    if (bn.out.c % 4 != 0 || fused_relu_of_[f.add] != f.relu) continue;
-    if (alias_of_[f.residual] == alias_of_[bn.inputs[0]]) continue;  // one buffer as x and the residual
-    fused_into_add_[f.batch_norm] = f.add;
-    fused_bn_of_[f.add] = f.batch_norm;
-    alias_of_[f.batch_norm] = alias_of_[f.add];
-  }
-}
 
 void CudaPlan::compile_batch_norm(const Node& node) {
   NodeState& s = nodes_[node.id];

@@ -73,18 +73,13 @@ std::unique_ptr<FilterDesc> CudaPlan::filter_desc(const Node& node) const {
   return d;
 }
 
-// 16-bit tensor-core kernels want channel counts that are multiples of 4 or 8: an RGB input
-// read only by (ungrouped) convolutions is stored with a fourth channel of zeros, and those
-// convolutions read a copy of their filter with a fourth input channel of zeros, refreshed from
-// the weights each step; their filter gradient comes back with 4 channels and the first 3 are
-// kept. The images' gradient (tests) has the stored 4 channels too; read_input_grad() drops one.
-void CudaPlan::plan_input_padding() {
-  const Node& in = graph_.input();
-  input_channels_ = in.out.c;
-  if (!pad_input_ || type_ == DType::f32 || in.out.c != 3) return;
-  for (const int u : consumers_[0])
-    if (graph_.nodes[u].kind != OpKind::conv || graph_.nodes[u].conv.groups != 1) return;
-  input_channels_ = 4;
+// 16-bit tensor-core kernels want channel counts that are multiples of 4 or 8: where the input
+// is stored with a fourth zero channel (kernels/device_tensors.h), its convolutions read a copy
+// of their filter with a fourth zero input channel, refreshed from the weights each step; their
+// filter gradient comes back with 4 channels and the first 3 are kept. The images' gradient
+// (tests) has the stored 4 channels too; read_input_grad() drops one.
+void CudaPlan::allocate_padded_filters() {
+  if (input_channels_ == graph_.input().out.c) return;
   for (const int u : consumers_[0]) {
     const Node& conv = graph_.nodes[u];
     const size_t bytes = conv.conv.out_channels * conv.conv.kernel_h * conv.conv.kernel_w * input_channels_ * esize();

@@ -3,8 +3,9 @@
 // the replay of the launch lists, synchronize(), and make_cuda_plan().
 //
 // The cuda backend. compile() walks the graph once: it places every activation and gradient in
-// one planned arena (memory.cc), allocates workspaces and statistics buffers, picks each convolution's algorithms (cuDNN's
-// timed search, or its heuristics), and records three lists of launches (training forward,
+// one planned arena (kernels/device_tensors.h, allocated in memory.cc), allocates workspaces and
+// statistics buffers, picks each convolution's algorithms (cuDNN's timed search, or its
+// heuristics), and records three lists of launches (training forward,
 // inference forward, backward). A step replays a list on one stream: no allocation, and no
 // host synchronisation until synchronize() ends the step.
 //
@@ -314,8 +315,14 @@ void CudaPlan::compile() {
   CUDA_CHECK(cudaMemset(d_dropout_step_.data(), 0, sizeof(uint64_t)));
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
-  find_fusions();  // batch_norm.cc
-  plan_input_padding();  // conv.cc
+  // what runs fused or in place, the input's stored channels and the arena (kernels/device_tensors.h)
+  tensors_ = plan_device_tensors(graph_, {type_, fuse_, pad_input_, share_memory_, input_grad_});
+  alias_of_ = tensors_.alias_of;
+  fused_relu_of_ = tensors_.fused_relu_of;
+  fused_into_add_ = tensors_.fused_into_add;
+  fused_bn_of_ = tensors_.fused_bn_of;
+  input_channels_ = tensors_.input_channels;
+  allocate_padded_filters();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();
   for (const Node& node : graph_.nodes) {

@@ -1,18 +1,6 @@
-// kernels/cuda/memory.cc — places the cuda plan's activations and their gradients in one device
-// arena (kernels/memory_plan.h), and says how much memory a plan that does not fit would need.
-//
-// Lifetimes come from the graph, one node a time unit, on the two timelines a plan runs (a
-// training step: set_input, forward in node order, loss(), backward in reverse node order; an
-// inference step: set_input, forward, loss()). Every forward step of a node writes its output and
-// reads its inputs'; every backward step of a node reads its output, its inputs' outputs and its
-// own gradient, and writes (or adds to) its inputs' gradients. That is more than most ops touch,
-// never less, so the plan can only keep a tensor too long. A ReLU in place shares its producer's
-// tensors (alias_of_): their uses count as one tensor's.
-//
-// Outputs live from their forward step to their own backward step: the activations a step keeps
-// for backward. Gradients live from their first consumer's backward step to their own, so most
-// of them take bytes an activation no longer needs: the arena is about the activations' size
-// where every tensor in bytes of its own needed both.
+// kernels/cuda/memory.cc — allocates the cuda plan's activations and gradients in one device
+// arena where kernels/device_tensors.h placed them by their lifetimes, and says how much memory
+// a plan that does not fit would need.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,81 +11,15 @@
 
 namespace cnnbench::cuda {
 
-namespace {
-
-enum Timeline { training = 0, inference = 1 };
-
-}  // namespace
-
 void CudaPlan::place_tensors() {
-  const int count = static_cast<int>(graph_.nodes.size());
-  const int loss_time = count + 1, end_time = 2 * count + 2;
-  const auto fwd = [](int n) { return n + 1; };
-  const auto bwd = [&](int n) { return loss_time + count - n; };  // the last node first
-
-  std::vector<PlannedBuffer> buffers;
-  std::vector<int> out_index(count, -1), diff_index(count, -1);
-  for (const Node& node : graph_.nodes) {
-    if (alias_of_[node.id] != node.id) continue;
-    PlannedBuffer b;
-    b.lives.resize(2);
-    b.shared = share_memory_;
-    b.bytes = stored_shape(node.id).elements() * dtype_size(out_type(node.id));
-    out_index[node.id] = static_cast<int>(buffers.size());
-    buffers.push_back(b);
-    if (!wants_grad(node.id)) continue;
-    b.bytes = stored_shape(node.id).elements() * esize();
-    diff_index[node.id] = static_cast<int>(buffers.size());
-    buffers.push_back(b);
-  }
-  const auto out_use = [&](int n, Timeline t, int time) { buffers[out_index[alias_of_[n]]].lives[t].use(time); };
-  const auto diff_use = [&](int n, int time) {
-    if (const int i = diff_index[alias_of_[n]]; i >= 0) buffers[i].lives[training].use(time);
-  };
-  for (const Node& node : graph_.nodes) {
-    for (const Timeline t : {training, inference}) out_use(node.id, t, fwd(node.id));
-    out_use(node.id, training, bwd(node.id));
-    diff_use(node.id, bwd(node.id));
-    for (const int u : node.inputs) {
-      for (const Timeline t : {training, inference}) out_use(u, t, fwd(node.id));
-      out_use(u, training, bwd(node.id));
-      diff_use(u, bwd(node.id));
-    }
-  }
-  // BN+add+ReLU runs the batch norm at the add's place both ways: its input is read there in
-  // forward and backward, and its input's gradient written there
-  for (const Node& node : graph_.nodes)
-    if (const int add = fused_into_add_[node.id]; add >= 0) {
-      for (const Timeline t : {training, inference}) out_use(node.inputs[0], t, fwd(add));
-      out_use(node.inputs[0], training, bwd(add));
-      diff_use(node.inputs[0], bwd(add));
-    }
-  // loss() reads the logits and writes their gradient on both timelines (set_output_grad() the
-  // output's); read_output() reads the logits even after backward, read_input_grad() the images'
-  for (const int n : {graph_.logits().id, graph_.output}) {
-    for (const Timeline t : {training, inference}) out_use(n, t, loss_time);
-    out_use(n, training, end_time);
-    if (const int i = diff_index[alias_of_[n]]; i >= 0)
-      for (const Timeline t : {training, inference}) buffers[i].lives[t].use(loss_time);
-  }
-  diff_use(0, end_time);
-  // The images stay from one set_input() to the next, across steps (synthetic data sets them once).
-  buffers[out_index[0]].shared = false;
-  // The gradient of a node nothing reads is never written, only read by its own backward steps:
-  // it keeps bytes of its own, zeroed below.
-  for (int n = 0; n < count; ++n)
-    if (diff_index[n] >= 0 && n != graph_.output && consumers_[n].empty()) buffers[diff_index[n]].shared = false;
-
-  const MemoryPlan plan = plan_memory(buffers, 256);
-  tensor_bytes_ = plan.total_bytes;
-  unshared_tensor_bytes_ = plan.unshared_bytes;
+  tensor_bytes_ = tensors_.arena_bytes;
+  unshared_tensor_bytes_ = tensors_.unshared_bytes;
   d_tensors_ = DeviceBuffer(std::max<size_t>(tensor_bytes_, 256));
-  CUDA_CHECK(cudaMemset(d_tensors_.data(), 0, d_tensors_.bytes()));
+  CUDA_CHECK(cudaMemset(d_tensors_.data(), 0, d_tensors_.bytes()));  // gradients nothing writes read as zero
   char* base = d_tensors_.as<char>();
   for (const Node& node : graph_.nodes) {
-    const int root = alias_of_[node.id];
-    out_[node.id] = base + plan.offsets[out_index[root]];
-    diff_[node.id] = diff_index[root] >= 0 ? base + plan.offsets[diff_index[root]] : nullptr;
+    out_[node.id] = base + tensors_.out_offset[node.id];
+    diff_[node.id] = tensors_.diff_offset[node.id] >= 0 ? base + tensors_.diff_offset[node.id] : nullptr;
   }
 }
 

@@ -21,6 +21,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device_plan.h"
+#include "kernels/device_tensors.h"
 #include "kernels/plan.h"
 #include "kernels/tensor_chunks.h"
 
@@ -172,7 +173,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile();
   void prepare_lars();  // sgd.cc: the chunk table LARS launches over
   void lars_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count, const int* skip_if);
-  void place_tensors();  // memory.cc: out_ and diff_ in one planned arena
+  void place_tensors();  // memory.cc: out_ and diff_ in the arena tensors_ planned
   void sample_device_memory();     // memory.cc
   std::string out_of_memory(const OutOfMemory& e) const;
   void* allocate(size_t bytes);
@@ -200,7 +201,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
-  void plan_input_padding();  // conv.cc: input_channels_, before the search and the arena
+  void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
   bool reads_padded_input(const Node& node) const { return node.inputs[0] == 0 && input_channels_ != graph_.input().out.c; }
   Shape stored_shape(int node) const;  // a node's output as the device holds it (the input with input_channels_)
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
@@ -208,7 +209,6 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- the other op families ----
   void compile_batch_norm(const Node& node);  // batch_norm.cc
   void compile_bn_add_relu(const Node& bn, const Node& add);  // batch_norm.cc, from compile_add()
-  void find_fusions();                        // batch_norm.cc: ReLUs in place, BN+add+ReLU
   void compile_relu(const Node& node);        // elementwise_ops.cc
   void compile_pool(const Node& node);        // pool.cc
   void compile_linear(const Node& node);      // linear_loss.cc
@@ -220,7 +220,8 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_, pad_input_;
-  int64_t input_channels_ = 0;  // the stored input's channels: the images' 3, or 4 (plan_input_padding())
+  int64_t input_channels_ = 0;  // the stored input's channels: the images' 3, or 4 (kernels/device_tensors.h)
+  DeviceTensors tensors_;       // fusions, padding and the arena's offsets, decided on the host
   cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
   bool logits_are_f32_ = false;
   int device_ = 0;
