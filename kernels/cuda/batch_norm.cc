@@ -19,8 +19,8 @@ void CudaPlan::compile_batch_norm(const Node& node) {
   s.stats = std::make_unique<TensorDesc>();
   const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   CUDA_CHECK(cudnnDeriveBNTensorDescriptor(s.stats->d, x->d, mode));
-  const int relu = fused_relu_of_[node.id];
-  const bool with_add = fused_into_add_[node.id] >= 0;
+  const int relu = tensors_.fused_relu_of[node.id];
+  const bool with_add = tensors_.fused_into_add[node.id] >= 0;
   // cuDNN fuses the activation for fp16 NHWC with channels a multiple of 4
   const bool fused = with_add || (relu >= 0 && type_ == DType::f16 && node.out.c % 4 == 0);
   s.bn_ops = with_add ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION

@@ -79,21 +79,15 @@ std::unique_ptr<FilterDesc> CudaPlan::filter_desc(const Node& node) const {
 // filter gradient comes back with 4 channels and the first 3 are kept. The images' gradient
 // (tests) has the stored 4 channels too; read_input_grad() drops one.
 void CudaPlan::allocate_padded_filters() {
-  if (input_channels_ == graph_.input().out.c) return;
+  if (tensors_.input_channels == graph_.input().out.c) return;
   for (const int u : consumers_[0]) {
     const Node& conv = graph_.nodes[u];
-    const size_t bytes = conv.conv.out_channels * conv.conv.kernel_h * conv.conv.kernel_w * input_channels_ * esize();
+    const size_t bytes = conv.conv.out_channels * conv.conv.kernel_h * conv.conv.kernel_w * tensors_.input_channels * esize();
     for (DeviceBuffer* b : {&nodes_[u].padded_weights, &nodes_[u].padded_grad}) {
       *b = DeviceBuffer(bytes);
       CUDA_CHECK(cudaMemset(b->data(), 0, bytes));
     }
   }
-}
-
-Shape CudaPlan::stored_shape(int node) const {
-  Shape s = graph_.nodes[node].out;
-  if (node == 0) s.c = input_channels_;
-  return s;
 }
 
 void* CudaPlan::conv_weights(const Node& node) {
@@ -262,12 +256,12 @@ std::string algo_name(int algo, const char* const (&names)[N]) {
 std::string CudaPlan::layer_kernels(int id) const {
   const Node& node = graph_.nodes[id];
   if (node.kind == OpKind::batch_norm) {
-    if (const int add = fused_into_add_[id]; add >= 0)  // its time is the add's (it runs at the add's place)
+    if (const int add = tensors_.fused_into_add[id]; add >= 0)  // its time is the add's (it runs at the add's place)
       return "cuDNN batch norm + add + ReLU, timed as " + graph_.nodes[add].name;
     return nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
   }
-  if (node.kind == OpKind::add && fused_bn_of_[id] >= 0)
-    return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[fused_bn_of_[id]].name;
+  if (node.kind == OpKind::add && tensors_.fused_bn_of[id] >= 0)
+    return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[tensors_.fused_bn_of[id]].name;
   if (node.kind != OpKind::conv) return {};
   static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
                                     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
@@ -278,8 +272,8 @@ std::string CudaPlan::layer_kernels(int id) const {
   if (wants_grad(node.inputs[0]))
     s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
   s += ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
-  if (node.inputs[0] == 0 && input_channels_ != graph_.input().out.c)
-    s += ", input padded to " + std::to_string(input_channels_) + " channels";
+  if (node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c)
+    s += ", input padded to " + std::to_string(tensors_.input_channels) + " channels";
   return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
 }
 
@@ -300,13 +294,13 @@ void CudaPlan::compile_conv(const Node& node) {
   s.conv_filter = conv_desc(node, s.algos.filter_math);
   s.conv_data = conv_desc(node, s.algos.data_math);
   workspace_bytes_ = std::max(workspace_bytes_, s.algos.workspace);
-  const int relu = fused_relu_of_[node.id];
+  const int relu = tensors_.fused_relu_of[node.id];
   const bool bias = node.conv.bias;
   const int64_t rows = node.out.n * node.out.h * node.out.w, channels = node.out.c;
   auto xd = std::shared_ptr<TensorDesc>(nhwc_desc(stored_shape(src.id), type_));
   const bool padded = reads_padded_input(node);
   const int64_t filter_rows = node.conv.out_channels * node.conv.kernel_h * node.conv.kernel_w;
-  const int64_t in_c = src.out.c, stored_c = input_channels_;
+  const int64_t in_c = src.out.c, stored_c = tensors_.input_channels;
   push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels, padded, filter_rows, in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
     if (padded)  // this step's weights into the padded filter (its fourth channel stays zero)

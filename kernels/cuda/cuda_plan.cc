@@ -110,7 +110,7 @@ void CudaPlan::set_input(const float* images) {
   const Shape& in = graph_.input().out;
   CUDA_CHECK(cudaMemcpyAsync(d_images_.data(), images, in.elements() * sizeof(float), cudaMemcpyHostToDevice,
                              stream_));
-  cuda::images_to_nhwc(d_images_.as<float>(), out_[0], in.n, in.c, in.h, in.w, input_channels_, input_nhwc_, type_,
+  cuda::images_to_nhwc(d_images_.as<float>(), out_[0], in.n, in.c, in.h, in.w, tensors_.input_channels, input_nhwc_, type_,
                        stream_);
 }
 
@@ -276,7 +276,6 @@ void CudaPlan::compile() {
   out_.assign(count, nullptr);
   diff_.assign(count, nullptr);
   const Node& last = graph_.logits();
-  logits_are_f32_ = last.kind == OpKind::linear;
 
   // arenas
   // every tensor starts on a 256-byte boundary: cuDNN reads scales and statistics in vectors
@@ -317,11 +316,6 @@ void CudaPlan::compile() {
 
   // what runs fused or in place, the input's stored channels and the arena (kernels/device_tensors.h)
   tensors_ = plan_device_tensors(graph_, {type_, fuse_, pad_input_, share_memory_, input_grad_});
-  alias_of_ = tensors_.alias_of;
-  fused_relu_of_ = tensors_.fused_relu_of;
-  fused_into_add_ = tensors_.fused_into_add;
-  fused_bn_of_ = tensors_.fused_bn_of;
-  input_channels_ = tensors_.input_channels;
   allocate_padded_filters();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();

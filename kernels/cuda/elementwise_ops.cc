@@ -16,7 +16,7 @@ void CudaPlan::compile_relu(const Node& node) {
   const int p = node.inputs[0];
   const int64_t count = node.out.elements();
   const float cap = node.kind == OpKind::relu6 ? 6.0f : std::numeric_limits<float>::infinity();
-  const bool in_place = alias_of_[node.id] != node.id;
+  const bool in_place = tensors_.alias_of[node.id] != node.id;
   const Node& producer = graph_.nodes[p];
   const bool applied_by_producer =
       in_place && (producer.kind == OpKind::batch_norm || producer.kind == OpKind::add ||
@@ -77,10 +77,10 @@ void CudaPlan::compile_lrn(const Node& node) {
 }
 
 void CudaPlan::compile_add(const Node& node) {
-  if (const int bn = fused_bn_of_[node.id]; bn >= 0) return compile_bn_add_relu(graph_.nodes[bn], node);
+  if (const int bn = tensors_.fused_bn_of[node.id]; bn >= 0) return compile_bn_add_relu(graph_.nodes[bn], node);
   const int a = node.inputs[0], b = node.inputs[1];
   const int64_t count = node.out.elements();
-  const bool relu = fused_relu_of_[node.id] >= 0;
+  const bool relu = tensors_.fused_relu_of[node.id] >= 0;
   push_forward(node.id, [this, &node, a, b, count, relu] {
     cuda::add_forward(out_[a], out_[b], out_[node.id], count, relu, type_, stream_);
   });

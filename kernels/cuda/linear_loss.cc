@@ -16,7 +16,7 @@ void CudaPlan::compile_linear(const Node& node) {
             i = static_cast<int>(src.out.elements() / src.out.n);
   const DType yt = out_type(node.id);
   const bool bias = node.linear.bias;
-  const int relu = fused_relu_of_[node.id];
+  const int relu = tensors_.fused_relu_of[node.id];
   const cublasComputeType_t compute =
       type_ == DType::f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   push_forward(node.id, [this, &node, batch, o, i, yt, bias, relu, compute] {

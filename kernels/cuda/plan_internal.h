@@ -154,7 +154,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void download_as_f32(const void* src, DType type, std::vector<float>& dst);
   std::vector<float> download_stored(int node, const void* src, DType type);
 
-  DType out_type(int node) const { return logits_are_f32_ && node == graph_.output ? DType::f32 : type_; }
+  DType out_type(int node) const { return tensors_.out_type(graph_, node, type_); }
   const float* logits_f32();  // linear_loss.cc
 
   // ---- compile (cuda_plan.cc) ----
@@ -202,8 +202,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
-  bool reads_padded_input(const Node& node) const { return node.inputs[0] == 0 && input_channels_ != graph_.input().out.c; }
-  Shape stored_shape(int node) const;  // a node's output as the device holds it (the input with input_channels_)
+  bool reads_padded_input(const Node& node) const { return node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c; }
+  Shape stored_shape(int node) const { return tensors_.stored_shape(graph_, node); }  // the input padded
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
   // ---- the other op families ----
@@ -220,10 +220,8 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_, pad_input_;
-  int64_t input_channels_ = 0;  // the stored input's channels: the images' 3, or 4 (kernels/device_tensors.h)
   DeviceTensors tensors_;       // fusions, padding and the arena's offsets, decided on the host
   cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
-  bool logits_are_f32_ = false;
   int device_ = 0;
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
@@ -232,8 +230,6 @@ class CudaPlan final : public Plan, public DevicePlan {
   ActivationDesc activation_;
 
   std::vector<std::vector<int>> consumers_;
-  std::vector<int> alias_of_, fused_relu_of_;
-  std::vector<int> fused_into_add_, fused_bn_of_;  // batch norm -> its add, add -> its batch norm (BN+add+ReLU)
   std::vector<NodeState> nodes_;
   std::vector<void*> out_, diff_;
   std::vector<DeviceBuffer> storage_;

@@ -58,9 +58,9 @@ void CudaPlan::read_output(int node, float* dst) {
   if (node < 0 || node >= static_cast<int>(graph_.nodes.size()))
     throw std::out_of_range("read_output: no node " + std::to_string(node));
   const Node& n = graph_.nodes[node];
-  if (fused_relu_of_[node] >= 0 || fused_into_add_[node] >= 0)
+  if (tensors_.fused_relu_of[node] >= 0 || tensors_.fused_into_add[node] >= 0)
     throw std::logic_error("read_output: node '" + n.name + "' shares its buffer with a fused " +
-                           (fused_into_add_[node] >= 0 ? "add + ReLU" : "ReLU") + "; build the plan with fuse = false");
+                           (tensors_.fused_into_add[node] >= 0 ? "add + ReLU" : "ReLU") + "; build the plan with fuse = false");
   std::vector<float> nhwc = download_stored(node, out_[node], out_type(node));
   from_nhwc(n, nhwc.data(), dst);
 }
