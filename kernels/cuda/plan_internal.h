@@ -202,7 +202,9 @@ class CudaPlan final : public Plan, public DevicePlan {
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
-  bool reads_padded_input(const Node& node) const { return node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c; }
+  bool reads_padded_input(const Node& node) const {
+    return node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c;
+  }
   Shape stored_shape(int node) const { return tensors_.stored_shape(graph_, node); }  // the input padded
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
