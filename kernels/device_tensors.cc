@@ -50,6 +50,25 @@ int64_t input_channels(const Graph& g, const std::vector<std::vector<int>>& cons
   return 4;
 }
 
+// conv -> batch norm -> ReLU -> conv in fp16 (kernels/conv_bn_relu.h), where the ReLU runs in
+// place, the channel counts suit tensor cores (multiples of 8) and the device takes the chain.
+void find_conv_bn_chains(const Graph& g, const DeviceTensorOptions& o, DeviceTensors& t) {
+  const size_t count = g.nodes.size();
+  t.bn_into_conv.assign(count, -1);
+  t.prologue_bn.assign(count, -1);
+  t.stats_bn.assign(count, -1);
+  if (!o.fuse || o.compute != DType::f16) return;
+  for (const ConvBnRelu& f : find_conv_bn_relu(g)) {
+    const Node &a = g.nodes[f.conv], &b = g.nodes[f.next_conv];
+    if (t.fused_relu_of[f.batch_norm] != f.relu) continue;
+    if (t.stored_shape(g, a.inputs[0]).c % 8 != 0 || a.out.c % 8 != 0 || b.out.c % 8 != 0) continue;
+    if (o.conv_bn_supported && !o.conv_bn_supported(f, t.prologue_bn[f.conv] >= 0)) continue;
+    t.bn_into_conv[f.batch_norm] = f.next_conv;
+    t.prologue_bn[f.next_conv] = f.batch_norm;
+    t.stats_bn[f.conv] = f.batch_norm;
+  }
+}
+
 }  // namespace
 
 Shape DeviceTensors::stored_shape(const Graph& g, int node) const {
@@ -67,6 +86,7 @@ DeviceTensors plan_device_tensors(const Graph& g, const DeviceTensorOptions& o) 
   const std::vector<std::vector<int>> consumers = g.consumers();
   find_fusions(g, consumers, o, t);
   t.input_channels = input_channels(g, consumers, o);
+  find_conv_bn_chains(g, o, t);
   t.logits_f32 = g.logits().kind == OpKind::linear;
   const auto wants_grad = [&](int n) { return n != 0 || o.input_grad; };
 
@@ -82,14 +102,18 @@ DeviceTensors plan_device_tensors(const Graph& g, const DeviceTensorOptions& o) 
     b.lives.resize(2);
     b.shared = o.share_memory;
     b.bytes = t.stored_shape(g, node.id).elements() * dtype_size(t.out_type(g, node.id, o.compute));
-    out_index[node.id] = static_cast<int>(buffers.size());
-    buffers.push_back(b);
+    if (t.bn_into_conv[node.id] < 0) {  // a batch norm folded into its convolutions is never stored
+      out_index[node.id] = static_cast<int>(buffers.size());
+      buffers.push_back(b);
+    }
     if (!wants_grad(node.id)) continue;
     b.bytes = t.stored_shape(g, node.id).elements() * dtype_size(o.compute);
     diff_index[node.id] = static_cast<int>(buffers.size());
     buffers.push_back(b);
   }
-  const auto out_use = [&](int n, Timeline l, int time) { buffers[out_index[t.alias_of[n]]].lives[l].use(time); };
+  const auto out_use = [&](int n, Timeline l, int time) {
+    if (const int i = out_index[t.alias_of[n]]; i >= 0) buffers[i].lives[l].use(time);
+  };
   const auto diff_use = [&](int n, int time) {
     if (const int i = diff_index[t.alias_of[n]]; i >= 0) buffers[i].lives[training].use(time);
   };
@@ -110,6 +134,14 @@ DeviceTensors plan_device_tensors(const Graph& g, const DeviceTensorOptions& o) 
       for (const Timeline l : {training, inference}) out_use(node.inputs[0], l, fwd(add));
       out_use(node.inputs[0], training, bwd(add));
       diff_use(node.inputs[0], bwd(add));
+    }
+  // A convolution applying a batch norm to its input reads that batch norm's input instead (and
+  // its backward reads it again for the weight gradient and the ReLU's mask).
+  for (const Node& node : g.nodes)
+    if (const int bn = t.prologue_bn[node.id]; bn >= 0) {
+      const int x = g.nodes[bn].inputs[0];
+      for (const Timeline l : {training, inference}) out_use(x, l, fwd(node.id));
+      out_use(x, training, bwd(node.id));
     }
   // loss() reads the logits and writes their gradient on both timelines (set_output_grad() the
   // output's); read_output() reads the logits even after backward, read_input_grad() the images'
@@ -134,7 +166,7 @@ DeviceTensors plan_device_tensors(const Graph& g, const DeviceTensorOptions& o) 
   t.diff_offset.assign(count, -1);
   for (const Node& node : g.nodes) {
     const int root = t.alias_of[node.id];
-    t.out_offset[node.id] = static_cast<int64_t>(plan.offsets[out_index[root]]);
+    if (out_index[root] >= 0) t.out_offset[node.id] = static_cast<int64_t>(plan.offsets[out_index[root]]);
     if (diff_index[root] >= 0) t.diff_offset[node.id] = static_cast<int64_t>(plan.offsets[diff_index[root]]);
   }
   return t;

@@ -1,6 +1,8 @@
 // Every op of the cuda backend against the reference backend on the shapes of
 // tests/op_cases.h, in fp32 (TF32 off), fp16 and bf16 (inputs and weights rounded for the
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
+#include <cstdio>
+
 #include "gpu_skip.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device_plan.h"
@@ -52,6 +54,31 @@ TEST(CudaLayouts, NhwcInputMatchesNchw) {
   check_nhwc_input_matches_nchw("cuda", 1e-4);
 }
 
+// Two training steps of `plan` (an update between, so the second uses updated weights) on
+// `images` with an output gradient of 0.25: its last outputs, parameter gradients and image gradient.
+struct StepResults {
+  std::vector<float> outputs, grads, image_grads;
+};
+StepResults two_steps(Plan& plan, const std::vector<float>& images, uint64_t seed) {
+  StepResults r;
+  randomize(plan, seed);
+  plan.device()->upload_state();
+  plan.set_input(images.data());
+  for (int step = 0; step < 2; ++step) {
+    plan.forward(Mode::training);
+    r.outputs = output_of(plan);
+    std::vector<float> output_grad(r.outputs.size(), 0.25f);
+    plan.set_output_grad(output_grad.data());
+    plan.backward();
+    if (step == 0) plan.sgd_step(SgdConfig{}, 0.5f);
+  }
+  plan.device()->download_state();
+  r.grads.assign(plan.gradients().begin(), plan.gradients().end());
+  r.image_grads.resize(images.size());
+  plan.read_input_grad(r.image_grads.data());
+  return r;
+}
+
 // A 16-bit plan stores an RGB input with a fourth zero channel (and its stem convolution's filter
 // with a fourth zero input channel, refreshed each step): after an update, the same outputs,
 // weight gradients and image gradient as the plan without padding, within the two plans'
@@ -62,8 +89,9 @@ TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
   int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 7, 2, 3, "conv1"), "bn1"), "relu1");
   const Graph g = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
   for (const DType type : {DType::f16, DType::bf16}) {
-    std::vector<float> outputs[2], grads[2], image_grads[2];
-    for (const bool pad : {true, false}) {
+    StepResults runs[2];
+    const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 78), type);
+    for (const bool pad : {true, false}) {  // the second step's padded filter comes from updated weights
       PlanOptions options;
       options.compute = type;
       options.input_grad = true;
@@ -71,27 +99,65 @@ TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
       auto plan = compile_plan("cuda", g, options);
       EXPECT_EQ(plan->layer_kernels(1).find("input padded to 4 channels") != std::string::npos, pad)
           << plan->layer_kernels(1);
-      randomize(*plan, 77);
-      plan->device()->upload_state();
-      const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 78), type);
-      plan->set_input(images.data());
-      for (int step = 0; step < 2; ++step) {  // the second step's padded filter comes from updated weights
-        plan->forward(Mode::training);
-        outputs[pad] = output_of(*plan);
-        std::vector<float> output_grad(outputs[pad].size(), 0.25f);
-        plan->set_output_grad(output_grad.data());
-        plan->backward();
-        if (step == 0) plan->sgd_step(SgdConfig{}, 0.5f);
-      }
-      plan->device()->download_state();
-      grads[pad].assign(plan->gradients().begin(), plan->gradients().end());
-      image_grads[pad].resize(images.size());
-      plan->read_input_grad(image_grads[pad].data());
+      runs[pad] = two_steps(*plan, images, 77);
     }
     const double t = type == DType::f16 ? 5e-3 : 2e-2;  // relative L2, as the op cases' 16-bit tolerances
-    EXPECT_TRUE(testing::close_l2("outputs", outputs[1], outputs[0], t));
-    EXPECT_TRUE(testing::close_l2("parameter gradients", grads[1], grads[0], t));
-    EXPECT_TRUE(testing::close_l2("image gradient", image_grads[1], image_grads[0], t));
+    EXPECT_TRUE(testing::close_l2("outputs", runs[1].outputs, runs[0].outputs, t));
+    EXPECT_TRUE(testing::close_l2("parameter gradients", runs[1].grads, runs[0].grads, t));
+    EXPECT_TRUE(testing::close_l2("image gradient", runs[1].image_grads, runs[0].image_grads, t));
+  }
+}
+
+// conv -> batch norm -> ReLU -> conv folded into cuDNN graphs (fp16, compute capability 8.0 and
+// later): the bottleneck case's four chains fold (layer_kernels() says which graphs run), and two
+// training steps with an update between give the outputs, parameter gradients and image gradient
+// of the plan that runs every op alone, within fp16's tolerance, launched or as CUDA graphs (the
+// cuDNN graphs' first run then inside a capture). The op cases' fp16 suite runs the same chains
+// against the reference.
+TEST(CudaFusions, ConvBnChainsFoldAndMatchTheUnfusedPlan) {
+  SKIP_WITHOUT_GPU();
+  if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN folds batch norms into convolutions from 8.0";
+  OpCase bottleneck;
+  for (const OpCase& c : all_cases())
+    if (c.name == "tiny_bottleneck_blocks") bottleneck = c;
+  const Graph g = bottleneck.build();
+  StepResults runs[3];  // every op alone, folded, folded and replayed as CUDA graphs
+  const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 92), DType::f16);
+  for (const int run : {1, 0, 2}) {
+    const bool fuse = run > 0;
+    PlanOptions options;
+    options.compute = DType::f16;
+    options.input_grad = true;
+    options.fuse = fuse;
+    options.cuda_graphs = run == 2;  // the graphs' first launch inside a capture
+    auto plan = compile_plan("cuda", g, options);
+    int graphs = 0, folded = 0;
+    for (const Node& n : g.nodes) {
+      const std::string k = plan->layer_kernels(n.id);
+      graphs += k.find("cuDNN graph") != std::string::npos;
+      folded += k.rfind("folded:", 0) == 0;
+      if (fuse && n.name == "a2") {
+        EXPECT_NE(k.find("fwd cuDNN graph"), std::string::npos) << k;
+        EXPECT_NE(k.find("reading relu(a1_bn)"), std::string::npos) << k;
+        EXPECT_NE(k.find("summing a2_bn's statistics"), std::string::npos) << k;
+        // the weight gradient: a graph with the same prologue, or cuDNN's plain one on the input recomputed
+        EXPECT_TRUE(k.find("filter cuDNN graph") != std::string::npos || k.find("on its input recomputed") != std::string::npos)
+            << k;
+        std::printf("%s: %s\n", n.name.c_str(), k.c_str());
+      }
+      if (fuse && n.name == "a1_bn") {
+        EXPECT_EQ(k.rfind("folded:", 0), 0u) << k;
+      }
+    }
+    EXPECT_EQ(folded, fuse ? 4 : 0);
+    EXPECT_EQ(graphs, fuse ? 6 : 0) << "a1, a2, a3, b1, b2, b3";
+    runs[run] = two_steps(*plan, images, 91);  // the second step normalises with updated weights
+  }
+  for (const int run : {1, 2}) {
+    SCOPED_TRACE(run == 1 ? "folded" : "folded, CUDA graphs");
+    EXPECT_TRUE(testing::close_l2("outputs", runs[run].outputs, runs[0].outputs, 5e-3));
+    EXPECT_TRUE(testing::close_l2("parameter gradients", runs[run].grads, runs[0].grads, 5e-3));
+    EXPECT_TRUE(testing::close_l2("image gradient", runs[run].image_grads, runs[0].image_grads, 5e-3));
   }
 }
 

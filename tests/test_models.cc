@@ -1,6 +1,7 @@
 // Model zoo: parameter counts equal the published ones, output shapes, forward MACs per image.
 #include "kernels/backend.h"
 #include "kernels/bn_add_relu.h"
+#include "kernels/conv_bn_relu.h"
 #include "models/graph_builder.h"
 #include "op_cases.h"
 #include "models/model_zoo.h"
@@ -204,6 +205,57 @@ TEST(ModelZoo, BnAddReluTriplesEndEveryV1Block) {
   for (const OpCase& c : all_cases()) {
     if (c.name == "tiny_resnet_block" || c.name == "tiny_bottleneck_blocks") {
       EXPECT_EQ(find_bn_add_relu(c.build()).size(), 2u) << c.name;
+    }
+  }
+}
+
+
+// The conv -> batch norm -> ReLU -> conv chains a GPU plan folds into their two convolutions:
+// two in every bottleneck (v1 and v2), one in every basic block, none where a convolution has a
+// bias (VGG) or is grouped (MobileNet's depthwise ones); each chain as the graph has it.
+TEST(ModelZoo, ConvBnReluChainsOpenEveryBlock) {
+  const std::pair<const char*, size_t> expected[] = {{"resnet50", 32}, {"resnet50_v1", 32}, {"resnet101", 66},
+                                                     {"resnet18", 8},  {"resnet20", 9},     {"vgg16", 0},
+                                                     {"mobilenet", 0}};
+  for (const auto& [model, count] : expected) {
+    const Graph g = build_model(model, 2);
+    const std::vector<ConvBnRelu> found = find_conv_bn_relu(g);
+    EXPECT_EQ(found.size(), count) << model;
+    for (const ConvBnRelu& f : found) {
+      EXPECT_EQ(g.nodes[f.batch_norm].inputs, std::vector<int>{f.conv}) << model;
+      EXPECT_EQ(g.nodes[f.relu].inputs, std::vector<int>{f.batch_norm}) << model;
+      EXPECT_EQ(g.nodes[f.next_conv].inputs, std::vector<int>{f.relu}) << model;
+      EXPECT_EQ(g.nodes[f.relu].kind, OpKind::relu) << model;
+    }
+  }
+  // what must not fold: a convolution read by more than its batch norm, a batch norm or ReLU read
+  // twice, ReLU6, a convolution with bias or grouped on either side
+  GraphBuilder b("cases", {2, 8, 4, 4});
+  const int x = b.input();
+  const int c0 = b.conv(x, 8, 3, 1, 1, "c0");
+  const int r0 = b.relu(b.batch_norm(c0, "bn0"), "r0");
+  const int c1 = b.conv(b.add(r0, c0, "conv_read_twice"), 8, 3, 1, 1, "c1");
+  const int bn1 = b.batch_norm(c1, "bn1");
+  const int c2 = b.conv(b.add(b.relu(bn1, "r1"), bn1, "bn_read_twice"), 8, 3, 1, 1, "c2");
+  const int r2 = b.relu(b.batch_norm(c2, "bn2"), "r2");
+  const int c3 = b.conv(b.add(b.conv(r2, 8, 1, 1, 0, "c3a"), r2, "relu_read_twice"), 8, 3, 1, 1, "c3");
+  const int c4 = b.conv(b.relu6(b.batch_norm(c3, "bn3"), "r3_six"), 8, 3, 1, 1, "c4");
+  const int c5 = b.conv(b.relu(b.batch_norm(c4, "bn4"), "r4"), 8, 3, 1, 1, "c5", /*bias=*/true);
+  const int c6 = b.conv(b.relu(b.batch_norm(c5, "bn5"), "r5"), 8, 3, 1, 1, "c6");
+  const int c7 = b.conv(b.relu(b.batch_norm(c6, "bn6"), "r6"), 8, 3, 1, 1, "c7");
+  const Graph g = b.finish(b.linear(b.global_avg_pool(c7, "gap"), 3, "fc"));
+  const std::vector<ConvBnRelu> found = find_conv_bn_relu(g);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(g.nodes[found[0].batch_norm].name, "bn6");
+  EXPECT_EQ(found[0].conv, c6);
+  EXPECT_EQ(found[0].next_conv, c7);
+  // the op cases the GPU suites fold chains in (channels multiples of 8)
+  for (const OpCase& c : all_cases()) {
+    if (c.name == "tiny_resnet_block") {
+      EXPECT_EQ(find_conv_bn_relu(c.build()).size(), 2u);
+    }
+    if (c.name == "tiny_bottleneck_blocks") {
+      EXPECT_EQ(find_conv_bn_relu(c.build()).size(), 4u);
     }
   }
 }

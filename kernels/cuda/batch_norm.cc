@@ -13,6 +13,7 @@
 namespace cnnbench::cuda {
 
 void CudaPlan::compile_batch_norm(const Node& node) {
+  if (tensors_.bn_into_conv[node.id] >= 0) return compile_folded_batch_norm(node);  // conv_bn.cc
   NodeState& s = nodes_[node.id];
   const Node& src = graph_.nodes[node.inputs[0]];
   const auto x = nhwc_desc(src.out, type_);

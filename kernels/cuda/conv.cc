@@ -258,7 +258,13 @@ std::string CudaPlan::layer_kernels(int id) const {
   if (node.kind == OpKind::batch_norm) {
     if (const int add = tensors_.fused_into_add[id]; add >= 0)  // its time is the add's (it runs at the add's place)
       return "cuDNN batch norm + add + ReLU, timed as " + graph_.nodes[add].name;
-    return nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
+    if (const int next = tensors_.bn_into_conv[id]; next >= 0)
+      return "folded: statistics summed by " + graph_.nodes[node.inputs[0]].name + ", normalised + ReLU by " +
+             graph_.nodes[next].name + " as it reads its input";
+    std::string s = nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
+    if (!fold_refusal_.empty() && tensors_.fused_relu_of[id] >= 0)
+      s += " (cuDNN folds no batch norm into its convolutions here: " + fold_refusal_ + ")";
+    return s;
   }
   if (node.kind == OpKind::add && tensors_.fused_bn_of[id] >= 0)
     return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[tensors_.fused_bn_of[id]].name;
@@ -268,10 +274,16 @@ std::string CudaPlan::layer_kernels(int id) const {
   static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
   static const char* const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
   const ConvAlgos& a = nodes_[id].algos;
-  std::string s = "fwd " + algo_name(a.forward, fwd) + " (" + math_name(a.forward_math) + ")";
+  const NodeState& ns = nodes_[id];
+  std::string s = ns.fused_forward ? "fwd cuDNN graph " + ns.fused_forward->conv->engine()
+                                   : "fwd " + algo_name(a.forward, fwd) + " (" + math_name(a.forward_math) + ")";
+  if (const int bn = tensors_.prologue_bn[id]; bn >= 0) s += " reading relu(" + graph_.nodes[bn].name + ")";
+  if (const int bn = tensors_.stats_bn[id]; bn >= 0) s += " summing " + graph_.nodes[bn].name + "'s statistics";
   if (wants_grad(node.inputs[0]))
     s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
-  s += ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
+  s += ns.fused_filter ? ", filter cuDNN graph " + ns.fused_filter->conv->engine()
+                       : ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
+  if (tensors_.prologue_bn[id] >= 0 && !ns.fused_filter) s += " on its input recomputed";
   if (node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c)
     s += ", input padded to " + std::to_string(tensors_.input_channels) + " channels";
   return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
@@ -301,7 +313,9 @@ void CudaPlan::compile_conv(const Node& node) {
   const bool padded = reads_padded_input(node);
   const int64_t filter_rows = node.conv.out_channels * node.conv.kernel_h * node.conv.kernel_w;
   const int64_t in_c = src.out.c, stored_c = tensors_.input_channels;
-  push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels, padded, filter_rows, in_c, stored_c] {
+  const bool folded = tensors_.prologue_bn[node.id] >= 0 || tensors_.stats_bn[node.id] >= 0;
+  if (folded) compile_folded_conv_forward(node);  // conv_bn.cc (no bias, no padded input)
+  else push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels, padded, filter_rows, in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
     if (padded)  // this step's weights into the padded filter (its fourth channel stays zero)
       cuda::copy_channels(weights(node.id, 0), in_c, 0, s.padded_weights.data(), stored_c, 0, filter_rows, in_c, false,
@@ -320,7 +334,10 @@ void CudaPlan::compile_conv(const Node& node) {
     const float one = 1.0f, zero = 0.0f;
     const bool half = type_ != DType::f32;
     void* dw = half ? grad_half(node.id, 0) : grad(node.id, 0);
-    CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
+    if (tensors_.prologue_bn[node.id] >= 0)  // its input through the folded batch norm and ReLU (conv_bn.cc)
+      run_folded_filter_gradient(node, dw, xd->d);
+    else
+      CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, xd->d, out_[node.inputs[0]], s.out->d, diff_[node.id],
                                               s.conv_filter->d, s.algos.backward_filter, workspace_.data(),
                                               s.algos.workspace, &zero, s.filter->d, padded ? s.padded_grad.data() : dw));
     if (padded)  // the real channels' gradient (only 16-bit types are padded)

@@ -22,7 +22,9 @@
 // batch norm it is cuDNN's BN+activation (fp16), after an add it is part of the add kernel,
 // after a convolution with bias it is part of the bias kernel. In fp16 a batch norm whose sum
 // with a residual a ReLU follows (kernels/bn_add_relu.h) is cuDNN's BN+add+activation, one call
-// each way at the add's place, and its own output is never stored.
+// each way at the add's place, and its own output is never stored; and a conv -> batch norm ->
+// ReLU -> conv chain (kernels/conv_bn_relu.h) is folded into its two convolutions as cuDNN
+// graphs (conv_bn.cc), neither the batch norm's nor the ReLU's output stored.
 #include "kernels/cuda/cuda_plan.h"
 
 #include <algorithm>
@@ -96,6 +98,7 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
 CudaPlan::~CudaPlan() {
   if (stream_) cudaStreamSynchronize(stream_);
   nodes_.clear();
+  fused_convs_.clear();  // cuDNN's execution plans before the handle they were made with
   if (cublas_) cublasDestroy(cublas_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -315,7 +318,11 @@ void CudaPlan::compile() {
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
   // what runs fused or in place, the input's stored channels and the arena (kernels/device_tensors.h)
-  tensors_ = plan_device_tensors(graph_, {type_, fuse_, pad_input_, share_memory_, input_grad_});
+  DeviceTensorOptions tensor_options{type_, fuse_, pad_input_, share_memory_, input_grad_, {}};
+  tensor_options.conv_bn_supported = [this](const ConvBnRelu& chain, bool has_prologue) {
+    return conv_bn_supported(chain, has_prologue);  // conv_bn.cc: asks cuDNN for the chain's graphs
+  };
+  tensors_ = plan_device_tensors(graph_, tensor_options);
   allocate_padded_filters();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();

@@ -101,4 +101,12 @@ std::string device_name() {
   return prop.name;
 }
 
+int compute_capability() {
+  int device = 0;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.major * 10 + prop.minor;
+}
+
 }  // namespace cnnbench::cuda

@@ -31,6 +31,7 @@ int use_device_for_rank(int local_rank);
 // (cuBLAS, 8192^3, fp32 accumulation; fp32 in TF32 when allow_tf32): the ceiling that
 // "fraction of peak" is taken against.
 std::string device_name();
+int compute_capability();  // the current GPU's, as 10 * major + minor (90 on an H100)
 double matmul_peak_gflops(DType type, bool allow_tf32);
 
 // cudaMalloc refused: the bytes asked for and what the device had free then.

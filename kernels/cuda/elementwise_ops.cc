@@ -25,11 +25,13 @@ void CudaPlan::compile_relu(const Node& node) {
     push_forward(node.id, [this, p, &node, count, cap] {
       cuda::relu_forward(out_[p], out_[node.id], count, type_, stream_, cap);
     });
-  // batch norm (fused), add and a convolution with bias (conv.cc) take the mask themselves;
+  // batch norm (fused, or folded into convolutions), add and a convolution with bias (conv.cc)
+  // take the mask themselves;
   // others are masked here
   const bool masked_by_producer =
       in_place && (producer.kind == OpKind::add || (producer.kind == OpKind::conv && producer.conv.bias) ||
-                   (producer.kind == OpKind::batch_norm && nodes_[p].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION));
+                   (producer.kind == OpKind::batch_norm && (nodes_[p].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ||
+                                                            tensors_.bn_into_conv[p] >= 0)));
   if (masked_by_producer || !wants_grad(p)) return;
   const bool acc = !in_place && accumulates(node, 0);
   push_backward(node.id, [this, p, &node, count, acc, cap] {

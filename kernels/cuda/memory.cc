@@ -18,7 +18,7 @@ void CudaPlan::place_tensors() {
   CUDA_CHECK(cudaMemset(d_tensors_.data(), 0, d_tensors_.bytes()));  // gradients nothing writes read as zero
   char* base = d_tensors_.as<char>();
   for (const Node& node : graph_.nodes) {
-    out_[node.id] = base + tensors_.out_offset[node.id];
+    out_[node.id] = tensors_.out_offset[node.id] >= 0 ? base + tensors_.out_offset[node.id] : nullptr;
     diff_[node.id] = tensors_.diff_offset[node.id] >= 0 ? base + tensors_.diff_offset[node.id] : nullptr;
   }
 }

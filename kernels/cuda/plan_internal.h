@@ -4,7 +4,8 @@
 //   plan_state.cc     host <-> device state and layouts (upload/download, read_output, ...)
 //   memory.cc         the activations' and gradients' arena, device memory figures, out-of-memory messages
 //   conv.cc, batch_norm.cc, pool.cc, elementwise_ops.cc (relu, add, shortcut), linear_loss.cc
-//                     each op family's compile_*() (and the loss), sgd.cc the update.
+//                     each op family's compile_*() (and the loss), sgd.cc the update,
+//   conv_bn.cc        conv -> batch norm -> ReLU -> conv chains folded into cuDNN graphs.
 #pragma once
 
 #include <cublas_v2.h>
@@ -18,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/conv_bn_relu.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_graph.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device_plan.h"
 #include "kernels/device_tensors.h"
@@ -86,6 +89,13 @@ struct NodeState {
   DeviceBuffer padded_weights, padded_grad;  // a convolution of the padded input: its filter with 4 input channels
   size_t reserve_bytes = 0;
   cudnnBatchNormOps_t bn_ops = CUDNN_BATCHNORM_OPS_BN;
+  // a convolution of a folded chain (conv_bn.cc): its forward, and its weight gradient where it
+  // applies a batch norm to its input, as cuDNN graphs
+  std::unique_ptr<FusedConvCall> fused_forward, fused_filter;
+  // a folded batch norm: its output's sum and sum of squares (fp32; a convolution's own where its
+  // graph sums statistics nobody reads), its scale and bias (fp16), its backward's partial sums
+  // and coefficients
+  DeviceBuffer stat_sums, scale_bias, partials, coefficients;
 };
 
 std::string where(const Node& node);
@@ -208,6 +218,17 @@ class CudaPlan final : public Plan, public DevicePlan {
   Shape stored_shape(int node) const { return tensors_.stored_shape(graph_, node); }  // the input padded
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
+  // ---- conv -> batch norm -> ReLU -> conv folded (conv_bn.cc) ----
+  FusedConvSpec fused_spec(const Node& conv, FusedConvSpec::Direction direction, bool prologue, bool stats) const;
+  std::shared_ptr<FusedConv> fused_conv(const FusedConvSpec& spec);
+  std::shared_ptr<FusedConv> forward_graph(const Node& conv, bool prologue, bool stats);
+  bool conv_bn_supported(const ConvBnRelu& chain, bool has_prologue);
+  void compile_folded_conv_forward(const Node& node);
+  void run_folded_filter_gradient(const Node& node, void* dw, cudnnTensorDescriptor_t xd);
+  void compile_folded_batch_norm(const Node& node);
+  void* folded_scale(int bn);
+  void* folded_bias(int bn);
+
   // ---- the other op families ----
   void compile_batch_norm(const Node& node);  // batch_norm.cc
   void compile_bn_add_relu(const Node& bn, const Node& add);  // batch_norm.cc, from compile_add()
@@ -243,6 +264,9 @@ class CudaPlan final : public Plan, public DevicePlan {
   int64_t peak_device_bytes_ = 0;
   size_t workspace_bytes_ = 0, search_limit_ = 0;
   std::map<std::string, ConvAlgos> algo_cache_;
+  std::map<std::string, std::shared_ptr<FusedConv>> fused_convs_;  // by FusedConvSpec::key(); null: refused
+  std::map<std::string, std::string> fused_refusals_;  // cuDNN's reason, by FusedConvSpec::key()
+  std::string fold_refusal_;  // why cuDNN refused the first chain it did not take
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
   std::vector<int64_t> param_offset_, buffer_offset_;
   int64_t device_params_ = 0, device_buffers_ = 0;

@@ -61,6 +61,9 @@ void CudaPlan::read_output(int node, float* dst) {
   if (tensors_.fused_relu_of[node] >= 0 || tensors_.fused_into_add[node] >= 0)
     throw std::logic_error("read_output: node '" + n.name + "' shares its buffer with a fused " +
                            (tensors_.fused_into_add[node] >= 0 ? "add + ReLU" : "ReLU") + "; build the plan with fuse = false");
+  if (!out_[node])
+    throw std::logic_error("read_output: node '" + n.name + "' is folded into the convolutions around it and never "
+                           "stored; build the plan with fuse = false");
   std::vector<float> nhwc = download_stored(node, out_[node], out_type(node));
   from_nhwc(n, nhwc.data(), dst);
 }
