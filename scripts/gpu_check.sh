@@ -248,7 +248,7 @@ stage_maxbatch() {  # the largest resnet50 fp16 batch cnnbench trains, from 1536
   touch "$m/done"
 }
 
-stage_profile() {  # ncu on resnet50 b32 steps past the warm-up; per-layer times where counters cannot be read
+stage_profile() {  # ncu on resnet50 b32 steps past the warm-up; per-layer times (b32, and resnet50 and vgg16 at b256)
   [ ! -f "$S/profile/done" ] || return 0
   (($(left) > 120)) || { say "profile: left for the next call"; return 0; }
   local p=$S/profile ncu run rc=0
@@ -293,6 +293,15 @@ EOF
   # summed to some 47 ms a step where the benchmark ran 20)
   timeout -k 5 "$(upto 10)" "${run[@]}" --layer_timing >"$p/layer_timing.log" 2>&1 || true
   { echo; echo "# resnet50 fp16 b32 --layer_timing, no profiler attached"; echo '```'; tail -n 80 "$p/layer_timing.log"; echo '```'; } >>"$p/summary.md"
+  # the two batch-256 targets layer by layer (which kernels, which fusions, where the time goes),
+  # where the time left allows
+  local m
+  for m in resnet50 vgg16; do
+    (($(left) > 100)) || { say "profile: $m b256 layer timing left for the next call"; continue; }
+    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/cnnbench" --model="$m" --batch_size=256 --use_fp16 --device=gpu \
+      --num_warmup_batches=2 --num_batches=20 --layer_timing >"$p/layer_timing_${m}_b256.log" 2>&1 || true
+    { echo; echo "# $m fp16 b256 --layer_timing"; echo '```'; tail -n 200 "$p/layer_timing_${m}_b256.log"; echo '```'; } >>"$p/summary.md"
+  done
   touch "$p/done"
 }
 
