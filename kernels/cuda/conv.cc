@@ -262,8 +262,8 @@ std::string CudaPlan::layer_kernels(int id) const {
       return "folded: statistics summed by " + graph_.nodes[node.inputs[0]].name + ", normalised + ReLU by " +
              graph_.nodes[next].name + " as it reads its input";
     std::string s = nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
-    if (!fold_refusal_.empty() && tensors_.fused_relu_of[id] >= 0)
-      s += " (cuDNN folds no batch norm into its convolutions here: " + fold_refusal_ + ")";
+    if (const auto it = unfolded_.find(id); it != unfolded_.end())
+      s += " (not folded into its convolutions: " + it->second + ")";
     return s;
   }
   if (node.kind == OpKind::add && tensors_.fused_bn_of[id] >= 0)

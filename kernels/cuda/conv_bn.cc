@@ -47,25 +47,29 @@ std::shared_ptr<FusedConv> CudaPlan::fused_conv(const FusedConvSpec& spec) {
 // A convolution's forward graph. cuDNN's ConvBNfprop engine (compute capability 9.0) takes the
 // prologue only together with the statistics: where the prologue alone is refused, the graph
 // with statistics runs and sums into a buffer nothing reads.
-std::shared_ptr<FusedConv> CudaPlan::forward_graph(const Node& conv, bool prologue, bool stats) {
+std::shared_ptr<FusedConv> CudaPlan::forward_graph(const Node& conv, bool prologue, bool stats, std::string* why) {
   std::shared_ptr<FusedConv> g = fused_conv(fused_spec(conv, FusedConvSpec::forward, prologue, stats));
   if (!g && prologue && !stats) g = fused_conv(fused_spec(conv, FusedConvSpec::forward, true, true));
-  if (!g && fold_refusal_.empty()) {
-    const FusedConvSpec spec = fused_spec(conv, FusedConvSpec::forward, prologue, stats);
-    fold_refusal_ = conv.name + " (" + spec.key() + "): " + fused_refusals_[spec.key()];
+  if (!g && why) {
+    const std::string key = fused_spec(conv, FusedConvSpec::forward, prologue, stats).key();
+    *why = conv.name + " (" + key + "): " + fused_refusals_[key];
   }
   return g;
 }
 
 // Both forward graphs must be taken; the weight gradient through the batch norm is a graph where
-// cuDNN takes it, else the ReLU's output is recomputed for cuDNN's plain one.
+// cuDNN takes it, else the ReLU's output is recomputed for cuDNN's plain one. A refused chain's
+// batch norm keeps the reason (layer_kernels()).
 bool CudaPlan::conv_bn_supported(const ConvBnRelu& f, bool has_prologue) {
   if (type_ != DType::f16) return false;
-  if (compute_capability() < 80) {
-    fold_refusal_ = "cuDNN fuses a batch norm into a convolution's input from compute capability 8.0";
-    return false;
-  }
-  return forward_graph(graph_.nodes[f.conv], has_prologue, true) && forward_graph(graph_.nodes[f.next_conv], true, false);
+  std::string why;
+  if (compute_capability() < 80)
+    why = "cuDNN fuses a batch norm into a convolution's input from compute capability 8.0";
+  else if (forward_graph(graph_.nodes[f.conv], has_prologue, true, &why) &&
+           forward_graph(graph_.nodes[f.next_conv], true, false, &why))
+    return true;
+  unfolded_[f.batch_norm] = why;
+  return false;
 }
 
 // The convolution's forward as a graph: its input through the batch norm and ReLU of the chain
@@ -75,7 +79,7 @@ void CudaPlan::compile_folded_conv_forward(const Node& node) {
   const int in_bn = tensors_.prologue_bn[node.id], out_bn = tensors_.stats_bn[node.id];
   s.fused_forward = std::make_unique<FusedConvCall>();
   s.fused_forward->conv = forward_graph(node, in_bn >= 0, out_bn >= 0);
-  if (!s.fused_forward->conv) throw std::logic_error("cuDNN refused a graph it took before: " + fold_refusal_);
+  if (!s.fused_forward->conv) throw std::logic_error("cuDNN refused a graph it took before");
   workspace_bytes_ = std::max(workspace_bytes_, s.fused_forward->conv->workspace_bytes());
   const bool unread_stats = out_bn < 0 && s.fused_forward->conv->spec().stats;
   if (unread_stats) s.stat_sums = DeviceBuffer(2 * node.out.c * sizeof(float));

@@ -221,7 +221,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- conv -> batch norm -> ReLU -> conv folded (conv_bn.cc) ----
   FusedConvSpec fused_spec(const Node& conv, FusedConvSpec::Direction direction, bool prologue, bool stats) const;
   std::shared_ptr<FusedConv> fused_conv(const FusedConvSpec& spec);
-  std::shared_ptr<FusedConv> forward_graph(const Node& conv, bool prologue, bool stats);
+  std::shared_ptr<FusedConv> forward_graph(const Node& conv, bool prologue, bool stats, std::string* why = nullptr);
   bool conv_bn_supported(const ConvBnRelu& chain, bool has_prologue);
   void compile_folded_conv_forward(const Node& node);
   void run_folded_filter_gradient(const Node& node, void* dw, cudnnTensorDescriptor_t xd);
@@ -266,7 +266,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::map<std::string, ConvAlgos> algo_cache_;
   std::map<std::string, std::shared_ptr<FusedConv>> fused_convs_;  // by FusedConvSpec::key(); null: refused
   std::map<std::string, std::string> fused_refusals_;  // cuDNN's reason, by FusedConvSpec::key()
-  std::string fold_refusal_;  // why cuDNN refused the first chain it did not take
+  std::map<int, std::string> unfolded_;  // batch norm of a chain cuDNN refused -> why
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
   std::vector<int64_t> param_offset_, buffer_offset_;
   int64_t device_params_ = 0, device_buffers_ = 0;
