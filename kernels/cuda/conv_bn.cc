@@ -37,11 +37,13 @@ FusedConvSpec CudaPlan::fused_spec(const Node& conv, FusedConvSpec::Direction di
 // Built once per shape; a refusal is remembered too (null), with cuDNN's reason.
 std::shared_ptr<FusedConv> CudaPlan::fused_conv(const FusedConvSpec& spec) {
   const std::string key = spec.key();
-  if (auto it = fused_convs_.find(key); it != fused_convs_.end()) return it->second;
-  std::string why;
-  std::shared_ptr<FusedConv> built = FusedConv::build(cudnn_, spec, &why);
-  if (!built) fused_refusals_[key] = why;
-  return fused_convs_[key] = built;
+  auto it = fused_convs_.find(key);
+  if (it == fused_convs_.end()) {
+    FusedGraph g;
+    g.conv = FusedConv::build(cudnn_, spec, &g.refusal);
+    it = fused_convs_.emplace(key, std::move(g)).first;
+  }
+  return it->second.conv;
 }
 
 // A convolution's forward graph. cuDNN's ConvBNfprop engine (compute capability 9.0) takes the
@@ -52,7 +54,7 @@ std::shared_ptr<FusedConv> CudaPlan::forward_graph(const Node& conv, bool prolog
   if (!g && prologue && !stats) g = fused_conv(fused_spec(conv, FusedConvSpec::forward, true, true));
   if (!g && why) {
     const std::string key = fused_spec(conv, FusedConvSpec::forward, prologue, stats).key();
-    *why = conv.name + " (" + key + "): " + fused_refusals_[key];
+    *why = conv.name + " (" + key + "): " + fused_convs_[key].refusal;
   }
   return g;
 }

@@ -264,8 +264,11 @@ class CudaPlan final : public Plan, public DevicePlan {
   int64_t peak_device_bytes_ = 0;
   size_t workspace_bytes_ = 0, search_limit_ = 0;
   std::map<std::string, ConvAlgos> algo_cache_;
-  std::map<std::string, std::shared_ptr<FusedConv>> fused_convs_;  // by FusedConvSpec::key(); null: refused
-  std::map<std::string, std::string> fused_refusals_;  // cuDNN's reason, by FusedConvSpec::key()
+  struct FusedGraph {
+    std::shared_ptr<FusedConv> conv;  // null: refused
+    std::string refusal;              // then cuDNN's reason
+  };
+  std::map<std::string, FusedGraph> fused_convs_;  // by FusedConvSpec::key()
   std::map<int, std::string> unfolded_;  // batch norm of a chain cuDNN refused -> why
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
   std::vector<int64_t> param_offset_, buffer_offset_;
