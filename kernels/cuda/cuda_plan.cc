@@ -323,6 +323,7 @@ void CudaPlan::compile() {
     return conv_bn_supported(chain, has_prologue);  // conv_bn.cc: asks cuDNN for the chain's graphs
   };
   tensors_ = plan_device_tensors(graph_, tensor_options);
+  check_tensors_fit();  // memory.cc
   allocate_padded_filters();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/cuda/plan_internal.h"
@@ -11,9 +13,34 @@
 
 namespace cnnbench::cuda {
 
-void CudaPlan::place_tensors() {
+// cuDNN's tensor descriptors count elements in 32-bit ints: the batch at which the largest
+// activation of the graph still has fewer than 2^31.
+int64_t CudaPlan::largest_batch_for_descriptors() const {
+  int64_t per_image = 1;
+  for (const Node& node : graph_.nodes) {
+    const Shape s = stored_shape(node.id);
+    if (s.n > 0) per_image = std::max(per_image, s.elements() / s.n);
+  }
+  return std::numeric_limits<int32_t>::max() / per_image;
+}
+
+// Before the algorithm search makes descriptors and takes memory of its own: an arena larger
+// than the free memory, or a tensor beyond cuDNN's descriptors, is one line naming the batch that
+// would run.
+void CudaPlan::check_tensors_fit() {
   tensor_bytes_ = tensors_.arena_bytes;
   unshared_tensor_bytes_ = tensors_.unshared_bytes;
+  size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  if (tensor_bytes_ > free) throw OutOfMemory(tensor_bytes_, free, total);
+  const int64_t batch = graph_.batch_size(), limit = largest_batch_for_descriptors();
+  if (batch > limit)
+    throw std::invalid_argument("backend 'cuda': batch " + std::to_string(batch) + " gives tensors of more than 2^31 elements, " +
+                                "which cuDNN's descriptors do not take: the largest batch the CUDA backend runs " +
+                                "for this model is " + std::to_string(limit) + " per GPU");
+}
+
+void CudaPlan::place_tensors() {
   d_tensors_ = DeviceBuffer(std::max<size_t>(tensor_bytes_, 256));
   CUDA_CHECK(cudaMemset(d_tensors_.data(), 0, d_tensors_.bytes()));  // gradients nothing writes read as zero
   char* base = d_tensors_.as<char>();
@@ -48,7 +75,7 @@ std::string CudaPlan::out_of_memory(const OutOfMemory& e) const {
   const int64_t fits = largest_batch_that_fits(batch, arena, arena - static_cast<double>(e.asked - std::min(e.asked, e.free)));
   s += " (activations and gradients: " + gib(static_cast<double>(tensor_bytes_)) + ", " +
        std::to_string(static_cast<int64_t>(per_image / (1 << 20))) + " MiB per image)";
-  s += fits >= 1 ? "; the largest batch that fits is about " + std::to_string(fits)
+  s += fits >= 1 ? "; the largest batch that fits is about " + std::to_string(std::min(fits, largest_batch_for_descriptors()))
                  : "; not even batch 1 fits beside what this plan holds";
   return s;
 }

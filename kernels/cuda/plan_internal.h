@@ -183,6 +183,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile();
   void prepare_lars();  // sgd.cc: the chunk table LARS launches over
   void lars_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count, const int* skip_if);
+  void check_tensors_fit();  // memory.cc: the arena in the free memory, every tensor in cuDNN's descriptors
+  int64_t largest_batch_for_descriptors() const;
   void place_tensors();  // memory.cc: out_ and diff_ in the arena tensors_ planned
   void sample_device_memory();     // memory.cc
   std::string out_of_memory(const OutOfMemory& e) const;
