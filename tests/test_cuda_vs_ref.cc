@@ -1,9 +1,12 @@
 // Every op of the cuda backend against the reference backend on the shapes of
 // tests/op_cases.h, in fp32 (TF32 off), fp16 and bf16 (inputs and weights rounded for the
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "gpu_skip.h"
+#include "kernels/conv_bn_relu.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device_plan.h"
 #include "layer_timing_check.h"
@@ -25,9 +28,19 @@ TEST_P(CudaVsRef, ForwardBackwardMatch) {
 // tolerance in both types: its weight gradient sums 50,176 positions per element and cuDNN's
 // algorithms for 3 input channels keep 16-bit partial sums (measured on an H100: 0.9% fp16,
 // 2.6% bf16 relative L2 error, where every other convolution met 0.5% and 2%).
+// fp16 cases with conv -> batch norm -> ReLU -> conv chains get half the bf16 tolerance: the
+// chains fold (conv_bn.cc) with the batch norm's scale and bias rounded to fp16, as cuDNN's
+// prologue reads them, which moves ReLU boundaries by up to |bias| x 2^-11; sums through the mask
+// then carry noise that goes as the square root of the rounding, where fp16's 3 more bits buy
+// sqrt(8) = 2.8x over bf16, not 8x. Measured on an H200: a1_bn.bias 8.9% (tiny_bottleneck_blocks),
+// bn3.bias 7.5% (tiny_resnet_block), all else within a quarter. scripts/emulate_conv_bn_fold.py
+// over 30 seeds of tiny_bottleneck_blocks (rounding only the chains' outputs, and folded the scale
+// and bias): the worst gradient within 6.25% on 19 seeds unfused and 17 folded, within 12.5% on
+// 29 and 26. CudaFusions holds the fold to the unfused plan's own distance from the reference.
 double half_scale(const OpCase& c, DType type) {
   const double bf16 = bf16_tolerance_scale(c);
   if (c.name == "vgg16_conv3to64_k3s1p1_224_relu") return 1.5 * bf16;
+  if (type == DType::f16 && !find_conv_bn_relu(c.build()).empty()) return bf16 / 2;
   return type == DType::f16 ? bf16 / 4 : bf16;
 }
 
@@ -108,27 +121,72 @@ TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
   }
 }
 
+// ||a - b|| / ||b||, infinite where a holds a non-finite value.
+double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return std::numeric_limits<double>::infinity();
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// One training step's errors against the fp32 reference: the worst parameter gradient's, that of
+// all parameter gradients with each tensor scaled to unit norm, the image gradient's and the
+// running statistics'.
+struct ErrorsVsReference {
+  std::vector<float> outputs;
+  double worst = 0, all = 0, image = 0, statistics = 0;
+  std::string worst_name;
+};
+
 // conv -> batch norm -> ReLU -> conv folded into cuDNN graphs (fp16, compute capability 8.0 and
-// later): the bottleneck case's four chains fold (layer_kernels() says which graphs run), and two
-// training steps with an update between give the outputs, parameter gradients and image gradient
-// of the plan that runs every op alone, within fp16's tolerance, launched or as CUDA graphs (the
-// cuDNN graphs' first run then inside a capture). The op cases' fp16 suite runs the same chains
-// against the reference.
-TEST(CudaFusions, ConvBnChainsFoldAndMatchTheUnfusedPlan) {
+// later): the bottleneck case's four chains fold (layer_kernels() says which graphs run), and one
+// training step lands as close to the fp32 reference as the plan running every op alone does,
+// launched or as CUDA graphs (the cuDNN graphs' first run then inside a capture).
+// Why against the reference and not against the unfused plan: in these small networks gradients
+// behind a batch norm + ReLU are dominated by cancellation, so two correct fp16 plans differ by
+// several percent. scripts/emulate_conv_bn_fold.py (results/conv_bn_fold/emulation.txt) rounds
+// only the chains' convolution outputs to fp16 (and, folded, the batch norm's scale and bias, as
+// cuDNN reads them), over 30 seeds: parameter gradients (each tensor at unit norm) 2.4% from exact
+// unfused and 2.7% folded (medians), image gradient 2.4% and 3.4%; the bounds below held on all
+// 30. Two correct fp16 plans compared after an update of rate 0.5 (the first version of this test)
+// landed 16% apart on an H200, as the emulation predicts (a median 23% from exact, unfused).
+// A fold that computes something else (a wrong mask, coefficient or weight-gradient input) is off
+// by tens of percent on whole tensors.
+TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
   SKIP_WITHOUT_GPU();
   if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN folds batch norms into convolutions from 8.0";
   OpCase bottleneck;
   for (const OpCase& c : all_cases())
     if (c.name == "tiny_bottleneck_blocks") bottleneck = c;
   const Graph g = bottleneck.build();
-  StepResults runs[3];  // every op alone, folded, folded and replayed as CUDA graphs
-  const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 92), DType::f16);
-  for (const int run : {1, 0, 2}) {
-    const bool fuse = run > 0;
-    PlanOptions options;
+  PlanOptions options;
+  options.input_grad = true;
+  auto reference = compile_plan("ref", g, options);
+  randomize(*reference, 4321);
+  const auto params = half_rounded({reference->parameters().begin(), reference->parameters().end()}, DType::f16);
+  const std::vector<float> statistics(reference->buffers().begin(), reference->buffers().end());  // before the step moves them
+  std::copy(params.begin(), params.end(), reference->parameters().begin());
+  const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 93), DType::f16);
+  const auto output_grad = half_rounded(random_vector<float>(g.logits().out.elements(), 94), DType::f16);
+  const auto step = [&](Plan& plan) {
+    plan.set_input(images.data());
+    plan.forward(Mode::training);
+    plan.set_output_grad(output_grad.data());
+    plan.backward();
+  };
+  step(*reference);
+  std::vector<float> ref_image(images.size());
+  reference->read_input_grad(ref_image.data());
+
+  ErrorsVsReference runs[3];  // every op alone, folded, folded and replayed as CUDA graphs
+  const char* names[3] = {"unfused", "folded", "folded, CUDA graphs"};
+  for (const int run : {0, 1, 2}) {
     options.compute = DType::f16;
-    options.input_grad = true;
-    options.fuse = fuse;
+    options.allow_tf32 = false;
+    options.fuse = run > 0;
     options.cuda_graphs = run == 2;  // the graphs' first launch inside a capture
     auto plan = compile_plan("cuda", g, options);
     int graphs = 0, folded = 0;
@@ -136,28 +194,55 @@ TEST(CudaFusions, ConvBnChainsFoldAndMatchTheUnfusedPlan) {
       const std::string k = plan->layer_kernels(n.id);
       graphs += k.find("cuDNN graph") != std::string::npos;
       folded += k.rfind("folded:", 0) == 0;
-      if (fuse && n.name == "a2") {
+      if (run > 0 && n.name == "a2") {
         EXPECT_NE(k.find("fwd cuDNN graph"), std::string::npos) << k;
         EXPECT_NE(k.find("reading relu(a1_bn)"), std::string::npos) << k;
         EXPECT_NE(k.find("summing a2_bn's statistics"), std::string::npos) << k;
         // the weight gradient: a graph with the same prologue, or cuDNN's plain one on the input recomputed
         EXPECT_TRUE(k.find("filter cuDNN graph") != std::string::npos || k.find("on its input recomputed") != std::string::npos)
             << k;
-        std::printf("%s: %s\n", n.name.c_str(), k.c_str());
-      }
-      if (fuse && n.name == "a1_bn") {
-        EXPECT_EQ(k.rfind("folded:", 0), 0u) << k;
+        if (run == 1) std::printf("%s: %s\n", n.name.c_str(), k.c_str());
       }
     }
-    EXPECT_EQ(folded, fuse ? 4 : 0);
-    EXPECT_EQ(graphs, fuse ? 6 : 0) << "a1, a2, a3, b1, b2, b3";
-    runs[run] = two_steps(*plan, images, 91);  // the second step normalises with updated weights
+    EXPECT_EQ(folded, run > 0 ? 4 : 0);
+    EXPECT_EQ(graphs, run > 0 ? 6 : 0) << "a1, a2, a3, b1, b2, b3";
+    std::copy(params.begin(), params.end(), plan->parameters().begin());
+    std::copy(statistics.begin(), statistics.end(), plan->buffers().begin());
+    plan->device()->upload_state();
+    step(*plan);
+    plan->device()->download_state();
+    ErrorsVsReference& e = runs[run];
+    e.outputs = output_of(*plan);
+    std::vector<float> unit, unit_ref;
+    for (const ArenaEntry& p : reference->layout().params) {
+      const auto got = slice(plan->gradients(), p), want = slice(reference->gradients(), p);
+      const double err = relative_l2(got, want);
+      if (err > e.worst) e.worst = err, e.worst_name = p.spec->name;
+      double norm = 1e-30;
+      for (const float v : want) norm += static_cast<double>(v) * v;
+      for (size_t i = 0; i < got.size(); ++i) {
+        unit.push_back(static_cast<float>(got[i] / std::sqrt(norm)));
+        unit_ref.push_back(static_cast<float>(want[i] / std::sqrt(norm)));
+      }
+    }
+    e.all = relative_l2(unit, unit_ref);
+    std::vector<float> image(images.size());
+    plan->read_input_grad(image.data());
+    e.image = relative_l2(image, ref_image);
+    e.statistics = relative_l2({plan->buffers().begin(), plan->buffers().end()},
+                               {reference->buffers().begin(), reference->buffers().end()});
+    std::printf("%s vs the fp32 reference: parameter gradients %.4f (worst %s %.4f), image gradient %.4f, running statistics %.5f\n",
+                names[run], e.all, e.worst_name.c_str(), e.worst, e.image, e.statistics);
   }
+  const ErrorsVsReference& unfused = runs[0];
   for (const int run : {1, 2}) {
-    SCOPED_TRACE(run == 1 ? "folded" : "folded, CUDA graphs");
-    EXPECT_TRUE(testing::close_l2("outputs", runs[run].outputs, runs[0].outputs, 5e-3));
-    EXPECT_TRUE(testing::close_l2("parameter gradients", runs[run].grads, runs[0].grads, 5e-3));
-    EXPECT_TRUE(testing::close_l2("image gradient", runs[run].image_grads, runs[0].image_grads, 5e-3));
+    SCOPED_TRACE(names[run]);
+    const ErrorsVsReference& e = runs[run];
+    EXPECT_TRUE(testing::close_l2("outputs", e.outputs, unfused.outputs, 5e-3));
+    EXPECT_LE(e.all, 3 * unfused.all + 0.02);
+    EXPECT_LE(e.worst, 3 * unfused.worst + 0.05) << e.worst_name;
+    EXPECT_LE(e.image, 3 * unfused.image + 0.02);
+    EXPECT_LE(e.statistics, 3 * unfused.statistics + 1e-3);
   }
 }
 
