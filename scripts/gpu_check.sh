@@ -6,7 +6,8 @@
 # wheels' (cuDNN, cuBLAS, NCCL: about 1.3 GB, far over the carry limit), which come from the remote
 # python's site-packages/nvidia/*/lib.
 #   scripts/gpu_check.sh pack                      here: build/ -> build-gpu-carry/ (bundle, manifest)
-#   scripts/gpu_check.sh test|bench [--quick]|maxbatch|profile|all [--deadline S] [--reps N] [--sides "cnnbench eager compile"]   there
+#   scripts/gpu_check.sh test|bench [--quick]|maxbatch|profile|all [--deadline S] [--reps N] [--sides "cnnbench eager compile"]
+#                        [--configs "resnet50_b256 resnet50_b32 vgg16_b256"] [--tests GTEST_FILTER]   there
 #   scripts/gpu_check.sh exec BINARY ARGS...       there: a carried binary with its libraries
 #   scripts/gpu_check.sh unpack FILES_AT           here: what a call brought back -> results/gpu_<device>/check/
 # The device tool's run (command, carry, timeout_s), then `unpack` with the reply's files_at:
@@ -29,7 +30,7 @@ START=$(date +%s)
 
 say() { echo "gpu_check: $*"; }
 die() { echo "gpu_check: $*" >&2; exit 1; }
-usage() { sed -n '8,12p' "$0" >&2; exit 2; }
+usage() { sed -n '8,13p' "$0" >&2; exit 2; }
 left() { echo $((DEADLINE - $(date +%s))); }
 upto() { local t=$(($(left) - $1)); echo $((t > 1 ? t : 1)); }  # a timeout ending $1 s before the deadline (never 0: none)
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
@@ -159,13 +160,15 @@ stage_test() {
   local name filter rc st sec log t0 sum=$S/tests/summary.tsv
   count() { sed -nE "s/^\[  $1 *\] ([0-9]+) tests?.*/\1/p" "$log" | tail -1 | grep . || echo 0; }
   while read -r name filter; do
+    if [ -n "$TESTS" ]; then filter=$TESTS name=$name@filtered; fi  # --tests: those alone, in every binary
     tried "$sum" "$name" && continue
     (($(left) > 60)) || { say "test: deadline: $name and after left for the next call"; return 0; }
     log=$S/tests/$name.log t0=$(date +%s) rc=0
-    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/$name" --gtest_filter="$filter" --gtest_color=no >"$log" 2>&1 || rc=$?
+    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/${name%@filtered}" --gtest_filter="$filter" --gtest_color=no >"$log" 2>&1 || rc=$?
     sec=$(($(date +%s) - t0))
     case $rc in 0) st=pass ;; 124 | 137) st=timeout ;; *) st=fail ;; esac
     [ "$st$(count PASSED)" != pass0 ] || st=skipped  # all skipped: the binary saw no GPU (the log says why)
+    ! grep -q '^\[==========\] Running 0 tests' "$log" || st=none  # --tests matched none of this binary's
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$st" "$(count PASSED)" "$(count FAILED)" "$(count SKIPPED)" "$sec" >>"$sum"
     say "test: $name $st (passed $(count PASSED), failed $(count FAILED), skipped $(count SKIPPED); $sec s)"
     grep -m1 '^CUDA runtime' "$log" | sed 's/^/gpu_check:   /' || true  # test_cuda_ops: the versions loaded
@@ -218,6 +221,7 @@ stage_bench() {  # the GPU table against PyTorch, the three sides alternating ru
   local rep c
   for ((rep = 1; rep <= REPS; rep++)); do
     for c in "resnet50_b256 resnet50 256" "resnet50_b32 resnet50 32" "vgg16_b256 vgg16 256"; do
+      [[ " $CONFIGS " == *" ${c%% *} "* ]] || continue
       # shellcheck disable=SC2086  # c holds three words
       for impl in $SIDES; do bench_run $c "$impl" "$rep"; done
     done
@@ -377,7 +381,7 @@ stage_unpack() {  # here: a reply's files_at -> results/gpu_<device>/check/ (the
 
 # ---- main ----------------------------------------------------------------------------------
 stage=${1:-}; [ -n "$stage" ] || usage; shift
-DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000 SIDES="cnnbench eager compile"
+DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000 SIDES="cnnbench eager compile" CONFIGS="resnet50_b256 resnet50_b32 vgg16_b256" TESTS=''
 case $stage in
   pack) stage_pack; exit ;;
   unpack) stage_unpack "$@"; exit ;;
@@ -391,6 +395,8 @@ while (($#)); do
     --quick) MODE=quick ;;
     --reps) REPS=${2:?}; shift ;;
     --sides) SIDES=${2:?}; shift ;;
+    --configs) CONFIGS=${2:?}; shift ;;  # bench: which of resnet50_b256 resnet50_b32 vgg16_b256
+    --tests) TESTS=${2:?}; shift ;;      # test: one gtest filter for every binary (rows keyed NAME@filtered)
     --kernels) NCU_OPTS+=(--kernel-name "regex:${2:?}"); shift ;;  # --ncu-skip then counts its matches only
     --ncu-skip) skip=${2:?}; shift ;;
     --ncu-count) count=${2:?}; shift ;;
