@@ -51,7 +51,8 @@ int64_t input_channels(const Graph& g, const std::vector<std::vector<int>>& cons
 }
 
 // conv -> batch norm -> ReLU -> conv in fp16 (kernels/conv_bn_relu.h), where the ReLU runs in
-// place, the channel counts suit tensor cores (multiples of 8) and the device takes the chain.
+// place, the channel counts suit tensor cores (multiples of 8; the batch norm's at most 2048) and
+// the device takes the chain.
 void find_conv_bn_chains(const Graph& g, const DeviceTensorOptions& o, DeviceTensors& t) {
   const size_t count = g.nodes.size();
   t.bn_into_conv.assign(count, -1);
@@ -62,6 +63,7 @@ void find_conv_bn_chains(const Graph& g, const DeviceTensorOptions& o, DeviceTen
     const Node &a = g.nodes[f.conv], &b = g.nodes[f.next_conv];
     if (t.fused_relu_of[f.batch_norm] != f.relu) continue;
     if (t.stored_shape(g, a.inputs[0]).c % 8 != 0 || a.out.c % 8 != 0 || b.out.c % 8 != 0) continue;
+    if (a.out.c > 2048) continue;  // the batch norm's backward reads 8 channels a thread, one block a row range
     if (o.conv_bn_supported && !o.conv_bn_supported(f, t.prologue_bn[f.conv] >= 0)) continue;
     t.bn_into_conv[f.batch_norm] = f.next_conv;
     t.prologue_bn[f.next_conv] = f.batch_norm;

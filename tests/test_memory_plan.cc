@@ -308,5 +308,21 @@ TEST(DeviceTensors, ConvBnChainsStoreNoBatchNormOutput) {
   EXPECT_EQ(std::count(alone.stats_bn.begin(), alone.stats_bn.end(), -1), static_cast<long>(g.nodes.size()));
 }
 
+// A chain's batch norm of more than 2048 channels stays three ops (its folded backward reads
+// 8 channels a thread, one block a range of rows); 2048 folds.
+TEST(DeviceTensors, ConvBnChainsFoldUpTo2048Channels) {
+  for (const int64_t channels : {2048, 2056}) {
+    GraphBuilder b("wide", {2, 8, 4, 4});
+    const int x = b.relu(b.batch_norm(b.conv(b.input(), channels, 1, 1, 0, "a"), "a_bn"), "a_relu");
+    const Graph g = b.finish(b.linear(b.global_avg_pool(b.conv(x, 8, 1, 1, 0, "b"), "gap"), 10, "fc"));
+    DeviceTensorOptions options;
+    options.compute = DType::f16;
+    const DeviceTensors t = plan_device_tensors(g, options);
+    EXPECT_EQ(std::count_if(t.bn_into_conv.begin(), t.bn_into_conv.end(), [](int c) { return c >= 0; }),
+              channels <= 2048 ? 1 : 0)
+        << channels;
+  }
+}
+
 }  // namespace
 }  // namespace cnnbench

@@ -3,6 +3,9 @@
 #include "kernels/cuda/conv_bn_kernels.h"
 #include "kernels/cuda/kernel_util.cuh"
 
+#include <initializer_list>
+#include <stdexcept>
+
 namespace cnnbench::cuda {
 namespace {
 
@@ -36,34 +39,47 @@ __global__ void finalize_inference_kernel(const float* gamma, const float* beta,
   }
 }
 
-// Rows split into `splits` ranges; block (x: 32 channels, y: 8 row lanes) sums one range of 32
-// channels: sum g and sum g * xhat, the 8 lanes then added in a fixed order.
-constexpr int lanes = 8, splits_max = 256;
+// Rows split into `splits` ranges, one block each. The block's threads read 16 bytes (8
+// channels) at a time: thread t takes channel group t % groups of rows lane, lane + lanes, ...
+// (lane = t / groups, lanes = threads / groups), sums g and g * xhat per channel, and the lanes'
+// sums are then added in a fixed order. Needs channels a multiple of 8 and at most 8 x threads
+// (find_conv_bn_chains() folds no other chain).
+constexpr int W = 8, splits_max = 1024, max_channels = W * threads;
 
-int64_t splits_for(int64_t rows) { return rows < splits_max * 64 ? (rows + 63) / 64 : splits_max; }
+int64_t splits_for(int64_t rows) { return rows < splits_max * int64_t{64} ? (rows + 63) / 64 : splits_max; }
 
 __global__ void backward_partials_kernel(const __half* x, const __half* dz, const __half* scale, const __half* bias,
                                          const float* mean, const float* inv_std, float* partials, int64_t rows,
-                                         int64_t channels, int64_t splits) {
-  __shared__ float sg[lanes][32], sgx[lanes][32];
-  const int64_t c = blockIdx.x * 32 + threadIdx.x, split = blockIdx.y;
-  const int64_t begin = rows * split / splits, end = rows * (split + 1) / splits;
-  float g_sum = 0, gx_sum = 0;
-  if (c < channels) {
-    const float s = __half2float(scale[c]), b = __half2float(bias[c]), mu = mean[c], is = inv_std[c];
-    for (int64_t r = begin + threadIdx.y; r < end; r += lanes) {
-      const float xv = __half2float(x[r * channels + c]);
-      const float g = xv * s + b > 0.0f ? __half2float(dz[r * channels + c]) : 0.0f;
-      g_sum += g;
-      gx_sum += g * (xv - mu) * is;
+                                         int channels, int64_t splits) {
+  __shared__ float sums[2 * max_channels];  // [lane][channel] of g, then of g * xhat
+  const int groups = channels / W, lanes = threads / groups, group = threadIdx.x % groups,
+            lane = threadIdx.x / groups;
+  const int64_t split = blockIdx.x, begin = rows * split / splits, end = rows * (split + 1) / splits;
+  if (lane < lanes) {
+    const Pack<__half, W> s = load_pack<W>(scale, group), b = load_pack<W>(bias, group);
+    float g_sum[W] = {}, gx_sum[W] = {}, mu[W], is[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) mu[j] = mean[group * W + j], is[j] = inv_std[group * W + j];
+    for (int64_t r = begin + lane; r < end; r += lanes) {
+      const Pack<__half, W> xp = load_pack<W>(x, r * groups + group), dp = load_pack<W>(dz, r * groups + group);
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const float xv = to_float(xp.v[j]);
+        const float g = xv * to_float(s.v[j]) + to_float(b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
+        g_sum[j] += g;
+        gx_sum[j] += g * (xv - mu[j]) * is[j];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      sums[lane * channels + group * W + j] = g_sum[j];
+      sums[(lanes + lane) * channels + group * W + j] = gx_sum[j];
     }
   }
-  sg[threadIdx.y][threadIdx.x] = g_sum;
-  sgx[threadIdx.y][threadIdx.x] = gx_sum;
   __syncthreads();
-  if (threadIdx.y == 0 && c < channels) {
+  for (int c = threadIdx.x; c < channels; c += threads) {
     float a = 0, bsum = 0;
-    for (int l = 0; l < lanes; ++l) a += sg[l][threadIdx.x], bsum += sgx[l][threadIdx.x];
+    for (int l = 0; l < lanes; ++l) a += sums[l * channels + c], bsum += sums[(lanes + l) * channels + c];
     partials[split * channels + c] = a;
     partials[(splits + split) * channels + c] = bsum;
   }
@@ -86,34 +102,61 @@ __global__ void backward_coefficients_kernel(const float* partials, const float*
   }
 }
 
+// 8 elements (16 bytes) a thread: pack p holds channels (p * 8) % channels and the 7 after.
 __global__ void backward_apply_kernel(const __half* x, const __half* dz, const __half* scale, const __half* bias,
-                                      const float* coefficients, __half* dx, int64_t rows, int64_t channels,
+                                      const float* coefficients, __half* dx, int64_t packs, int64_t channels,
                                       bool accumulate) {
-  GRID_STRIDE(i, rows * channels) {
-    const int64_t c = i % channels;
-    const float xv = __half2float(x[i]);
-    const float g = xv * __half2float(scale[c]) + __half2float(bias[c]) > 0.0f ? __half2float(dz[i]) : 0.0f;
-    float v = coefficients[c] * g + coefficients[channels + c] * xv + coefficients[2 * channels + c];
-    if (accumulate) v += __half2float(dx[i]);
-    dx[i] = __float2half_rn(v);
+  GRID_STRIDE(p, packs) {
+    const int64_t c0 = p * W % channels;
+    const Pack<__half, W> xp = load_pack<W>(x, p), dp = load_pack<W>(dz, p), s = load_pack<W>(scale, c0 / W),
+                          b = load_pack<W>(bias, c0 / W);
+    // the 8 channels' A, B and C, 32 bytes each (c0 is a multiple of 8)
+    const Pack<float, W> a = load_pack<W>(coefficients, c0 / W), bx = load_pack<W>(coefficients + channels, c0 / W),
+                         k = load_pack<W>(coefficients + 2 * channels, c0 / W);
+    Pack<__half, W> out;
+    if (accumulate) out = load_pack<W>(dx, p);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      const float xv = to_float(xp.v[j]);
+      const float g = xv * to_float(s.v[j]) + to_float(b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
+      float v = a.v[j] * g + bx.v[j] * xv + k.v[j];
+      if (accumulate) v += to_float(out.v[j]);
+      out.v[j] = from_float<__half>(v);
+    }
+    store_pack(dx, p, out);
   }
 }
 
-__global__ void apply_kernel(const __half* x, const __half* scale, const __half* bias, __half* z, int64_t rows,
+__global__ void apply_kernel(const __half* x, const __half* scale, const __half* bias, __half* z, int64_t packs,
                              int64_t channels) {
-  GRID_STRIDE(i, rows * channels) {
-    const int64_t c = i % channels;
-    z[i] = __float2half_rn(fmaxf(__half2float(x[i]) * __half2float(scale[c]) + __half2float(bias[c]), 0.0f));
+  GRID_STRIDE(p, packs) {
+    const int64_t c0 = p * W % channels;
+    const Pack<__half, W> xp = load_pack<W>(x, p), s = load_pack<W>(scale, c0 / W), b = load_pack<W>(bias, c0 / W);
+    Pack<__half, W> out;
+#pragma unroll
+    for (int j = 0; j < W; ++j)
+      out.v[j] = from_float<__half>(fmaxf(to_float(xp.v[j]) * to_float(s.v[j]) + to_float(b.v[j]), 0.0f));
+    store_pack(z, p, out);
   }
+}
+
+// The kernels' 16-byte accesses: channels a multiple of 8 (at most 8 x threads), every tensor on
+// a 16-byte boundary (the arena's are on 256).
+void check_packs(int64_t channels, std::initializer_list<const void*> pointers) {
+  bool ok = channels % W == 0 && channels <= max_channels;
+  for (const void* p : pointers) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  if (!ok) throw std::logic_error("folded batch norm: channels not a multiple of 8 up to 2048, or a tensor off 16 bytes");
 }
 
 }  // namespace
 
 void bn_relu_apply(const void* x, const void* scale, const void* bias, void* z, int64_t rows, int64_t channels,
                    cudaStream_t stream) {
-  apply_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(
+  check_packs(channels, {x, scale, bias, z});
+  const int64_t packs = rows * channels / W;
+  apply_kernel<<<blocks_for(packs), threads, 0, stream>>>(
       static_cast<const __half*>(x), static_cast<const __half*>(scale), static_cast<const __half*>(bias),
-      static_cast<__half*>(z), rows, channels);
+      static_cast<__half*>(z), packs, channels);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -140,20 +183,21 @@ void bn_relu_backward(const void* x, const void* dz, const void* scale, const vo
                       const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta, void* dx,
                       int64_t rows, int64_t channels, bool accumulate, float* partials, float* coefficients,
                       cudaStream_t stream) {
+  check_packs(channels, {x, dz, scale, bias, dx});
   const auto* xh = static_cast<const __half*>(x);
   const auto* dzh = static_cast<const __half*>(dz);
   const auto* sh = static_cast<const __half*>(scale);
   const auto* bh = static_cast<const __half*>(bias);
   const int64_t splits = splits_for(rows);
-  const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(splits)), block(32, lanes);
-  backward_partials_kernel<<<grid, block, 0, stream>>>(xh, dzh, sh, bh, saved_mean, saved_inv_std, partials, rows,
-                                                      channels, splits);
+  backward_partials_kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
+      xh, dzh, sh, bh, saved_mean, saved_inv_std, partials, rows, static_cast<int>(channels), splits);
   CUDA_CHECK(cudaGetLastError());
   backward_coefficients_kernel<<<blocks_for(channels), threads, 0, stream>>>(
       partials, saved_mean, saved_inv_std, gamma, dgamma, dbeta, coefficients, rows, channels, splits);
   CUDA_CHECK(cudaGetLastError());
-  backward_apply_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(
-      xh, dzh, sh, bh, coefficients, static_cast<__half*>(dx), rows, channels, accumulate);
+  const int64_t packs = rows * channels / W;
+  backward_apply_kernel<<<blocks_for(packs), threads, 0, stream>>>(xh, dzh, sh, bh, coefficients,
+                                                                   static_cast<__half*>(dx), packs, channels, accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -14,46 +14,6 @@
 namespace cnnbench::cuda {
 namespace {
 
-// Elementwise kernels move W elements per access: 16 bytes (8 halves or 4 floats) where every
-// pointer is 16-byte aligned and W divides the count (the plan's tensors start on 256-byte
-// boundaries), else one element (W = 1). Element j of group g is element g * W + j.
-template <typename T, int W>
-struct alignas(sizeof(T) * W) Pack {
-  T v[W];
-};
-template <int W, typename T>
-__device__ __forceinline__ Pack<T, W> load_pack(const T* p, int64_t g) {
-  return reinterpret_cast<const Pack<T, W>*>(p)[g];
-}
-template <int W, typename T>
-__device__ __forceinline__ void store_pack(T* p, int64_t g, const Pack<T, W>& v) {
-  reinterpret_cast<Pack<T, W>*>(p)[g] = v;
-}
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-// Calls launch(std::integral_constant<int, W>, groups) with W = 16 / sizeof(T) where it may
-// (every pointer 16-byte aligned, W dividing `count` and `divides_too`), else with W = 1.
-template <typename T, typename Launch>
-void packed(int64_t count, std::initializer_list<const void*> pointers, Launch&& launch, int64_t divides_too = 0) {
-  constexpr int W = 16 / sizeof(T);
-  bool ok = count % W == 0 && (divides_too == 0 || divides_too % W == 0);
-  for (const void* p : pointers) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
-  if (ok)
-    launch(std::integral_constant<int, W>{}, count / W);
-  else
-    launch(std::integral_constant<int, 1>{}, count);
-}
-
 template <typename T>
 __global__ void images_kernel(const float* in, T* out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t cp,
                               bool in_nhwc) {
