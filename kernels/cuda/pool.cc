@@ -1,11 +1,11 @@
-// kernels/cuda/pool.cc — CudaPlan's max, average and global average pooling (cuDNN, and a kernel
-// of our own for the backward of max pooling whose windows tile the input).
+// kernels/cuda/pool.cc — CudaPlan's max, average and global average pooling (cuDNN, and kernels
+// of our own for max pooling whose windows tile the input).
 #include "kernels/cuda/plan_internal.h"
 
 #include <memory>
 #include <stdexcept>
 
-#include "kernels/cuda/tensor_kernels.h"
+#include "kernels/cuda/pool_kernels.h"
 
 namespace cnnbench::cuda {
 
@@ -31,19 +31,27 @@ void CudaPlan::compile_pool(const Node& node) {
   int n, c, h, w;
   CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(s.pool->d, xd->d, &n, &c, &h, &w));
   if (h != node.out.h || w != node.out.w) throw std::logic_error("cuDNN's pooling output shape differs from the graph's");
-  push_forward(node.id, [this, &node, &s, xd] {
-    const float one = 1.0f, zero = 0.0f;
-    CUDA_CHECK(cudnnPoolingForward(cudnn_, s.pool->d, &one, xd->d, out_[node.inputs[0]], &zero, s.out->d,
-                                   out_[node.id]));
-  });
+  // cuDNN's NHWC max pooling took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows that
+  // tile the input get kernels of their own (pool_kernels.h); overlapping ones (ResNet's 3x3/2)
+  // stay cuDNN's
+  const bool tiled = node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
+                     node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w;
+  const Shape i = src.out, o = node.out;
+  const int64_t kk = node.pool.kernel;
+  if (tiled)
+    push_forward(node.id, [this, &node, i, o, kk] {
+      cuda::max_pool_forward_tiled(out_[node.inputs[0]], out_[node.id], i.n, i.c, i.h, i.w, o.h, o.w, kk, type_,
+                                   stream_);
+    });
+  else
+    push_forward(node.id, [this, &node, &s, xd] {
+      const float one = 1.0f, zero = 0.0f;
+      CUDA_CHECK(cudnnPoolingForward(cudnn_, s.pool->d, &one, xd->d, out_[node.inputs[0]], &zero, s.out->d,
+                                     out_[node.id]));
+    });
   if (!wants_grad(src.id)) return;
   const bool acc = accumulates(node, 0);
-  // cuDNN's NHWC max-pool backward took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows
-  // that tile the input get a kernel of their own; overlapping ones (ResNet's 3x3/2) stay cuDNN's
-  if (node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
-      node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w) {
-    const Shape i = src.out, o = node.out;
-    const int64_t kk = node.pool.kernel;
+  if (tiled) {
     push_backward(node.id, [this, &node, i, o, kk, acc] {
       cuda::max_pool_backward_tiled(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w,
                                     o.h, o.w, kk, acc, type_, stream_);

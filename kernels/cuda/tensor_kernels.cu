@@ -149,34 +149,6 @@ __global__ void bias_grad_kernel(const T* y, T* dy, float* db, int64_t rows, int
   }
 }
 
-// 32-bit indices: the largest tensor here (VGG16's first pool at batch 256) has 822M elements.
-template <typename T>
-__global__ void max_pool_tiled_kernel(const T* x, const T* dy, T* dx, int total, int c, int h, int w, int oh, int ow,
-                                      int k, bool accumulate) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int ch = i % c, rest = i / c, ox = rest % ow, oy = (rest / ow) % oh, img = rest / (ow * oh);
-    const int64_t base = (static_cast<int64_t>(img) * h * w) * c + ch;
-    const int y0 = oy * k, x0 = ox * k;
-    float best = -INFINITY;
-    int at = -1;
-    for (int py = y0; py < min(y0 + k, h); ++py)
-      for (int px = x0; px < min(x0 + k, w); ++px) {
-        const float v = load(x, base + (static_cast<int64_t>(py) * w + px) * c);
-        if (at < 0 || v > best) {
-          best = v;
-          at = py * w + px;
-        }
-      }
-    const float g = load(dy, i);
-    for (int py = y0; py < min(y0 + k, h); ++py)
-      for (int px = x0; px < min(x0 + k, w); ++px) {
-        const int64_t j = base + (static_cast<int64_t>(py) * w + px) * c;
-        const float v = py * w + px == at ? g : 0.0f;
-        store(dx, j, accumulate ? load(dx, j) + v : v);
-      }
-  }
-}
-
 template <typename T>
 __global__ void shortcut_kernel(const T* in, T* out, int64_t n, int64_t ic, int64_t ih, int64_t iw, int64_t oc,
                                 int64_t oh, int64_t ow, int64_t stride, int64_t pad) {
@@ -325,21 +297,6 @@ void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DT
 void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type,
                              cudaStream_t stream) {
   bias_grad(y, dy, db, rows, features, type, stream);
-}
-
-void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
-                             cudaStream_t stream) {
-  const int64_t total = n * out_h * out_w * c;
-  if (total >= (int64_t{1} << 31) || n * h * w * c >= (int64_t{1} << 40))
-    throw std::invalid_argument("max_pool_backward_tiled: tensor too large for 32-bit window indices");
-  dispatch(type, [&](auto* t) {
-    using T = std::remove_pointer_t<decltype(t)>;
-    max_pool_tiled_kernel<<<blocks_for(total), threads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), static_cast<int>(total),
-        static_cast<int>(c), static_cast<int>(h), static_cast<int>(w), static_cast<int>(out_h), static_cast<int>(out_w),
-        static_cast<int>(kernel), accumulate);
-  });
 }
 
 void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,

@@ -57,13 +57,6 @@ void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DT
 void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type,
                              cudaStream_t stream);
 
-// Max pooling backward for windows that tile the input (kernel == stride, no padding: VGG's
-// 2x2/2): one thread per window finds its first maximum (row-major, as the reference picks)
-// and writes every dx element of the window once: dy there, zero elsewhere (or adds them).
-void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
-                             cudaStream_t stream);
-
 // CIFAR ResNet option A: out[n][h][w][pad_front + c] = in[n][h*stride][w*stride][c], zeros
 // elsewhere; backward sends each gradient back to the input element it came from.
 void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
