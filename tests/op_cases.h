@@ -193,6 +193,14 @@ inline std::vector<OpCase> all_cases() {
   single("resnet50_maxpool_3s2p1_64x112", {2, 64, 112, 112},
          [](GraphBuilder& b, int x) { return b.max_pool(x, 3, 2, 1, "pool"); });
   single("vgg16_maxpool_2s2_64x224", {1, 64, 224, 224}, [](GraphBuilder& b, int x) { return b.max_pool(x, 2, 2, 0, "pool"); });
+  // two tiling max pools of one tensor of 12 channels (16 bytes of fp32, not of fp16): the
+  // second pool's backward adds to the first one's gradient
+  cases.push_back({"maxpool_2s2_twice_12ch", [] {
+                     GraphBuilder b("pools", {2, 3, 8, 8});
+                     const int x = b.conv(b.input(), 12, 3, 1, 1, "conv");
+                     const int y = b.add(b.max_pool(x, 2, 2, 0, "pool_a"), b.max_pool(x, 2, 2, 0, "pool_b"), "add");
+                     return b.finish(b.linear(b.global_avg_pool(y, "gap"), 10, "fc"));
+                   }});
   // googlenet's first and last concatenations, each input fed by a 1x1 convolution
   auto concat_of = [](std::vector<int64_t> channels) {
     return [channels](GraphBuilder& b, int x) {
