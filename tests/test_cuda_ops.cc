@@ -3,15 +3,19 @@
 // with the reason elsewhere).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_ops.h"
 #include "gpu_skip.h"
+#include "kernels/cuda/conv_bn_kernels.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/tensor_kernels.h"
@@ -223,6 +227,100 @@ TEST(CudaOps, SoftmaxCrossEntropyMatchesTheCpu) {
       EXPECT_EQ(sums[3], 0.0f) << "no label is out of range";
       for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(grad[i], dlogits[i], 1e-6f) << what << ", " << i;
     }
+}
+
+// The folded batch norm's kernels take 8 channels a thread: a chain of 2056 channels, or a tensor
+// off 16 bytes, is refused when the plan is compiled (no GPU needed: nothing is launched).
+TEST(CudaConvBn, KernelsRefuseChannelsAndTensorsTheyCannotTake) {
+  alignas(16) static char tensor[64];
+  EXPECT_NO_THROW(cuda::bn_relu_check(2048, {tensor, tensor + 16}));
+  EXPECT_THROW(cuda::bn_relu_check(2056, {tensor}), std::logic_error);
+  EXPECT_THROW(cuda::bn_relu_check(12, {tensor}), std::logic_error);
+  EXPECT_THROW(cuda::bn_relu_check(64, {tensor, tensor + 2}), std::logic_error);
+}
+
+// The folded batch norm's backward (kernels/cuda/conv_bn_kernels.h) against the formula in double
+// on the same fp16 inputs, for channel counts whose 8-channel groups divide the block's 256
+// threads or not (24, 96), fill it (2048), and row counts of one split, uneven splits and all 1024
+// (20000, 100000); written and accumulated. The mask is x * scale + bias > 0 in float, as the
+// kernels (and cuDNN's prologue) compute it. Sums are held to 1e-5 of the sum of |terms| (fp32
+// against double in another order), dx to fp16's rounding.
+TEST(CudaConvBn, BackwardAndApplyMatchTheFormula) {
+  SKIP_WITHOUT_GPU();
+  const std::pair<int64_t, int64_t> shapes[] = {{8, 1}, {24, 63}, {96, 20000}, {512, 5000}, {2048, 130}, {64, 100000}};
+  for (const auto& [channels, rows] : shapes) {
+    SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(rows) + " rows");
+    const int64_t n = rows * channels;
+    const auto half_of = [](const std::vector<float>& v) {
+      std::vector<uint16_t> h(v.size());
+      for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
+      return h;
+    };
+    std::vector<float> xs = random_values(n, 1 + channels), dzs = random_values(n, 2 + channels), prev = random_values(n, 3);
+    for (float& v : xs) v += 0.3f;  // a mean to subtract
+    const std::vector<uint16_t> x = half_of(xs), dz = half_of(dzs), dx_before = half_of(prev);
+    std::vector<float> mean(channels), inv_std(channels), gamma = random_values(channels, 4), scale_f(channels);
+    std::vector<uint16_t> scale_bias(2 * channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      double s = 0, ss = 0;
+      for (int64_t r = 0; r < rows; ++r) s += f16_to_f32(x[r * channels + c]), ss += std::pow(f16_to_f32(x[r * channels + c]), 2);
+      mean[c] = static_cast<float>(s / rows);
+      inv_std[c] = static_cast<float>(1 / std::sqrt(std::max(ss / rows - mean[c] * static_cast<double>(mean[c]), 0.0) + 1e-3));
+      scale_bias[c] = f32_to_f16(gamma[c] * inv_std[c]);
+      scale_bias[channels + c] = f32_to_f16(0.1f - mean[c] * gamma[c] * inv_std[c]);
+    }
+    const auto mask = [&](int64_t i) {
+      const int64_t c = i % channels;
+      return std::fma(f16_to_f32(x[i]), f16_to_f32(scale_bias[c]), f16_to_f32(scale_bias[channels + c])) > 0.0f;
+    };
+    // the formula in double
+    std::vector<double> g_sum(channels), gx_sum(channels), g_abs(channels), gx_abs(channels);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = i % channels;
+      const double g = mask(i) ? f16_to_f32(dz[i]) : 0.0, xhat = (f16_to_f32(x[i]) - mean[c]) * static_cast<double>(inv_std[c]);
+      g_sum[c] += g, gx_sum[c] += g * xhat, g_abs[c] += std::abs(g), gx_abs[c] += std::abs(g * xhat);
+    }
+    auto dx_of = [&](int64_t i) {
+      const int64_t c = i % channels;
+      const double g = mask(i) ? f16_to_f32(dz[i]) : 0.0, xhat = (f16_to_f32(x[i]) - mean[c]) * static_cast<double>(inv_std[c]);
+      return gamma[c] * static_cast<double>(inv_std[c]) * (g - g_sum[c] / rows - xhat * gx_sum[c] / rows);
+    };
+    cuda::DeviceBuffer d_x = on_device(x), d_dz = on_device(dz), d_sb = on_device(scale_bias), d_mean = on_device(mean),
+                       d_inv = on_device(inv_std), d_gamma = on_device(gamma), d_dgamma(channels * 4), d_dbeta(channels * 4),
+                       d_scratch(cuda::bn_relu_backward_scratch_bytes(rows, channels)), d_z(n * 2);
+    const char* sb = d_sb.as<char>();
+    ASSERT_NO_THROW(cuda::bn_relu_check(channels, {d_x.data(), d_dz.data(), sb, sb + channels * 2, d_z.data()}));
+    for (const bool accumulate : {false, true}) {
+      SCOPED_TRACE(accumulate ? "accumulated" : "written");
+      cuda::DeviceBuffer d_dx = on_device(dx_before);
+      cuda::bn_relu_backward(d_x.data(), d_dz.data(), sb, sb + channels * 2, d_mean.as<float>(), d_inv.as<float>(),
+                             d_gamma.as<float>(), d_dgamma.as<float>(), d_dbeta.as<float>(), d_dx.data(), rows, channels,
+                             accumulate, d_scratch.data(), nullptr);
+      const auto dgamma = to_host<float>(d_dgamma, channels), dbeta = to_host<float>(d_dbeta, channels);
+      const auto dx = to_host<uint16_t>(d_dx, n);
+      for (int64_t c = 0; c < channels; ++c) {
+        EXPECT_NEAR(dbeta[c], g_sum[c], 1e-5 * g_abs[c] + 1e-6) << "channel " << c;
+        EXPECT_NEAR(dgamma[c], gx_sum[c], 1e-5 * gx_abs[c] + 1e-6) << "channel " << c;
+      }
+      double diff = 0, norm = 1e-30, worst = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = dx_of(i) + (accumulate ? f16_to_f32(dx_before[i]) : 0.0), got = f16_to_f32(dx[i]);
+        diff += (got - want) * (got - want), norm += want * want;
+        worst = std::max(worst, std::abs(got - want) / (std::abs(want) + 1e-2));
+      }
+      EXPECT_LE(std::sqrt(diff / norm), 1e-3);
+      EXPECT_LE(worst, 4e-3);  // fp16 keeps 11 bits: 2^-11 of the value, with room for A g + B x + C's fp32
+    }
+    cuda::bn_relu_apply(d_x.data(), sb, sb + channels * 2, d_z.data(), rows, channels, nullptr);
+    const auto z = to_host<uint16_t>(d_z, n);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = i % channels;
+      const float want = std::max(std::fma(f16_to_f32(x[i]), f16_to_f32(scale_bias[c]), f16_to_f32(scale_bias[channels + c])), 0.0f);
+      off += std::abs(f16_to_f32(z[i]) - want) > std::abs(want) * 1e-3f + 1e-7f;
+    }
+    EXPECT_EQ(off, 0) << "of " << n << " recomputed ReLU outputs";
+  }
 }
 
 }  // namespace

@@ -154,8 +154,10 @@ void CudaPlan::compile_folded_batch_norm(const Node& node) {
   s.scale_bias = DeviceBuffer(2 * c * sizeof(__half));
   s.saved_mean = DeviceBuffer(c * sizeof(float));
   s.saved_inv_var = DeviceBuffer(c * sizeof(float));  // here 1 / sqrt(var + eps), as cuDNN's
-  s.partials = DeviceBuffer(bn_backward_partials_floats(rows, c) * sizeof(float));
-  s.coefficients = DeviceBuffer(3 * c * sizeof(float));
+  // the backward's partial sums and coefficients live in the cuDNN workspace while it runs
+  workspace_bytes_ = std::max(workspace_bytes_, bn_relu_backward_scratch_bytes(rows, c));
+  const int x = node.inputs[0];
+  bn_relu_check(c, {out_[x], diff_[node.id], diff_[x], folded_scale(node.id), folded_bias(node.id)});
   const float eps = static_cast<float>(node.batch_norm.epsilon), momentum = static_cast<float>(node.batch_norm.momentum);
   push_forward(
       node.id,
@@ -169,12 +171,11 @@ void CudaPlan::compile_folded_batch_norm(const Node& node) {
         bn_finalize_inference(master(node.id, 0), master(node.id, 1), buffer(node.id, 0), buffer(node.id, 1),
                               folded_scale(node.id), folded_bias(node.id), c, eps, stream_);
       });
-  const int x = node.inputs[0];
   const bool acc = accumulates(node, 0);
   push_backward(node.id, [this, &node, &s, c, rows, x, acc] {
     bn_relu_backward(out_[x], diff_[node.id], folded_scale(node.id), folded_bias(node.id), s.saved_mean.as<float>(),
                      s.saved_inv_var.as<float>(), master(node.id, 0), grad(node.id, 0), grad(node.id, 1), diff_[x],
-                     rows, c, acc, s.partials.as<float>(), s.coefficients.as<float>(), stream_);
+                     rows, c, acc, workspace_.data(), stream_);
     ready(node);
   });
 }

@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <stdexcept>
+#include <string>
 
 namespace cnnbench::cuda {
 namespace {
@@ -43,10 +44,10 @@ __global__ void finalize_inference_kernel(const float* gamma, const float* beta,
 // channels) at a time: thread t takes channel group t % groups of rows lane, lane + lanes, ...
 // (lane = t / groups, lanes = threads / groups), sums g and g * xhat per channel, and the lanes'
 // sums are then added in a fixed order. Needs channels a multiple of 8 and at most 8 x threads
-// (find_conv_bn_chains() folds no other chain).
-constexpr int W = 8, splits_max = 1024, max_channels = W * threads;
+// (bn_relu_check(); find_conv_bn_chains() folds no other chain).
+constexpr int W = 8, splits_max = 1024, rows_min = 16, max_channels = W * threads;
 
-int64_t splits_for(int64_t rows) { return rows < splits_max * int64_t{64} ? (rows + 63) / 64 : splits_max; }
+int64_t splits_for(int64_t rows) { return rows < splits_max * int64_t{rows_min} ? (rows + rows_min - 1) / rows_min : splits_max; }
 
 __global__ void backward_partials_kernel(const __half* x, const __half* dz, const __half* scale, const __half* bias,
                                          const float* mean, const float* inv_std, float* partials, int64_t rows,
@@ -85,21 +86,28 @@ __global__ void backward_partials_kernel(const __half* x, const __half* dz, cons
   }
 }
 
-// Per channel: the splits' sums in order, the parameter gradients, and dx = A g + B x + C.
+// Per channel: the splits' sums, then the parameter gradients and dx = A g + B x + C. A block
+// takes 32 channels; its 8 row lanes sum every 8th split, and the lanes are added in order.
 __global__ void backward_coefficients_kernel(const float* partials, const float* mean, const float* inv_std,
                                              const float* gamma, float* dgamma, float* dbeta, float* coefficients,
                                              int64_t rows, int64_t channels, int64_t splits) {
-  GRID_STRIDE(c, channels) {
-    double g = 0, gx = 0;
-    for (int64_t s = 0; s < splits; ++s) g += partials[s * channels + c], gx += partials[(splits + s) * channels + c];
-    dbeta[c] = static_cast<float>(g);
-    dgamma[c] = static_cast<float>(gx);
-    const double m = static_cast<double>(rows), is = inv_std[c], k = gamma[c] * is;
-    const double b = -k * is * gx / m;
-    coefficients[c] = static_cast<float>(k);
-    coefficients[channels + c] = static_cast<float>(b);
-    coefficients[2 * channels + c] = static_cast<float>(-k * g / m - b * mean[c]);
-  }
+  __shared__ double sg[8][32], sgx[8][32];
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  double g = 0, gx = 0;
+  if (c < channels)
+    for (int64_t s = threadIdx.y; s < splits; s += 8) g += partials[s * channels + c], gx += partials[(splits + s) * channels + c];
+  sg[threadIdx.y][threadIdx.x] = g;
+  sgx[threadIdx.y][threadIdx.x] = gx;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= channels) return;
+  for (int l = 1; l < 8; ++l) g += sg[l][threadIdx.x], gx += sgx[l][threadIdx.x];
+  dbeta[c] = static_cast<float>(g);
+  dgamma[c] = static_cast<float>(gx);
+  const double m = static_cast<double>(rows), is = inv_std[c], k = gamma[c] * is;
+  const double b = -k * is * gx / m;
+  coefficients[c] = static_cast<float>(k);
+  coefficients[channels + c] = static_cast<float>(b);
+  coefficients[2 * channels + c] = static_cast<float>(-k * g / m - b * mean[c]);
 }
 
 // 8 elements (16 bytes) a thread: pack p holds channels (p * 8) % channels and the 7 after.
@@ -140,19 +148,18 @@ __global__ void apply_kernel(const __half* x, const __half* scale, const __half*
   }
 }
 
-// The kernels' 16-byte accesses: channels a multiple of 8 (at most 8 x threads), every tensor on
-// a 16-byte boundary (the arena's are on 256).
-void check_packs(int64_t channels, std::initializer_list<const void*> pointers) {
-  bool ok = channels % W == 0 && channels <= max_channels;
-  for (const void* p : pointers) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
-  if (!ok) throw std::logic_error("folded batch norm: channels not a multiple of 8 up to 2048, or a tensor off 16 bytes");
-}
-
 }  // namespace
+
+void bn_relu_check(int64_t channels, std::initializer_list<const void*> tensors) {
+  bool ok = channels > 0 && channels % W == 0 && channels <= max_channels;
+  for (const void* p : tensors) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  if (!ok)
+    throw std::logic_error("folded batch norm: " + std::to_string(channels) +
+                           " channels (a multiple of 8 up to 2048 wanted) or a tensor off 16 bytes");
+}
 
 void bn_relu_apply(const void* x, const void* scale, const void* bias, void* z, int64_t rows, int64_t channels,
                    cudaStream_t stream) {
-  check_packs(channels, {x, scale, bias, z});
   const int64_t packs = rows * channels / W;
   apply_kernel<<<blocks_for(packs), threads, 0, stream>>>(
       static_cast<const __half*>(x), static_cast<const __half*>(scale), static_cast<const __half*>(bias),
@@ -177,22 +184,24 @@ void bn_finalize_inference(const float* gamma, const float* beta, const float* r
   CUDA_CHECK(cudaGetLastError());
 }
 
-int64_t bn_backward_partials_floats(int64_t rows, int64_t channels) { return 2 * splits_for(rows) * channels; }
+size_t bn_relu_backward_scratch_bytes(int64_t rows, int64_t channels) {
+  return (2 * splits_for(rows) + 3) * channels * sizeof(float);
+}
 
 void bn_relu_backward(const void* x, const void* dz, const void* scale, const void* bias, const float* saved_mean,
                       const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta, void* dx,
-                      int64_t rows, int64_t channels, bool accumulate, float* partials, float* coefficients,
-                      cudaStream_t stream) {
-  check_packs(channels, {x, dz, scale, bias, dx});
+                      int64_t rows, int64_t channels, bool accumulate, void* scratch, cudaStream_t stream) {
   const auto* xh = static_cast<const __half*>(x);
   const auto* dzh = static_cast<const __half*>(dz);
   const auto* sh = static_cast<const __half*>(scale);
   const auto* bh = static_cast<const __half*>(bias);
   const int64_t splits = splits_for(rows);
+  float* partials = static_cast<float*>(scratch);  // 2 x splits x channels, then the 3 x channels coefficients
+  float* coefficients = partials + 2 * splits * channels;
   backward_partials_kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
       xh, dzh, sh, bh, saved_mean, saved_inv_std, partials, rows, static_cast<int>(channels), splits);
   CUDA_CHECK(cudaGetLastError());
-  backward_coefficients_kernel<<<blocks_for(channels), threads, 0, stream>>>(
+  backward_coefficients_kernel<<<static_cast<unsigned>((channels + 31) / 32), dim3(32, 8), 0, stream>>>(
       partials, saved_mean, saved_inv_std, gamma, dgamma, dbeta, coefficients, rows, channels, splits);
   CUDA_CHECK(cudaGetLastError());
   const int64_t packs = rows * channels / W;

@@ -8,7 +8,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace cnnbench::cuda {
 
@@ -24,6 +26,11 @@ void bn_finalize_training(const float* sum, const float* sqsum, const float* gam
 void bn_finalize_inference(const float* gamma, const float* beta, const float* running_mean, const float* running_var,
                            void* scale, void* bias, int64_t channels, float eps, cudaStream_t stream);
 
+// The kernels below read and write 16 bytes (8 channels) a thread: channels a multiple of 8, at
+// most 2048, every tensor 16-byte aligned (the arena's start on 256). Throws std::logic_error
+// otherwise; called when a plan is compiled, so that no step finds out mid-capture.
+void bn_relu_check(int64_t channels, std::initializer_list<const void*> tensors);
+
 // z = relu(x * scale + bias) per channel (x, z, scale, bias fp16): the ReLU's output recomputed
 // for a weight gradient cuDNN takes no prologue for.
 void bn_relu_apply(const void* x, const void* scale, const void* bias, void* z, int64_t rows, int64_t channels,
@@ -32,11 +39,12 @@ void bn_relu_apply(const void* x, const void* scale, const void* bias, void* z, 
 // Backward of z = relu(bn(x)) with the ReLU's mask recomputed from x (x * scale + bias > 0, the
 // prologue's values): g = dz masked; dgamma = sum g * xhat, dbeta = sum g (fp32, written);
 // dx = gamma * inv_std * (g - dbeta / count - xhat * dgamma / count), written or accumulated.
-// `partials` holds bn_backward_partials_floats(rows, channels) floats, `coefficients` 3 * channels.
-int64_t bn_backward_partials_floats(int64_t rows, int64_t channels);
+// Sums in a fixed order (the same bits every run). `scratch` (32-byte aligned) holds
+// bn_relu_backward_scratch_bytes(rows, channels) bytes, used only during the call (the plan
+// lends its cuDNN workspace).
+size_t bn_relu_backward_scratch_bytes(int64_t rows, int64_t channels);
 void bn_relu_backward(const void* x, const void* dz, const void* scale, const void* bias, const float* saved_mean,
                       const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta, void* dx,
-                      int64_t rows, int64_t channels, bool accumulate, float* partials, float* coefficients,
-                      cudaStream_t stream);
+                      int64_t rows, int64_t channels, bool accumulate, void* scratch, cudaStream_t stream);
 
 }  // namespace cnnbench::cuda

@@ -93,9 +93,8 @@ struct NodeState {
   // applies a batch norm to its input, as cuDNN graphs
   std::unique_ptr<FusedConvCall> fused_forward, fused_filter;
   // a folded batch norm: its output's sum and sum of squares (fp32; a convolution's own where its
-  // graph sums statistics nobody reads), its scale and bias (fp16), its backward's partial sums
-  // and coefficients
-  DeviceBuffer stat_sums, scale_bias, partials, coefficients;
+  // graph sums statistics nobody reads), its scale and bias (fp16)
+  DeviceBuffer stat_sums, scale_bias;
 };
 
 std::string where(const Node& node);
