@@ -102,17 +102,17 @@ cudnnMathType_t CudaPlan::search_math() const {
 // resnet50 fp16 b32 on an H100 it put default-math 1x1 convolutions at 8-15 TFLOP/s ahead of
 // tensor-op ones at 40-60. Its best few are timed again here, each on a descriptor with its own
 // math type: one launch to warm up, then the median of five. A candidate cuDNN refuses to run is
-// passed over. Only candidates within 3x of Find's best time are timed again, and none where that
-// best took a millisecond or more: one launch that long ranks them well enough. (vgg16 fp16 at
-// batch 256 had not begun its first step after 99 s on an H200, where each of its large
-// convolutions timed up to three slower candidates six times each, per direction.)
+// passed over. None are timed again where Find's best took a millisecond or more: one launch that
+// long ranks them well enough (vgg16 fp16 at batch 256 had not begun its first step after 99 s on
+// an H200, where each of its large convolutions timed up to three slower candidates six times
+// each, per direction). Find's own time is not used to drop candidates: on small problems it is
+// the measurement in doubt.
 template <typename Perf>
 const Perf& CudaPlan::retime(const Node& node, const Perf* results, int count, const char* what,
                              const std::function<cudnnStatus_t(const Perf&, cudnnConvolutionDescriptor_t)>& launch) {
   std::vector<const Perf*> candidates;
   for (int i = 0; i < count && candidates.size() < 4; ++i)
-    if (usable(results[i]) && (candidates.empty() || results[i].time <= 3 * candidates[0]->time))
-      candidates.push_back(&results[i]);
+    if (usable(results[i])) candidates.push_back(&results[i]);
   if (candidates.size() < 2 || candidates[0]->time >= 1.0f) return pick(results, count, what);
   cudaEvent_t start = nullptr, stop = nullptr;
   CUDA_CHECK(cudaEventCreate(&start));
