@@ -160,11 +160,12 @@ stage_test() {
   local name filter rc st sec log t0 sum=$S/tests/summary.tsv
   count() { sed -nE "s/^\[  $1 *\] ([0-9]+) tests?.*/\1/p" "$log" | tail -1 | grep . || echo 0; }
   while read -r name filter; do
-    if [ -n "$TESTS" ]; then filter=$TESTS name=$name@filtered; fi  # --tests: those alone, in every binary
+    # --tests: those alone, in every binary, keyed by the filter (another filter runs afresh)
+    if [ -n "$TESTS" ]; then filter=$TESTS name=$name@$(printf %s "$TESTS" | md5sum | cut -c1-8); fi
     tried "$sum" "$name" && continue
     (($(left) > 60)) || { say "test: deadline: $name and after left for the next call"; return 0; }
     log=$S/tests/$name.log t0=$(date +%s) rc=0
-    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/${name%@filtered}" --gtest_filter="$filter" --gtest_color=no >"$log" 2>&1 || rc=$?
+    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/${name%@*}" --gtest_filter="$filter" --gtest_color=no >"$log" 2>&1 || rc=$?
     sec=$(($(date +%s) - t0))
     case $rc in 0) st=pass ;; 124 | 137) st=timeout ;; *) st=fail ;; esac
     [ "$st$(count PASSED)" != pass0 ] || st=skipped  # all skipped: the binary saw no GPU (the log says why)
@@ -395,8 +396,9 @@ while (($#)); do
     --quick) MODE=quick ;;
     --reps) REPS=${2:?}; shift ;;
     --sides) SIDES=${2:?}; shift ;;
-    --configs) CONFIGS=${2:?}; shift ;;  # bench: which of resnet50_b256 resnet50_b32 vgg16_b256
-    --tests) TESTS=${2:?}; shift ;;      # test: one gtest filter for every binary (rows keyed NAME@filtered)
+    --configs) CONFIGS=${2:?}; shift  # bench: which of resnet50_b256 resnet50_b32 vgg16_b256
+      for c in $CONFIGS; do [[ " resnet50_b256 resnet50_b32 vgg16_b256 " == *" $c "* ]] || usage; done ;;
+    --tests) TESTS=${2:?}; shift ;;      # test: one gtest filter for every binary (rows keyed NAME@<its hash>)
     --kernels) NCU_OPTS+=(--kernel-name "regex:${2:?}"); shift ;;  # --ncu-skip then counts its matches only
     --ncu-skip) skip=${2:?}; shift ;;
     --ncu-count) count=${2:?}; shift ;;
