@@ -140,7 +140,7 @@ TEST(CudaMemory, OutOfMemorySaysTheBatchThatFits) {
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   EXPECT_NE(message.find("GPU out of memory at batch 50000"), std::string::npos) << message;
   const int64_t fits = batch_named(message, "the largest batch that fits is about ");
-  EXPECT_GT(fits, 0) << message;
+  ASSERT_GT(fits, 0) << message;
   EXPECT_LT(fits, 50000);
   // the estimate leaves out workspaces: a tenth less must fit
   EXPECT_NO_THROW(compile_plan("cuda", build_model("resnet50", fits * 9 / 10), heuristics)) << message;
@@ -160,7 +160,7 @@ TEST(CudaMemory, BatchBeyondCudnnDescriptorsSaysTheBatchThatRuns) {
   const bool oom = message.find("GPU out of memory at batch 2675") != std::string::npos;
   const int64_t fits = batch_named(message, oom ? "the largest batch that fits is about "
                                                 : "the largest batch the CUDA backend runs for this model is ");
-  EXPECT_GT(fits, 0) << message;
+  ASSERT_GT(fits, 0) << message;
   EXPECT_LE(fits, 2674) << message;
   EXPECT_NO_THROW(compile_plan("cuda", build_model("resnet50", oom ? fits * 9 / 10 : fits), options)) << message;
 }

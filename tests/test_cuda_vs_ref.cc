@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "gpu_skip.h"
 #include "kernels/conv_bn_relu.h"
@@ -40,7 +41,7 @@ TEST_P(CudaVsRef, ForwardBackwardMatch) {
 double half_scale(const OpCase& c, DType type) {
   const double bf16 = bf16_tolerance_scale(c);
   if (c.name == "vgg16_conv3to64_k3s1p1_224_relu") return 1.5 * bf16;
-  if (type == DType::f16 && !find_conv_bn_relu(c.build()).empty()) return bf16 / 2;
+  if (type == DType::f16 && cuda::compute_capability() >= 80 && !find_conv_bn_relu(c.build()).empty()) return bf16 / 2;
   return type == DType::f16 ? bf16 / 4 : bf16;
 }
 
@@ -139,6 +140,7 @@ struct ErrorsVsReference {
   std::vector<float> outputs;
   double worst = 0, all = 0, image = 0, statistics = 0;
   std::string worst_name;
+  std::map<std::string, double> per_tensor;
 };
 
 // conv -> batch norm -> ReLU -> conv folded into cuDNN graphs (fp16, compute capability 8.0 and
@@ -217,6 +219,7 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     for (const ArenaEntry& p : reference->layout().params) {
       const auto got = slice(plan->gradients(), p), want = slice(reference->gradients(), p);
       const double err = relative_l2(got, want);
+      e.per_tensor[p.spec->name] = err;
       if (err > e.worst) e.worst = err, e.worst_name = p.spec->name;
       double norm = 1e-30;
       for (const float v : want) norm += static_cast<double>(v) * v;
@@ -243,6 +246,14 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     EXPECT_LE(e.worst, 3 * unfused.worst + 0.05) << e.worst_name;
     EXPECT_LE(e.image, 3 * unfused.image + 0.02);
     EXPECT_LE(e.statistics, 3 * unfused.statistics + 1e-3);
+    // each folded batch norm's own gradients, which the fold computes: 3x + 0.1 held on all 30
+    // seeds of the emulation (3x + 0.05 failed 2)
+    for (const auto& [name, err] : e.per_tensor) {
+      if (name.rfind("a1_bn", 0) == 0 || name.rfind("a2_bn", 0) == 0 || name.rfind("b1_bn", 0) == 0 ||
+          name.rfind("b2_bn", 0) == 0) {
+        EXPECT_LE(err, 3 * unfused.per_tensor.at(name) + 0.1) << name;
+      }
+    }
   }
 }
 
