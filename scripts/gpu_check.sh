@@ -6,8 +6,8 @@
 # wheels' (cuDNN, cuBLAS, NCCL: about 1.3 GB, far over the carry limit), which come from the remote
 # python's site-packages/nvidia/*/lib.
 #   scripts/gpu_check.sh pack                      here: build/ -> build-gpu-carry/ (bundle, manifest)
-#   scripts/gpu_check.sh test|bench [--quick]|maxbatch|profile|all [--deadline S] [--reps N] [--sides "cnnbench eager compile"]
-#                        [--configs "resnet50_b256 resnet50_b32 vgg16_b256"] [--tests GTEST_FILTER]   there
+#   scripts/gpu_check.sh test|converge|bench [--quick]|maxbatch|profile|all [--deadline S] [--reps N] [--sides "cnnbench eager compile"]
+#                        [--configs "resnet50_b256 resnet50_b32 vgg16_b256"] [--tests GTEST_FILTER] [--epochs N]   there
 #   scripts/gpu_check.sh exec BINARY ARGS...       there: a carried binary with its libraries
 #   scripts/gpu_check.sh unpack FILES_AT           here: what a call brought back -> results/gpu_<device>/check/
 # The device tool's run (command, carry, timeout_s), then `unpack` with the reply's files_at:
@@ -17,13 +17,15 @@
 # A stage resumes from /tmp/cnnbench_gpu/state on a warm machine, else from results/gpu_<device>/check
 # in the tree, where either holds this bundle's results (a new pack runs every stage afresh); it writes $OUT/gpu_check/<device>/{summary.md,bench.csv,tests_summary.tsv,state.tar.gz}.
 # Exit 0: done or stopped at the deadline (the rest left for the next call); 1: error; 2: usage;
-# 77: no GPU here. Env: GPU_CHECK_WORK (/tmp/cnnbench_gpu), GPU_CHECK_NVIDIA_LIBS (skip the lookup).
+# 77: no GPU here. Env: GPU_CHECK_WORK (/tmp/cnnbench_gpu), GPU_CHECK_NVIDIA_LIBS (skip the lookup),
+# GPU_CHECK_FMNIST (pack: Fashion-MNIST's idx files, /usr/share/datasets/fashion-mnist).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 CARRY=$ROOT/build-gpu-carry
 WORK=${GPU_CHECK_WORK:-/tmp/cnnbench_gpu}
+FMNIST=${GPU_CHECK_FMNIST:-/usr/share/datasets/fashion-mnist}
 OUT=${OUT:-$BUILD/gpu_check_out}
 LIMIT=$((64 * 1024 * 1024))  # the device tool's: working tree plus carried paths
 START=$(date +%s)
@@ -83,6 +85,10 @@ stage_pack() {
   echo "$tests" >"$stage/tests.txt"
   write_manifest "$stage" >"$stage/manifest.txt"
   tar -C "$stage" -czf "$CARRY/bundle.tar.gz" . && cp "$stage/manifest.txt" "$CARRY/"
+  # real data for the converge stage: Fashion-MNIST's test set and its first 30,000 training images
+  rm -rf "$CARRY/fmnist"
+  if [ -f "$FMNIST/train-images-idx3-ubyte.gz" ]; then python3 "$ROOT/scripts/fashion_mnist_subset.py" "$FMNIST" "$CARRY/fmnist" 30000
+  else say "no $FMNIST (Debian's dataset-fashion-mnist): the converge stage will have no data"; fi
   local raw carry tree
   raw=$(du -sb "$stage" | cut -f1) carry=$(find "$CARRY" -type f -print0 | bytes)
   rm -rf "$stage"
@@ -253,6 +259,27 @@ stage_maxbatch() {  # the largest resnet50 fp16 batch cnnbench trains, from 1536
   touch "$m/done"
 }
 
+stage_converge() {  # resnet20_fmnist fp16 on the carried Fashion-MNIST, its conv-BN-ReLU-conv chains folded and not
+  local c=$S/converge d=$CARRY/fmnist side log rc
+  [ ! -f "$c/done" ] || return 0
+  [ -f "$d/t10k-images-idx3-ubyte.gz" ] || { say "converge: no $d (pack carries it where dataset-fashion-mnist is installed)"; return 0; }
+  mkdir -p "$c"
+  for side in folded unfused; do
+    ! grep -q "^$side"$'\t' "$c/runs.tsv" 2>/dev/null || continue
+    (($(left) > 90)) || { say "converge: $side left for the next call"; return 0; }
+    log=$c/$side.log rc=0
+    timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/cnnbench" --config="$ROOT/configs/fashion_mnist_resnet.toml" --data_dir="$d" \
+      --use_fp16 --device=gpu --num_epochs="$EPOCHS" --benchmark_log_dir="$c/cnnbench_results" \
+      "--fuse_ops=$([ "$side" = folded ] && echo true || echo false)" >"$log" 2>&1 || rc=$?
+    # side, exit, final test top-1, test top-1 after each epoch, seconds of training
+    printf '%s\t%s\t%s\t%s\t%s\n' "$side" "$rc" "$(sed -nE 's/^final test top-1 accuracy: ([0-9.]+).*/\1/p' "$log")" \
+      "$(grep -oE 'test top-1 [0-9.]+%' "$log" | sed -E 's/test top-1 ([0-9.]+)%/\1/' | paste -sd' ')" \
+      "$(grep -oE '\| [0-9.]+ s$' "$log" | awk '{ t += $2 } END { printf "%.1f", t }')" >>"$c/runs.tsv"
+    say "converge: $side rc $rc: $(tail -1 "$c/runs.tsv" | cut -f3,5) (final test top-1, seconds)"
+  done
+  touch "$c/done"
+}
+
 stage_profile() {  # ncu on resnet50 b32 steps past the warm-up; per-layer times (b32, and resnet50 and vgg16 at b256)
   [ ! -f "$S/profile/done" ] || return 0
   (($(left) > 120)) || { say "profile: left for the next call"; return 0; }
@@ -310,43 +337,8 @@ EOF
   touch "$p/done"
 }
 
-summarize() {  # summary.md: tests, the benchmark medians and ranges, the profile's head
-  "${PY[@]}" - "$S" "$GPU" "$C/manifest.txt" <<'EOF' >"$S/summary.md"
-import csv, os, statistics as st, sys
-S, gpu, m = sys.argv[1:]
-print(f"# GPU check: {gpu}\n")
-if os.path.exists(m): print("bundle: " + open(m).readline())
-t = os.path.join(S, "tests", "summary.tsv")
-if os.path.exists(t):
-    print("| test binary | status | passed | failed | skipped | s |\n|---|---|---|---|---|---|")
-    for r in csv.reader(open(t), delimiter="\t"): print("| " + " | ".join(r) + " |")
-b = os.path.join(S, "bench.csv")
-if os.path.exists(b):
-    every = list(csv.DictReader(open(b), delimiter="\t"))
-    rows = [r for r in every if r["status"] == "ok"]
-    if len(rows) < len(every): print(f"\n{len(every) - len(rows)} of {len(every)} runs failed or timed out: bench.csv, bench/*.log")
-    def cell(vals, f="{:.0f}"):
-        return "-" if not vals else f.format(st.median(vals)) + (f" ({f.format(min(vals))}-{f.format(max(vals))}, {len(vals)})" if len(vals) > 1 else "")
-    print("\nimg/s: median of each run's step medians (range, runs); GPU memory: peak in use (nvidia-smi), MiB\n")
-    print("| mode | run | cnnbench | eager | compile | vs eager | vs compile | memory cnnbench / eager / compile | torch allocated / reserved GiB | unfused (--fuse_ops=false), memory | graphs (--cuda_graphs), memory |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for mode, cfg in sorted({(r["mode"], r["config"]) for r in rows}):
-        v = {i: [r for r in rows if (r["mode"], r["config"], r["impl"]) == (mode, cfg, i)] for i in ("cnnbench", "eager", "compile")}
-        other = lambda impl: [r for r in rows if (r["mode"], r["config"], r["impl"]) == (mode, cfg, impl)]
-        both = lambda rs: (cell([float(r["img_s_median"]) for r in rs if r["img_s_median"]]) + ", " +
-                           cell([float(r["gpu_mem_peak_mib"]) for r in rs if r["gpu_mem_peak_mib"]])) if rs else "-"
-        ips = {i: [float(r["img_s_median"]) for r in v[i] if r["img_s_median"]] for i in v}
-        ratio = lambda i: f"{st.median(ips['cnnbench']) / st.median(ips[i]):.2f}x" if ips["cnnbench"] and ips[i] else "-"
-        mem = " / ".join(cell([float(r["gpu_mem_peak_mib"]) for r in v[i] if r["gpu_mem_peak_mib"]]) for i in v)
-        tg = " / ".join(cell([float(r[c]) for r in v["eager"] if r[c]], "{:.1f}") for c in ("torch_allocated_gib", "torch_reserved_gib"))
-        print(f"| {mode} | {cfg} | {cell(ips['cnnbench'])} | {cell(ips['eager'])} | {cell(ips['compile'])} | {ratio('eager')} | {ratio('compile')} | {mem} | {tg} (eager) | {both(other('unfused'))} | {both(other('graphs'))} |")
-mb = os.path.join(S, "maxbatch", "runs.tsv")
-if os.path.exists(mb):
-    print("\nresnet50 fp16, the largest batch (5 steps; GPU memory peak from nvidia-smi, MiB)\n\n| batch | exit | GPU memory | outcome |\n|---|---|---|---|")
-    for r in csv.reader(open(mb), delimiter="\t"): print("| " + " | ".join(r) + " |")
-p = os.path.join(S, "profile", "summary.md")
-if os.path.exists(p): print("\n" + "".join(open(p).readlines()[:20]))
-EOF
+summarize() {  # summary.md: tests, the benchmark medians and ranges, the largest batch, convergence, the profile's head
+  "${PY[@]}" "$ROOT/scripts/gpu_check_summary.py" "$S" "$GPU" "$C/manifest.txt" >"$S/summary.md"
 }
 
 publish() {  # what comes back: $OUT/gpu_check/<device>/ (at most 2 folders down, 8 files)
@@ -382,12 +374,12 @@ stage_unpack() {  # here: a reply's files_at -> results/gpu_<device>/check/ (the
 
 # ---- main ----------------------------------------------------------------------------------
 stage=${1:-}; [ -n "$stage" ] || usage; shift
-DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000 SIDES="cnnbench eager compile" CONFIGS="resnet50_b256 resnet50_b32 vgg16_b256" TESTS=''
+DEADLINE=$((START + 480)) REPS='' MODE=full NCU_OPTS=() LEFT=() skip=12000 count=1000 SIDES="cnnbench eager compile" CONFIGS="resnet50_b256 resnet50_b32 vgg16_b256" TESTS='' EPOCHS=10
 case $stage in
   pack) stage_pack; exit ;;
   unpack) stage_unpack "$@"; exit ;;
   exec) [ $# -gt 0 ] || usage; setup; b=$1; shift; [ -x "$C/bin/$b" ] && b=$C/bin/$b; exec "${CENV[@]}" "$b" "$@" ;;
-  test | bench | maxbatch | profile | all) ;;
+  test | converge | bench | maxbatch | profile | all) ;;
   *) usage ;;
 esac
 while (($#)); do
@@ -398,6 +390,7 @@ while (($#)); do
     --sides) SIDES=${2:?}; shift ;;
     --configs) CONFIGS=${2:?}; shift  # bench: which of resnet50_b256 resnet50_b32 vgg16_b256
       for c in $CONFIGS; do [[ " resnet50_b256 resnet50_b32 vgg16_b256 " == *" $c "* ]] || usage; done ;;
+    --epochs) EPOCHS=${2:?}; shift ;;    # converge: epochs a side (default 10)
     --tests) TESTS=${2:?}; shift ;;      # test: one gtest filter for every binary (rows keyed NAME@<its hash>)
     --kernels) NCU_OPTS+=(--kernel-name "regex:${2:?}"); shift ;;  # --ncu-skip then counts its matches only
     --ncu-skip) skip=${2:?}; shift ;;
@@ -414,6 +407,7 @@ state
 say "$GPU ($DEV): $stage until $(date -d "@$DEADLINE" +%T), state in $S"
 case $stage in
   test | all) stage_test; publish ;;&
+  converge | all) stage_converge; publish ;;&
   maxbatch | all) stage_maxbatch; publish ;;&
   bench | all) stage_bench; publish ;;&
   profile | all) stage_profile; publish ;;
