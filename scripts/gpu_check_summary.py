@@ -39,7 +39,7 @@ cv = os.path.join(S, "converge", "runs.tsv")
 if os.path.exists(cv):
     print("\nresnet20_fmnist fp16 on Fashion-MNIST (30,000 training images, the 10,000 test images; "
           "configs/fashion_mnist_resnet.toml), conv-BN-ReLU-conv chains folded or not\n")
-    print("| chains | exit | final test top-1 | test top-1 (%) after each epoch | training s |\n|---|---|---|---|---|")
+    print("| chains | batch norms folded | exit | final test top-1 | test top-1 (%) after each epoch | training s |\n|---|---|---|---|---|---|")
     for r in csv.reader(open(cv), delimiter="\t"): print("| " + " | ".join(r) + " |")
 p = os.path.join(S, "profile", "summary.md")
 if os.path.exists(p): print("\n" + "".join(open(p).readlines()[:20]))

@@ -168,7 +168,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .probe(kSynthetic, "false", "json:summary.working_memory_bytes"));
     v.push_back(BOOL_FLAG(fuse_ops, "run ops fused where the backend can (batch norm + ReLU, add + ReLU, bias + ReLU; "
-                                    "on GPUs in fp16 batch norm + add + ReLU); --fuse_ops=false runs each op alone, to compare")
+                                    "on GPUs in fp16 batch norm + add + ReLU, and conv -> batch norm -> ReLU -> conv "
+                                    "folded into the two convolutions); --fuse_ops=false runs each op alone, to compare")
                     .reads(training_runs)
                     .probe(kSynthetic, "false", "json:summary.working_memory_bytes", "--model=resnet20"));
     v.push_back(INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(

@@ -35,7 +35,8 @@ void CudaPlan::compile_pool(const Node& node) {
   // tile the input get kernels of their own (pool_kernels.h); overlapping ones (ResNet's 3x3/2)
   // stay cuDNN's
   const bool tiled = node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
-                     node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w;
+                     node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w &&
+                     cuda::max_pool_tiled_fits(node.out.n, node.out.c, node.out.h, node.out.w);
   const Shape i = src.out, o = node.out;
   const int64_t kk = node.pool.kernel;
   if (tiled)

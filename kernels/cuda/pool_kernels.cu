@@ -12,7 +12,7 @@
 namespace cnnbench::cuda {
 namespace {
 
-// Window `i` (32-bit: VGG16's first pool at batch 256 has 103M windows of 8 halves) covers
+// Window `i` (32-bit: VGG16's first pool at batch 256 has 25.7M windows x 8-channel packs) covers
 // packs base + (py * w + px) * cp of x for py, px < k, where cp = channels / W.
 struct Window {
   int64_t base;
@@ -56,7 +56,7 @@ __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int c
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float f = to_float(v.v[j]);
-        if (at[j] < 0 || f > best[j]) best[j] = f, at[j] = p;
+        if (f > best[j]) best[j] = f, at[j] = p;  // strict: the first maximum; NaN and -inf windows none
       }
     }
     const Pack<T, W> g = load_pack<W>(dy, i);
@@ -82,6 +82,10 @@ int windows(int64_t n, int64_t c, int64_t out_h, int64_t out_w, int width) {
 }
 
 }  // namespace
+
+bool max_pool_tiled_fits(int64_t n, int64_t c, int64_t out_h, int64_t out_w) {
+  return n * out_h * out_w * c < (int64_t{1} << 31);  // at one element a thread, the most there are
+}
 
 void max_pool_forward_tiled(const void* x, void* y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_h,
                             int64_t out_w, int64_t kernel, DType type, cudaStream_t stream) {

@@ -16,8 +16,10 @@ namespace cnnbench::cuda {
 void max_pool_forward_tiled(const void* x, void* y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_h,
                             int64_t out_w, int64_t kernel, DType type, cudaStream_t stream);
 
-// dx = dy at the window's first maximum (row-major, as the reference picks), zero elsewhere
-// (or added to dx): every dx element of the window written once.
+// dx = dy at the window's first maximum (row-major, as the reference picks; a window of NaN and
+// -inf only passes none), zero elsewhere (or added to dx): every dx element written once.
+// Both take windows x channels / (16 / element size) < 2^31 (max_pool_tiled_fits()).
+bool max_pool_tiled_fits(int64_t n, int64_t c, int64_t out_h, int64_t out_w);
 void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
                              int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
                              cudaStream_t stream);
