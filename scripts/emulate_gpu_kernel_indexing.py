@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The index arithmetic of two CUDA kernels that CI builds but cannot run, replayed on the CPU
+against plain numpy: kernels/cuda/conv_bn_kernels.cu's backward_partials_kernel (rows split over
+blocks, 8 channels a thread, lanes = 256 / (channels / 8), the lanes' sums added in order) and
+kernels/cuda/pool_kernels.cu's tiling max pool (window i -> its input packs, the first maximum
+taking the gradient). Every (row, channel) must be summed once; pooling must match numpy.
+Needs numpy:  python3 scripts/emulate_gpu_kernel_indexing.py"""
+import numpy as np
+
+THREADS, W, SPLITS_MAX, ROWS_MIN = 256, 8, 1024, 16
+
+
+def splits_for(rows):
+    return (rows + ROWS_MIN - 1) // ROWS_MIN if rows < SPLITS_MAX * ROWS_MIN else SPLITS_MAX
+
+
+def partials_kernel(g, channels):
+    """What backward_partials_kernel writes, summed over splits as the coefficients kernel does."""
+    rows, splits = g.shape[0], splits_for(g.shape[0])
+    groups = channels // W
+    lanes = THREADS // groups
+    partials = np.zeros((splits, channels))
+    for split in range(splits):
+        begin, end = rows * split // splits, rows * (split + 1) // splits
+        sums = np.full(lanes * channels, np.nan)  # shared memory: every slot must be written
+        for t in range(THREADS):
+            group, lane = t % groups, t // groups
+            if lane >= lanes:
+                continue
+            acc = g[begin + lane:end:lanes, group * W:(group + 1) * W].sum(0)
+            sums[lane * channels + group * W:lane * channels + group * W + W] = acc
+        partials[split] = sums.reshape(lanes, channels).sum(0)
+    return partials.sum(0)
+
+
+def pool_window_base(i, cp, h, w, oh, ow, k):
+    cg, rest = i % cp, i // cp
+    ox, oy, img = rest % ow, (rest // ow) % oh, rest // (ow * oh)
+    return ((img * h + oy * k) * w + ox * k) * cp + cg
+
+
+def tiled_pool(x, k, width):
+    """Forward and backward (gradient dy) as pool_kernels.cu indexes them, in packs of `width`."""
+    n, h, w, c = x.shape
+    oh, ow, cp = h // k, w // k, c // width
+    xp = x.reshape(-1, width)
+    dy = np.random.default_rng(5).standard_normal((n * oh * ow * cp, width))
+    y, dx = np.zeros_like(dy), np.zeros_like(xp)
+    for i in range(n * oh * ow * cp):
+        base = pool_window_base(i, cp, h, w, oh, ow, k)
+        at = [base + (p // k * w + p % k) * cp for p in range(k * k)]
+        vals = xp[at]
+        y[i] = vals.max(0)
+        first = vals.argmax(0)  # the first maximum, row-major
+        for p in range(k * k):
+            dx[at[p]] = np.where(first == p, dy[i], 0)
+    return y.reshape(n, oh, ow, c), dy.reshape(n, oh, ow, c), dx.reshape(x.shape)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    for channels, rows in [(8, 1), (8, 63), (24, 100), (64, 1000), (64, 70000), (512, 777), (2048, 130), (136, 3001)]:
+        g = rng.standard_normal((rows, channels))
+        got = partials_kernel(g, channels)
+        assert not np.isnan(got).any() and np.allclose(got, g.sum(0)), (channels, rows)
+        print(f"partials: {channels} channels, {rows} rows, {splits_for(rows)} splits: every element summed once")
+    for n, c, h, w, k, width in [(2, 16, 4, 6, 2, 8), (3, 8, 6, 6, 3, 8), (2, 3, 4, 4, 2, 1), (2, 12, 4, 4, 2, 4)]:
+        x = rng.standard_normal((n, h, w, c)).round(1)  # ties: the first maximum wins
+        y, dy, dx = tiled_pool(x, k, width)
+        windows = x.reshape(n, h // k, k, w // k, k, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, h // k, w // k, c, k * k)
+        assert np.array_equal(y, windows.max(-1))
+        want = np.zeros_like(windows)
+        np.put_along_axis(want, windows.argmax(-1)[..., None], dy[..., None], -1)
+        want = want.reshape(n, h // k, w // k, c, k, k).transpose(0, 1, 4, 2, 5, 3).reshape(x.shape)
+        assert np.array_equal(dx, want), (n, c, h, w, k, width)
+        print(f"tiled max pool: {n}x{h}x{w}x{c}, window {k}, {width} channels a thread: forward and backward as numpy")
+
+
+if __name__ == "__main__":
+    main()
