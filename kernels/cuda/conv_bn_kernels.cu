@@ -47,6 +47,12 @@ __global__ void finalize_inference_kernel(const float* gamma, const float* beta,
 // (bn_relu_check(); find_conv_bn_chains() folds no other chain).
 constexpr int W = 8, splits_max = 1024, rows_min = 16, max_channels = W * threads;
 
+// The ReLU's input, relu(x * scale + bias)'s argument, the same arithmetic (one FFMA) wherever a
+// kernel recomputes it: its sign is the mask cuDNN's prologue applied forward.
+__device__ __forceinline__ float bn_out(__half x, __half scale, __half bias) {
+  return to_float(x) * to_float(scale) + to_float(bias);
+}
+
 int64_t splits_for(int64_t rows) { return rows < splits_max * int64_t{rows_min} ? (rows + rows_min - 1) / rows_min : splits_max; }
 
 __global__ void backward_partials_kernel(const __half* x, const __half* dz, const __half* scale, const __half* bias,
@@ -66,7 +72,7 @@ __global__ void backward_partials_kernel(const __half* x, const __half* dz, cons
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float xv = to_float(xp.v[j]);
-        const float g = xv * to_float(s.v[j]) + to_float(b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
+        const float g = bn_out(xp.v[j], s.v[j], b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
         g_sum[j] += g;
         gx_sum[j] += g * (xv - mu[j]) * is[j];
       }
@@ -126,7 +132,7 @@ __global__ void backward_apply_kernel(const __half* x, const __half* dz, const _
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       const float xv = to_float(xp.v[j]);
-      const float g = xv * to_float(s.v[j]) + to_float(b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
+      const float g = bn_out(xp.v[j], s.v[j], b.v[j]) > 0.0f ? to_float(dp.v[j]) : 0.0f;
       float v = a.v[j] * g + bx.v[j] * xv + k.v[j];
       if (accumulate) v += to_float(out.v[j]);
       out.v[j] = from_float<__half>(v);
@@ -143,7 +149,7 @@ __global__ void apply_kernel(const __half* x, const __half* scale, const __half*
     Pack<__half, W> out;
 #pragma unroll
     for (int j = 0; j < W; ++j)
-      out.v[j] = from_float<__half>(fmaxf(to_float(xp.v[j]) * to_float(s.v[j]) + to_float(b.v[j]), 0.0f));
+      out.v[j] = from_float<__half>(fmaxf(bn_out(xp.v[j], s.v[j], b.v[j]), 0.0f));
     store_pack(z, p, out);
   }
 }

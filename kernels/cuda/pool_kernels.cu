@@ -4,7 +4,6 @@
 // of channels of one window.
 #include "kernels/cuda/pool_kernels.h"
 
-#include <stdexcept>
 #include <type_traits>
 
 #include "kernels/cuda/kernel_util.cuh"
@@ -12,14 +11,16 @@
 namespace cnnbench::cuda {
 namespace {
 
-// Window `i` (32-bit: VGG16's first pool at batch 256 has 25.7M windows x 8-channel packs) covers
-// packs base + (py * w + px) * cp of x for py, px < k, where cp = channels / W.
+// Window `i` (32-bit: VGG16's first pool at batch 256 has 25.7M windows x 8-channel packs)
+// covers x's packs pack(p) for its k * k positions p, row-major, where cp = channels / W.
 struct Window {
   int64_t base;
-  __device__ Window(int i, int cp, int h, int w, int oh, int ow, int k) {
+  int w, cp, k;
+  __device__ Window(int i, int cp_, int h, int w_, int oh, int ow, int k_) : w(w_), cp(cp_), k(k_) {
     const int cg = i % cp, rest = i / cp, ox = rest % ow, oy = (rest / ow) % oh, img = rest / (ow * oh);
     base = ((static_cast<int64_t>(img) * h + oy * k) * w + ox * k) * cp + cg;
   }
+  __device__ int64_t pack(int p) const { return base + (static_cast<int64_t>(p / k) * w + p % k) * cp; }
 };
 
 template <typename T, int W>
@@ -29,12 +30,11 @@ __global__ void forward_kernel(const T* x, T* y, int total, int cp, int h, int w
     float best[W];
 #pragma unroll
     for (int j = 0; j < W; ++j) best[j] = -INFINITY;
-    for (int py = 0; py < k; ++py)
-      for (int px = 0; px < k; ++px) {
-        const Pack<T, W> v = load_pack<W>(x, win.base + (static_cast<int64_t>(py) * w + px) * cp);
+    for (int p = 0; p < k * k; ++p) {
+      const Pack<T, W> v = load_pack<W>(x, win.pack(p));
 #pragma unroll
-        for (int j = 0; j < W; ++j) best[j] = fmaxf(best[j], to_float(v.v[j]));
-      }
+      for (int j = 0; j < W; ++j) best[j] = fmaxf(best[j], to_float(v.v[j]));
+    }
     Pack<T, W> out;
 #pragma unroll
     for (int j = 0; j < W; ++j) out.v[j] = from_float<T>(best[j]);
@@ -52,7 +52,7 @@ __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int c
 #pragma unroll
     for (int j = 0; j < W; ++j) best[j] = -INFINITY, at[j] = -1;
     for (int p = 0; p < k * k; ++p) {
-      const Pack<T, W> v = load_pack<W>(x, win.base + (static_cast<int64_t>(p / k) * w + p % k) * cp);
+      const Pack<T, W> v = load_pack<W>(x, win.pack(p));
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float f = to_float(v.v[j]);
@@ -61,7 +61,7 @@ __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int c
     }
     const Pack<T, W> g = load_pack<W>(dy, i);
     for (int p = 0; p < k * k; ++p) {
-      const int64_t at_p = win.base + (static_cast<int64_t>(p / k) * w + p % k) * cp;
+      const int64_t at_p = win.pack(p);
       Pack<T, W> out;
       if (accumulate) out = load_pack<W>(dx, at_p);
 #pragma unroll
@@ -74,11 +74,9 @@ __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int c
   }
 }
 
-// Windows x channel packs, 32-bit.
+// Windows x channel packs: under 2^31, as max_pool_tiled_fits() made sure when the plan compiled.
 int windows(int64_t n, int64_t c, int64_t out_h, int64_t out_w, int width) {
-  const int64_t total = n * out_h * out_w * (c / width);
-  if (total >= (int64_t{1} << 31)) throw std::invalid_argument("max pooling: more than 2^31 windows");
-  return static_cast<int>(total);
+  return static_cast<int>(n * out_h * out_w * (c / width));
 }
 
 }  // namespace
