@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The index arithmetic of two CUDA kernels that CI builds but cannot run, replayed on the CPU
+"""The index arithmetic of CUDA kernels that CI builds but cannot run, replayed on the CPU
 against plain numpy: kernels/cuda/conv_bn_kernels.cu's backward_partials_kernel (rows split over
-blocks, 8 channels a thread, lanes = 256 / (channels / 8), the lanes' sums added in order) and
+blocks, 8 channels a thread, lanes = 256 / (channels / 8), the lanes' sums added in order),
 kernels/cuda/pool_kernels.cu's tiling max pool (window i -> its input packs, the first maximum
-taking the gradient). Every (row, channel) must be summed once; pooling must match numpy.
+taking the gradient) and kernels/cuda/tensor_kernels.cu's bias_grad_packed_kernel (packs of 8
+features, rows over blocks, per_pass rows a pass). Every (row, channel) must be summed once;
+pooling must match numpy.
 Needs numpy:  python3 scripts/emulate_gpu_kernel_indexing.py"""
 import numpy as np
 
@@ -31,6 +33,37 @@ def partials_kernel(g, channels):
             sums[lane * channels + group * W:lane * channels + group * W + W] = acc
         partials[split] = sums.reshape(lanes, channels).sum(0)
     return partials.sum(0)
+
+
+BIAS_BLOCKS = 1024
+
+
+def bias_grad_packed(g):
+    """What bias_grad_packed_kernel adds into db (g: rows x features, packs of W features)."""
+    rows, features = g.shape
+    lanes = features // W
+    per_pass = THREADS // lanes
+    passes = (rows + per_pass - 1) // per_pass
+    blocks = min(BIAS_BLOCKS, passes)
+    rows_per_block = (passes + blocks - 1) // blocks * per_pass
+    grid = (rows + rows_per_block - 1) // rows_per_block
+    packs = g.reshape(rows * lanes, W)
+    seen = np.zeros(rows * lanes, dtype=int)
+    db = np.zeros(features)
+    for block in range(grid):
+        begin, end = block * rows_per_block, min(block * rows_per_block + rows_per_block, rows)
+        part = np.zeros((W, THREADS))
+        for t in range(THREADS):
+            lane, row_in_pass = t % lanes, t // lanes
+            if row_in_pass >= per_pass:
+                continue
+            at = np.arange(begin + row_in_pass, end, per_pass) * lanes + lane
+            seen[at] += 1
+            part[:, t] = packs[at].sum(0)
+        for lane in range(lanes):
+            db[lane * W:lane * W + W] += part[:, [k * lanes + lane for k in range(per_pass)]].sum(1)
+    assert (seen == 1).all(), "a pack read twice or never"
+    return db, grid
 
 
 def pool_window_base(i, cp, h, w, oh, ow, k):
@@ -64,6 +97,11 @@ def main():
         got = partials_kernel(g, channels)
         assert not np.isnan(got).any() and np.allclose(got, g.sum(0)), (channels, rows)
         print(f"partials: {channels} channels, {rows} rows, {splits_for(rows)} splits: every element summed once")
+    for features, rows in [(64, 70001), (1000, 301), (2048, 5), (8, 3), (512, 100003), (64, 1)]:
+        g = rng.standard_normal((rows, features))
+        got, grid = bias_grad_packed(g)
+        assert np.allclose(got, g.sum(0)), (features, rows)
+        print(f"bias gradient: {rows} rows x {features} features, {grid} blocks: every element summed once")
     for n, c, h, w, k, width in [(2, 16, 4, 6, 2, 8), (3, 8, 6, 6, 3, 8), (2, 3, 4, 4, 2, 1), (2, 12, 4, 4, 2, 4)]:
         x = rng.standard_normal((n, h, w, c)).round(1)  # ties: the first maximum wins
         y, dy, dx = tiled_pool(x, k, width)

@@ -47,6 +47,39 @@ std::vector<T> to_host(const cuda::DeviceBuffer& b, size_t n) {
   return host;
 }
 
+// host floats <-> the device's elements of `type`, `offset` elements into a buffer
+cuda::DeviceBuffer upload_as(DType type, const std::vector<float>& v, int64_t offset) {
+  const size_t es = dtype_size(type);
+  cuda::DeviceBuffer b((v.size() + offset) * es);
+  std::vector<uint8_t> bytes((v.size() + offset) * es, 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (type == DType::f32) std::memcpy(&bytes[(i + offset) * es], &v[i], 4);
+    const uint16_t h = type == DType::f16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+    if (type != DType::f32) std::memcpy(&bytes[(i + offset) * es], &h, 2);
+  }
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<float> download_as(DType type, const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
+  const size_t es = dtype_size(type);
+  std::vector<uint8_t> bytes((n + offset) * es);
+  b.download(bytes.data(), bytes.size());
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h = 0;
+    if (type == DType::f32) std::memcpy(&v[i], &bytes[(i + offset) * es], 4);
+    if (type != DType::f32) std::memcpy(&h, &bytes[(i + offset) * es], 2);
+    if (type == DType::f16) v[i] = f16_to_f32(h);
+    if (type == DType::bf16) v[i] = bf16_to_f32(h);
+  }
+  return v;
+}
+
+float round_to(DType type, float x) {
+  return type == DType::f16 ? f16_to_f32(f32_to_f16(x)) : type == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
+}
+
 TEST(CudaBuild, LinksTheLibrariesItWasBuiltFor) {
   const cuda::BuildInfo info = cuda::build_info();
   std::printf("CUDA runtime %d, driver %d, cuDNN %zu, NCCL %d, %d device(s)%s%s\n", info.runtime_version,
@@ -127,33 +160,10 @@ TEST(CudaOps, ElementwiseKernelsMatchTheCpuPackedOrNot) {
   };
   for (const DType type : {DType::f32, DType::f16, DType::bf16}) {
     const size_t es = dtype_size(type);
-    const auto round = [type](float x) {
-      return type == DType::f16 ? f16_to_f32(f32_to_f16(x)) : type == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
-    };
-    // host floats <-> the device's elements of `type`, `offset` elements into a buffer
-    const auto upload = [&](const std::vector<float>& v, int64_t offset) {
-      cuda::DeviceBuffer b((v.size() + offset) * es);
-      std::vector<uint8_t> bytes((v.size() + offset) * es, 0);
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (type == DType::f32) std::memcpy(&bytes[(i + offset) * es], &v[i], 4);
-        const uint16_t h = type == DType::f16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
-        if (type != DType::f32) std::memcpy(&bytes[(i + offset) * es], &h, 2);
-      }
-      b.upload(bytes.data(), bytes.size());
-      return b;
-    };
-    const auto download = [&](const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
-      std::vector<uint8_t> bytes((n + offset) * es);
-      b.download(bytes.data(), bytes.size());
-      std::vector<float> v(n);
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h = 0;
-        if (type == DType::f32) std::memcpy(&v[i], &bytes[(i + offset) * es], 4);
-        if (type != DType::f32) std::memcpy(&h, &bytes[(i + offset) * es], 2);
-        if (type == DType::f16) v[i] = f16_to_f32(h);
-        if (type == DType::bf16) v[i] = bf16_to_f32(h);
-      }
-      return v;
+    const auto round = [type](float x) { return round_to(type, x); };
+    const auto upload = [type](const std::vector<float>& v, int64_t offset) { return upload_as(type, v, offset); };
+    const auto download = [type](const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
+      return download_as(type, b, n, offset);
     };
     const auto at = [es](const cuda::DeviceBuffer& b, int64_t offset) { return b.as<char>() + offset * es; };
     for (const Case c : {Case{4096, 0, 64}, Case{4099, 0, 61}, Case{4096, 1, 64}, Case{4096, 0, 6}}) {
@@ -200,6 +210,51 @@ TEST(CudaOps, ElementwiseKernelsMatchTheCpuPackedOrNot) {
       }
     }
   }
+}
+
+// The bias gradient (a column sum of rows x features) and its ReLU-masked form, which also writes
+// the masked dy back: the 16-byte kernel (features a multiple of the pack and at most 256 packs a
+// row, pointers aligned) and the 2-byte one (the rest), in every type. Cases: VGG's first layer
+// in small (64 features, rows over many blocks); 1000 features (a block's threads not all used);
+// 4096 features (too many packs: the 2-byte kernel); 61 features; a pointer one element off; a
+// few rows. The masked dy must be exact; the sums within float rounding of a double sum.
+TEST(CudaOps, BiasGradientMatchesTheColumnSumsPackedOrNot) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t rows, features, offset;
+  };
+  for (const DType type : {DType::f32, DType::f16, DType::bf16})
+    for (const Case c : {Case{70001, 64, 0}, Case{301, 1000, 0}, Case{40, 4096, 0}, Case{999, 61, 0}, Case{2000, 64, 1},
+                         Case{3, 8, 0}}) {
+      const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(c.rows) + " rows x " +
+                               std::to_string(c.features) + " at +" + std::to_string(c.offset);
+      const size_t n = static_cast<size_t>(c.rows * c.features);
+      std::vector<float> y = random_values(n, 31), dy = random_values(n, 32);
+      for (auto* v : {&y, &dy})
+        for (float& e : *v) e = round_to(type, e);
+      for (size_t i = 0; i < n; i += 7) y[i] = 0.0f;  // a ReLU's zeros: masked, not only negatives
+      for (const bool mask : {false, true}) {
+        cuda::DeviceBuffer d_y = upload_as(type, y, c.offset), d_dy = upload_as(type, dy, c.offset);
+        cuda::DeviceBuffer d_db(c.features * sizeof(float));
+        const auto at = [&](const cuda::DeviceBuffer& b) { return b.as<char>() + c.offset * dtype_size(type); };
+        if (mask)
+          cuda::relu_mask_bias_gradient(at(d_y), at(d_dy), d_db.as<float>(), c.rows, c.features, type, nullptr);
+        else
+          cuda::bias_gradient(at(d_dy), d_db.as<float>(), c.rows, c.features, type, nullptr);
+        const std::vector<float> db = to_host<float>(d_db, static_cast<size_t>(c.features));
+        const std::vector<float> out = download_as(type, d_dy, n, c.offset);
+        std::vector<double> sum(c.features, 0.0), magnitude(c.features, 0.0);
+        for (size_t i = 0; i < n; ++i) {
+          const float g = !mask || y[i] > 0.0f ? dy[i] : 0.0f;
+          ASSERT_EQ(out[i], g) << what << (mask ? ", masked" : ", unmasked") << ": dy " << i;
+          sum[i % c.features] += g;
+          magnitude[i % c.features] += std::fabs(g);
+        }
+        for (int64_t f = 0; f < c.features; ++f)
+          ASSERT_NEAR(db[f], sum[f], 1e-5 * magnitude[f] + 1e-6) << what << (mask ? ", masked" : ", unmasked")
+                                                                 << ": feature " << f;
+      }
+    }
 }
 
 // The loss, top-1/5 and gradient, with and without label smoothing (the smoothed loss differs

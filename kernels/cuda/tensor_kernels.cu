@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -149,6 +150,49 @@ __global__ void bias_grad_kernel(const T* y, T* dy, float* db, int64_t rows, int
   }
 }
 
+// The same sums 16 bytes at a time, for rows whose `lanes` = features / W packs of W features fit
+// one block: thread t takes pack t % lanes of rows t / lanes, t / lanes + per_pass, ... of the
+// block's slice (per_pass = blockDim.x / lanes rows a pass; the threads past per_pass * lanes
+// idle), so a warp reads consecutive 16-byte packs. Each thread keeps W sums, then the block adds
+// its per_pass partial sums of each feature in shared memory (feature-major: no bank conflicts)
+// and one thread per pack adds them atomically. The scalar kernel above reads 2 bytes a thread.
+template <typename T, int W, bool mask>
+__global__ void bias_grad_packed_kernel(const T* y, T* dy, float* db, int64_t rows, int lanes, int64_t rows_per_block) {
+  __shared__ float part[W][threads];
+  const int per_pass = threads / lanes;
+  const int lane = threadIdx.x % lanes, row_in_pass = threadIdx.x / lanes;
+  const int64_t begin = blockIdx.x * rows_per_block;
+  const int64_t end = begin + rows_per_block < rows ? begin + rows_per_block : rows;
+  float sum[W] = {};
+  if (row_in_pass < per_pass) {
+#pragma unroll 4
+    for (int64_t r = begin + row_in_pass; r < end; r += per_pass) {
+      const int64_t g = r * lanes + lane;
+      Pack<T, W> p = load_pack<W>(dy, g);
+      if (mask) {
+        const Pack<T, W> out = load_pack<W>(y, g);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+          if (!(to_float(out.v[j]) > 0.0f)) p.v[j] = from_float<T>(0.0f);
+        store_pack(dy, g, p);
+      }
+#pragma unroll
+      for (int j = 0; j < W; ++j) sum[j] += to_float(p.v[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < W; ++j) part[j][threadIdx.x] = sum[j];
+  __syncthreads();
+  if (threadIdx.x < lanes) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float s = 0;
+      for (int k = 0; k < per_pass; ++k) s += part[j][k * lanes + lane];
+      atomicAdd(db + lane * W + j, s);
+    }
+  }
+}
+
 template <typename T>
 __global__ void shortcut_kernel(const T* in, T* out, int64_t n, int64_t ic, int64_t ih, int64_t iw, int64_t oc,
                                 int64_t oh, int64_t ow, int64_t stride, int64_t pad) {
@@ -275,8 +319,34 @@ void add_bias(void* y, const float* bias, int64_t rows, int64_t features, bool r
 }
 
 namespace {
+// Blocks for the packed kernel: about one wave of 256-thread blocks on a large GPU (fewer where
+// the rows are few), each over an equal slice of rows.
+constexpr int64_t bias_packed_blocks = 1024;
+
 void bias_grad(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type, cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(db, 0, features * sizeof(float), stream));
+  if (rows <= 0 || features <= 0) return;
+  bool done = false;
+  dispatch(type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    constexpr int W = 16 / sizeof(T);
+    const int64_t lanes = features / W;
+    const bool aligned = reinterpret_cast<uintptr_t>(dy) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+    if (features % W != 0 || lanes > threads || !aligned) return;
+    const int64_t per_pass = threads / lanes;
+    const int64_t passes = (rows + per_pass - 1) / per_pass;
+    const int64_t blocks = std::min(bias_packed_blocks, passes);
+    const int64_t rows_per_block = (passes + blocks - 1) / blocks * per_pass;
+    const auto grid = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+    if (y)
+      bias_grad_packed_kernel<T, W, true><<<grid, threads, 0, stream>>>(
+          static_cast<const T*>(y), static_cast<T*>(dy), db, rows, static_cast<int>(lanes), rows_per_block);
+    else
+      bias_grad_packed_kernel<T, W, false><<<grid, threads, 0, stream>>>(
+          nullptr, static_cast<T*>(dy), db, rows, static_cast<int>(lanes), rows_per_block);
+    done = true;
+  });
+  if (done) return;
   const dim3 grid(static_cast<unsigned>((features + 31) / 32),
                   static_cast<unsigned>((rows + bias_rows_per_block - 1) / bias_rows_per_block));
   dispatch(type, [&](auto* t) {
