@@ -60,14 +60,17 @@ inline std::vector<float> half_rounded(std::vector<float> v, DType type) {
 // The oneDNN plan computing in `compute` against the fp32 reference on the same inputs. For
 // bf16 the reference gets the inputs and weights already rounded to bf16, and errors are
 // measured in relative L2 norm.
+// `tweak` changes the fast plan's options (one path of a backend's choices).
 inline void compare_with_reference(const OpCase& c, DType compute, double tolerance_scale,
-                                   const std::string& backend = "onednn") {
+                                   const std::string& backend = "onednn",
+                                   const std::function<void(PlanOptions&)>& tweak = nullptr) {
   const Graph graph = c.build();
   PlanOptions options;
   options.input_grad = true;
   auto reference = compile_plan("ref", graph, options);
   options.compute = compute;
   options.allow_tf32 = false;  // GPUs: fp32 stays fp32
+  if (tweak) tweak(options);
   auto fast = compile_plan(backend, graph, options);
   const OpCase scaled{c.name, c.build, c.tolerance * tolerance_scale};
   randomize(*reference, 1234);

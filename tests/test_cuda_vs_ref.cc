@@ -122,6 +122,31 @@ TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
   }
 }
 
+// A convolution with a bias that a ReLU follows, as one cuDNN graph adding the bias and applying
+// the ReLU as it writes (conv.cc, fp16 from compute capability 8.0). The timed search keeps it
+// only where it runs faster; without the timing (timed_algorithm_search off) it is taken wherever
+// cuDNN builds it, which these VGG shapes must (the largest and the smallest output) and the
+// 3-channel first layer may (its input padded to 4 channels). Each then matches the reference
+// as the op cases do.
+TEST(CudaFusions, ConvBiasReluGraphMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN fuses an output bias and ReLU from compute capability 8.0";
+  const auto untimed = [](PlanOptions& o) { o.timed_algorithm_search = false; };
+  for (const OpCase& c : bf16_cases()) {
+    if (c.name.rfind("vgg16_conv", 0) != 0) continue;
+    PlanOptions options;
+    options.compute = DType::f16;
+    untimed(options);
+    const std::string kernels = compile_plan("cuda", c.build(), options)->layer_kernels(1);
+    const bool fused = kernels.find("adding the bias and ReLU") != std::string::npos;
+    std::printf("%s: %s\n", c.name.c_str(), kernels.c_str());
+    if (c.name != "vgg16_conv3to64_k3s1p1_224_relu") {
+      EXPECT_TRUE(fused) << c.name << ": " << kernels;
+    }
+    compare_with_reference(c, DType::f16, half_scale(c, DType::f16), "cuda", untimed);
+  }
+}
+
 // ||a - b|| / ||b||, infinite where a holds a non-finite value.
 double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, norm = 1e-30;

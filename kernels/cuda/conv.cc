@@ -3,6 +3,8 @@
 #include "kernels/cuda/plan_internal.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -114,30 +116,79 @@ const Perf& CudaPlan::retime(const Node& node, const Perf* results, int count, c
   for (int i = 0; i < count && candidates.size() < 4; ++i)
     if (usable(results[i])) candidates.push_back(&results[i]);
   if (candidates.size() < 2 || candidates[0]->time >= 1.0f) return pick(results, count, what);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
   const Perf* best = nullptr;
   float best_ms = 0;
   for (const Perf* p : candidates) {
     const auto desc = conv_desc(node, p->mathType);
-    if (launch(*p, desc->d) != CUDNN_STATUS_SUCCESS) continue;
-    float ms[5];
-    bool ran = true;
-    for (float& t : ms) {
-      CUDA_CHECK(cudaEventRecord(start, stream_));
-      ran = ran && launch(*p, desc->d) == CUDNN_STATUS_SUCCESS;
-      CUDA_CHECK(cudaEventRecord(stop, stream_));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    }
-    if (!ran) continue;
-    std::sort(ms, ms + 5);
-    if (!best || ms[2] < best_ms) best = p, best_ms = ms[2];
+    const float ms = median_ms([&] { return launch(*p, desc->d) == CUDNN_STATUS_SUCCESS; });
+    if (ms >= 0 && (!best || ms < best_ms)) best = p, best_ms = ms;
+  }
+  return best ? *best : pick(results, count, what);
+}
+
+// One launch to warm up, then the median of five timed on the plan's stream (device events);
+// negative where a launch fails.
+float CudaPlan::median_ms(const std::function<bool()>& launch) {
+  if (!launch()) return -1;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  float ms[5];
+  bool ran = true;
+  for (float& t : ms) {
+    CUDA_CHECK(cudaEventRecord(start, stream_));
+    ran = ran && launch();
+    CUDA_CHECK(cudaEventRecord(stop, stream_));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  return best ? *best : pick(results, count, what);
+  if (!ran) return -1;
+  std::sort(ms, ms + 5);
+  return ms[2];
+}
+
+// A convolution with a bias that a ReLU follows (VGG's, AlexNet's), fp16 from compute capability
+// 8.0: one cuDNN graph can add the bias and apply the ReLU as it writes the output
+// (cudnn_graph.h), where the plain way writes the output and add_bias() reads and writes it again.
+bool CudaPlan::bias_relu_candidate(const Node& node) const {
+  return fuse_ && type_ == DType::f16 && node.conv.bias && node.conv.groups == 1 &&
+         tensors_.fused_relu_of[node.id] >= 0 && tensors_.prologue_bn[node.id] < 0 &&
+         tensors_.stats_bn[node.id] < 0 && compute_capability() >= 80;
+}
+
+// The graph where cuDNN builds one: with a timed search only where it ran faster than `plain`
+// (the chosen convolution and add_bias(), timed alike), on the search's tensors x, w, y and the
+// arena's bias; without, wherever it builds. Its workspace must fit the search's limit.
+void CudaPlan::choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
+                                const std::function<bool()>& plain) {
+  FusedConvSpec spec = fused_spec(node, FusedConvSpec::forward, false, false);
+  spec.c = stored_shape(node.inputs[0]).c;  // a padded input's stored channels
+  spec.bias_relu = true;
+  std::shared_ptr<FusedConv> g = fused_conv(spec);
+  if (!g || g->workspace_bytes() > search_limit_) return;
+  if (timed_search_) {
+    FusedConvCall call{g, nullptr, {}, nullptr};
+    FusedConv::Pointers p{};
+    p[FusedConv::x] = x;
+    p[FusedConv::w] = w;
+    p[FusedConv::y] = y;
+    p[FusedConv::out_bias] = weights(node.id, 1);
+    void* ws = search_workspace().data();
+    a.bias_relu_ms = median_ms([&] {
+      try {
+        call.run(cudnn_, p, ws);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    a.plain_ms = median_ms(plain);
+    if (a.bias_relu_ms < 0 || (a.plain_ms >= 0 && a.bias_relu_ms >= a.plain_ms)) return;
+  }
+  a.bias_relu = g;
+  a.workspace = std::max(a.workspace, g->workspace_bytes());
 }
 
 // Tensors of the convolution's shapes for the timed search, before the plan's arena exists: the
@@ -155,7 +206,8 @@ void* CudaPlan::search_tensor(int which, size_t bytes) {
 
 ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
   const Shape s = stored_shape(node.inputs[0]);
-  const std::string key = fmt_key(s, node);
+  const bool bias_relu = bias_relu_candidate(node);
+  const std::string key = fmt_key(s, node) + (bias_relu ? ":bias_relu" : "");
   if (auto it = algo_cache_.find(key); it != algo_cache_.end()) return it->second;
   const auto x = nhwc_desc(s, type_), y = nhwc_desc(node.out, type_);
   const auto filter = filter_desc(node);
@@ -188,6 +240,16 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
            return cudnnConvolutionForward(cudnn_, &one, x->d, xp, filter->d, wp, c, p.algo, ws.data(), p.memory, &zero,
                                           y->d, yp);
          }), a.forward, a.forward_math);
+    if (bias_relu) {
+      const auto chosen = conv_desc(node, a.forward_math);
+      const int64_t rows = node.out.n * node.out.h * node.out.w;
+      choose_bias_relu(node, a, xp, wp, yp, [&] {
+        const bool ran = cudnnConvolutionForward(cudnn_, &one, x->d, xp, filter->d, wp, chosen->d, a.forward, ws.data(),
+                                                 a.workspace, &zero, y->d, yp) == CUDNN_STATUS_SUCCESS;
+        cuda::add_bias(yp, master(node.id, 1), rows, node.out.c, true, type_, stream_);
+        return ran;
+      });
+    }
     CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, x->d, xp, y->d, dyp, conv->d, filter->d, dwp,
                                                              want, &got, bf, ws.data(), search_limit_));
     take(retime<cudnnConvolutionBwdFilterAlgoPerf_t>(
@@ -210,6 +272,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
     set_search_limit();
     CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x->d, filter->d, conv->d, y->d, want, &got, f));
     take(pick(f, got, "forward"), a.forward, a.forward_math);
+    if (bias_relu) choose_bias_relu(node, a, nullptr, nullptr, nullptr, {});
     CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x->d, y->d, conv->d, filter->d, want, &got, bf));
     take(pick(bf, got, "backward filter"), a.backward_filter, a.filter_math);
     CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter->d, y->d, conv->d, x->d, want, &got, bd));
@@ -222,6 +285,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
 // Every convolution's algorithms, chosen before the activations' arena is allocated; then the
 // search's borrowed memory goes back.
 void CudaPlan::search_convolutions() {
+  const auto start = std::chrono::steady_clock::now();
   for (const Node& node : graph_.nodes) {
     if (node.kind != OpKind::conv) continue;
     try {
@@ -234,6 +298,27 @@ void CudaPlan::search_convolutions() {
   }
   search_workspace_ = DeviceBuffer();
   for (DeviceBuffer& b : search_tensors_) b = DeviceBuffer();
+  search_sec_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// For the log's "Backend:" line: how long choosing the convolutions' algorithms took (cuDNN's
+// timed search runs every algorithm of each direction once per distinct shape: minutes are
+// possible at large batches, and otherwise unexplained), and how many convolutions add their
+// bias and ReLU in a cuDNN graph.
+std::string CudaPlan::kernel_notes() const {
+  int convs = 0, bias_relu = 0;
+  for (const Node& node : graph_.nodes) {
+    if (node.kind != OpKind::conv) continue;
+    ++convs;
+    bias_relu += nodes_[node.id].algos.bias_relu != nullptr;
+  }
+  if (convs == 0) return {};
+  char text[160];
+  std::snprintf(text, sizeof text, "convolution algorithms %s in %.1f s (%zu shapes)",
+                timed_search_ ? "timed" : "from cuDNN's heuristics", search_sec_, algo_cache_.size());
+  std::string s = text;
+  if (bias_relu > 0) s += "; " + std::to_string(bias_relu) + " convolutions add their bias and ReLU in a cuDNN graph";
+  return s;
 }
 
 namespace {
@@ -283,6 +368,14 @@ std::string CudaPlan::layer_kernels(int id) const {
                                    : "fwd " + algo_name(a.forward, fwd) + " (" + math_name(a.forward_math) + ")";
   if (const int bn = tensors_.prologue_bn[id]; bn >= 0) s += " reading relu(" + graph_.nodes[bn].name + ")";
   if (const int bn = tensors_.stats_bn[id]; bn >= 0) s += " summing " + graph_.nodes[bn].name + "'s statistics";
+  if (a.bias_relu) s += " adding the bias and ReLU";
+  // a timed choice between the graph with the bias and ReLU and the plain convolution + add_bias()
+  if (a.bias_relu_ms > 0 && a.plain_ms > 0) {
+    char timed[96];
+    std::snprintf(timed, sizeof timed, " (graph with bias + ReLU %.3f ms, conv + bias kernel %.3f ms)", a.bias_relu_ms,
+                  a.plain_ms);
+    s += timed;
+  }
   if (wants_grad(node.inputs[0]))
     s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
   s += ns.fused_filter ? ", filter cuDNN graph " + ns.fused_filter->conv->engine()
@@ -318,12 +411,25 @@ void CudaPlan::compile_conv(const Node& node) {
   const int64_t filter_rows = node.conv.out_channels * node.conv.kernel_h * node.conv.kernel_w;
   const int64_t in_c = src.out.c, stored_c = tensors_.input_channels;
   const bool folded = tensors_.prologue_bn[node.id] >= 0 || tensors_.stats_bn[node.id] >= 0;
+  if (s.algos.bias_relu) {
+    s.fused_forward = std::make_unique<FusedConvCall>();
+    s.fused_forward->conv = s.algos.bias_relu;
+  }
   if (folded) compile_folded_conv_forward(node);  // conv_bn.cc (no bias, no padded input)
   else push_forward(node.id, [this, &node, &s, xd, bias, relu, rows, channels, padded, filter_rows, in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
     if (padded)  // this step's weights into the padded filter (its fourth channel stays zero)
       cuda::copy_channels(weights(node.id, 0), in_c, 0, s.padded_weights.data(), stored_c, 0, filter_rows, in_c, false,
                           type_, stream_);
+    if (s.algos.bias_relu) {  // relu(conv + bias) written once, the bias as the step's fp16 copy
+      FusedConv::Pointers p{};
+      p[FusedConv::x] = out_[node.inputs[0]];
+      p[FusedConv::w] = conv_weights(node);
+      p[FusedConv::y] = out_[node.id];
+      p[FusedConv::out_bias] = weights(node.id, 1);
+      s.fused_forward->run(cudnn_, p, workspace_.data());
+      return;
+    }
     CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, xd->d, out_[node.inputs[0]], s.filter->d, conv_weights(node),
                                        s.conv->d, s.algos.forward, workspace_.data(), s.algos.workspace, &zero,
                                        s.out->d, out_[node.id]));

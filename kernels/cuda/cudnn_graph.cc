@@ -11,7 +11,7 @@ namespace {
 
 // Unique ids of the tensors a launch binds (FusedConv::Role + 1) and of the virtual ones.
 constexpr int64_t uid_of(FusedConv::Role r) { return r + 1; }
-constexpr int64_t scaled_uid = 101, biased_uid = 102, activated_uid = 103;
+constexpr int64_t scaled_uid = 101, biased_uid = 102, activated_uid = 103, conv_out_uid = 104, out_biased_uid = 105;
 
 // cuDNN's status as text, for the reason a graph is refused.
 struct Refusal {
@@ -90,7 +90,8 @@ std::string status_text(cudnnStatus_t s) { return cudnnGetErrorString(s); }
 std::string FusedConvSpec::key() const {
   std::string text = direction == forward ? "fwd" : "wgrad";
   for (const int64_t v : {n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride}) text.append(":").append(std::to_string(v));
-  return text + (prologue ? ":bn_relu_in" : "") + (stats ? ":stats_out" : "") + (deterministic ? ":deterministic" : "");
+  return text + (prologue ? ":bn_relu_in" : "") + (stats ? ":stats_out" : "") + (bias_relu ? ":bias_relu_out" : "") +
+         (deterministic ? ":deterministic" : "");
 }
 
 BackendDesc::BackendDesc(cudnnBackendDescriptorType_t type) { CUDA_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
@@ -119,10 +120,15 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
   try {
     const cudnnDataType_t half = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     const bool fwd = s.direction == FusedConvSpec::forward;
+    if (s.bias_relu && (!fwd || s.prologue || s.stats))
+      throw Refusal{"an output bias and ReLU only on a forward convolution with nothing else fused"};
     auto x = tensor(uid_of(Role::x), half, s.n, s.c, s.h, s.w);
     auto w = tensor(uid_of(Role::w), half, s.k, s.c, s.r, s.s);
     auto y = tensor(uid_of(Role::y), half, s.n, s.k, s.p, s.q);
     std::vector<std::unique_ptr<BackendDesc>> keep, ops;
+    // with bias_relu the convolution writes a virtual fp32 tensor that the epilogue reads
+    if (s.bias_relu) keep.push_back(tensor(conv_out_uid, mid, s.n, s.k, s.p, s.q, true));
+    const BackendDesc& conv_y = s.bias_relu ? *keep.back() : *y;
     const BackendDesc* conv_x = x.get();
     if (s.prologue) {  // relu(x * scale + bias): the chain cuDNN takes in a convolution's main loop, in this order
       keep.push_back(tensor(uid_of(Role::scale), half, 1, s.c, 1, 1));
@@ -155,12 +161,20 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
     const cudnnBackendAttributeName_t* names = fwd ? forward_names : filter_names;
     set_desc(*conv, names[0], *conv_x, "convolution x");
     set_desc(*conv, names[1], *w, "convolution w");
-    set_desc(*conv, names[2], *y, "convolution y");
+    set_desc(*conv, names[2], conv_y, "convolution y");
     set_desc(*conv, names[3], conv_desc, "convolution descriptor");
     set(*conv, names[4], CUDNN_TYPE_FLOAT, 1, &alpha, "convolution alpha");
     set(*conv, names[5], CUDNN_TYPE_FLOAT, 1, &beta, "convolution beta");
     ok(cudnnBackendFinalize(conv->get()), "convolution op");
     ops.push_back(std::move(conv));
+    if (s.bias_relu) {  // y = relu(conv + bias), in the epilogue
+      keep.push_back(tensor(uid_of(Role::out_bias), half, 1, s.k, 1, 1));
+      const BackendDesc* bias = keep.back().get();
+      keep.push_back(tensor(out_biased_uid, mid, s.n, s.k, s.p, s.q, true));
+      const BackendDesc* biased = keep.back().get();
+      ops.push_back(pointwise(CUDNN_POINTWISE_ADD, conv_y, bias, *biased, keep));
+      ops.push_back(pointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, *y, keep));
+    }
     if (fwd && s.stats) {  // the output's per-channel sum and sum of squares, in the epilogue
       keep.push_back(tensor(uid_of(Role::sum), f32, 1, s.k, 1, 1));
       const BackendDesc* sum = keep.back().get();

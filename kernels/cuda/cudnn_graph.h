@@ -2,7 +2,9 @@
 // graph (backend) API, for the conv -> batch norm -> ReLU -> conv chains of kernels/conv_bn_relu.h:
 // a forward convolution that applies relu(x * scale + bias) per channel to its input as it reads
 // it and/or sums its output's per-channel statistics (sum and sum of squares, fp32) as it writes
-// it, and a weight gradient that applies the same prologue to its input. All fp16 NHWC; cuDNN
+// it, and a weight gradient that applies the same prologue to its input; and, for a convolution
+// with a bias that a ReLU follows (VGG's), one that adds the bias and applies the ReLU as it
+// writes its output, instead of a second pass over it. All fp16 NHWC; cuDNN
 // supports these fusions from compute capability 8.0 through its runtime-compiled engines.
 // Which graphs a device takes is only known when cuDNN is asked: build() says why not.
 #pragma once
@@ -25,6 +27,7 @@ struct FusedConvSpec {
   int64_t pad_h = 0, pad_w = 0, stride = 1;
   bool prologue = false;  // the convolution reads relu(x * scale + bias), scale and bias fp16 per channel of x
   bool stats = false;     // forward only: sum and sum of squares of y per channel, fp32
+  bool bias_relu = false;  // forward only, alone: y = relu(conv + bias), bias fp16 per channel of y
   bool deterministic = false;  // only an engine without cuDNN's "nondeterministic" note
 
   std::string key() const;
@@ -47,8 +50,9 @@ class BackendDesc {
 class FusedConv {
  public:
   // The tensors a launch binds, by role: forward x, w, y; weight gradient x, dw, dy; then scale
-  // and bias (with a prologue), sum and sum of squares (with statistics). Unused roles are null.
-  enum Role { x = 0, w, y, scale, bias, sum, sqsum, roles };
+  // and bias (with a prologue), sum and sum of squares (with statistics), the output's bias (with
+  // bias_relu). Unused roles are null.
+  enum Role { x = 0, w, y, scale, bias, sum, sqsum, out_bias, roles };
   using Pointers = std::array<void*, roles>;
 
   // nullptr, with cuDNN's reason in *why, where no engine of this device takes the graph.

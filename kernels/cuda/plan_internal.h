@@ -75,6 +75,10 @@ struct ConvAlgos {
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   cudnnMathType_t forward_math{}, data_math{}, filter_math{};
   size_t workspace = 0;
+  // conv + bias + ReLU as one cuDNN graph (conv.cc, bias_relu_graph()); null: the plain convolution
+  // then add_bias(). With a timed search, both ways' medians (ms; 0: not timed).
+  std::shared_ptr<FusedConv> bias_relu;
+  float bias_relu_ms = 0, plain_ms = 0;
 };
 
 // Everything one node's launches need besides the tensors in out_ and diff_.
@@ -90,7 +94,8 @@ struct NodeState {
   size_t reserve_bytes = 0;
   cudnnBatchNormOps_t bn_ops = CUDNN_BATCHNORM_OPS_BN;
   // a convolution of a folded chain (conv_bn.cc): its forward, and its weight gradient where it
-  // applies a batch norm to its input, as cuDNN graphs
+  // applies a batch norm to its input, as cuDNN graphs; or a convolution's forward with its bias
+  // and ReLU (ConvAlgos::bias_relu)
   std::unique_ptr<FusedConvCall> fused_forward, fused_filter;
   // a folded batch norm: its output's sum and sum of squares (fp32; a convolution's own where its
   // graph sums statistics nobody reads), its scale and bias (fp16)
@@ -114,6 +119,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- the Plan interface ----
   DevicePlan* device() override { return this; }
   std::string device_name() const override { return device_name_; }
+  std::string kernel_notes() const override;  // conv.cc: the algorithm search's time, the fused graphs
   void set_input(const float* images) override;
   void forward(Mode mode) override;
   LossResult loss(const int32_t* labels) override;            // linear_loss.cc
@@ -210,6 +216,10 @@ class CudaPlan final : public Plan, public DevicePlan {
   template <typename Perf>
   const Perf& pick(const Perf* results, int count, const char* what) const;
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
+  float median_ms(const std::function<bool()>& launch);
+  bool bias_relu_candidate(const Node& node) const;
+  void choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
+                        const std::function<bool()>& plain);
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
@@ -265,6 +275,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   int64_t peak_device_bytes_ = 0;
   size_t workspace_bytes_ = 0, search_limit_ = 0;
   std::map<std::string, ConvAlgos> algo_cache_;
+  double search_sec_ = 0;  // search_convolutions()'s wall time
   struct FusedGraph {
     std::shared_ptr<FusedConv> conv;  // null: refused
     std::string refusal;              // then cuDNN's reason
