@@ -204,6 +204,15 @@ inline std::vector<OpCase> all_cases() {
                      const int y = b.add(b.max_pool(x, 2, 2, 0, "pool_a"), b.max_pool(x, 2, 2, 0, "pool_b"), "add");
                      return b.finish(b.linear(b.global_avg_pool(y, "gap"), 10, "fc"));
                    }});
+  // VGG's conv -> ReLU -> 2x2 pool with the convolution's bias and without, where the pool does
+  // the ReLU's backward on the GPU (kernels/cuda/pool.cc); 8x8 maps of 16 channels give some
+  // windows no positive value
+  cases.push_back({"vgg_blocks_relu_pool", [] {
+                     GraphBuilder b("vgg_blocks", {2, 8, 8, 8});
+                     int x = b.max_pool(b.relu(b.conv(b.input(), 16, 3, 1, 1, "c1", true), "r1"), 2, 2, 0, "p1");
+                     x = b.max_pool(b.relu(b.conv(x, 16, 3, 1, 1, "c2"), "r2"), 2, 2, 0, "p2");
+                     return b.finish(b.linear(x, 10, "fc"));
+                   }});
   // googlenet's first and last concatenations, each input fed by a 1x1 convolution
   auto concat_of = [](std::vector<int64_t> channels) {
     return [channels](GraphBuilder& b, int x) {

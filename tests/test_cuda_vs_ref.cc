@@ -147,6 +147,35 @@ TEST(CudaFusions, ConvBiasReluGraphMatchesTheReference) {
   }
 }
 
+// VGG's conv -> ReLU -> 2x2 pool: the tiling pool's backward does the ReLU's (pool.cc) where the
+// ReLU runs in place and the pool alone reads it, after a convolution with a bias and after one
+// without; the gradients match the reference in every type (the op case runs in all three
+// suites above too; here the plan also says the pools took the ReLUs' backward).
+TEST(CudaFusions, MaxPoolDoesTheReluBackward) {
+  SKIP_WITHOUT_GPU();
+  for (const OpCase& c : all_cases()) {
+    if (c.name != "vgg_blocks_relu_pool") continue;
+    const Graph g = c.build();
+    PlanOptions options;
+    options.compute = DType::f16;
+    const auto plan = compile_plan("cuda", g, options);
+    for (const Node& node : g.nodes)
+      if (node.kind == OpKind::max_pool) {
+        const std::string kernels = plan->layer_kernels(node.id);
+        EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
+            << node.name << ": " << kernels;
+      }
+    for (const DType type : {DType::f32, DType::f16})
+      compare_with_reference(c, type, type == DType::f32 ? 10.0 : half_scale(c, type), "cuda");
+    options.fuse = false;  // unfused, the ReLUs do their own backward
+    const auto unfused = compile_plan("cuda", g, options);
+    for (const Node& node : g.nodes) {
+      if (node.kind != OpKind::max_pool) continue;
+      EXPECT_EQ(unfused->layer_kernels(node.id).find("backward"), std::string::npos) << unfused->layer_kernels(node.id);
+    }
+  }
+}
+
 // ||a - b|| / ||b||, infinite where a holds a non-finite value.
 double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, norm = 1e-30;

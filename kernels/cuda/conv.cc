@@ -357,6 +357,10 @@ std::string CudaPlan::layer_kernels(int id) const {
   }
   if (node.kind == OpKind::add && tensors_.fused_bn_of[id] >= 0)
     return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[tensors_.fused_bn_of[id]].name;
+  if (node.kind == OpKind::max_pool && tiled_max_pool(node))
+    return "tiled max pool (cnnbench's kernels)" +
+           (masking_pool(node.inputs[0]) == id ? ", doing " + graph_.nodes[node.inputs[0]].name + "'s backward"
+                                               : std::string());
   if (node.kind != OpKind::conv) return {};
   static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
                                     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
@@ -437,8 +441,9 @@ void CudaPlan::compile_conv(const Node& node) {
   });
   const bool acc = accumulates(node, 0);
   // bias + ReLU in place: the ReLU's mask and the bias gradient in one kernel, before both
-  // gradients read the masked dy (backward_ runs this node's launches in reverse push order)
-  const bool mask_with_bias = bias && relu >= 0;
+  // gradients read the masked dy (backward_ runs this node's launches in reverse push order);
+  // where a max pool masked the gradient already (pool.cc), the bias gradient only reads it
+  const bool mask_with_bias = bias && relu >= 0 && masking_pool(relu) < 0;
   push_backward(node.id, [this, &node, &s, xd, bias = bias && !mask_with_bias, rows, channels, padded, filter_rows,
                            in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;

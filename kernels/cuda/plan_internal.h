@@ -245,6 +245,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_bn_add_relu(const Node& bn, const Node& add);  // batch_norm.cc, from compile_add()
   void compile_relu(const Node& node);        // elementwise_ops.cc
   void compile_pool(const Node& node);        // pool.cc
+  bool tiled_max_pool(const Node& node) const;  // pool.cc
+  int masking_pool(int relu) const;             // pool.cc: the max pool doing a ReLU's backward, or -1
   void compile_linear(const Node& node);      // linear_loss.cc
   void compile_add(const Node& node);         // elementwise_ops.cc
   void compile_shortcut(const Node& node);

@@ -9,6 +9,30 @@
 
 namespace cnnbench::cuda {
 
+// cuDNN's NHWC max pooling took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows that
+// tile the input get kernels of their own (pool_kernels.h); overlapping ones (ResNet's 3x3/2)
+// stay cuDNN's.
+bool CudaPlan::tiled_max_pool(const Node& node) const {
+  const Shape& in = graph_.nodes[node.inputs[0]].out;
+  return node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
+         node.out.h * node.pool.kernel == in.h && node.out.w * node.pool.kernel == in.w &&
+         cuda::max_pool_tiled_fits(node.out.n, node.out.c, node.out.h, node.out.w);
+}
+
+// A ReLU run in place whose output only a tiling max pool reads (VGG's conv -> ReLU -> pool):
+// the pool's backward passes the ReLU's mask on, since a window's maximum is the ReLU's output
+// there (positive, or the ReLU passed nothing and the gradient is zero). The ReLU's gradient then
+// arrives masked: its producer's backward only reads it (a convolution's bias gradient) and the
+// ReLU has no backward of its own. The pool, or -1.
+int CudaPlan::masking_pool(int relu) const {
+  const Node& r = graph_.nodes[relu];
+  if (!fuse_ || r.kind != OpKind::relu || tensors_.alias_of[relu] == relu || consumers_[relu].size() != 1 ||
+      !wants_grad(relu))
+    return -1;
+  const Node& pool = graph_.nodes[consumers_[relu][0]];
+  return tiled_max_pool(pool) && !accumulates(pool, 0) ? pool.id : -1;
+}
+
 void CudaPlan::compile_pool(const Node& node) {
   NodeState& s = nodes_[node.id];
   const Node& src = graph_.nodes[node.inputs[0]];
@@ -31,12 +55,7 @@ void CudaPlan::compile_pool(const Node& node) {
   int n, c, h, w;
   CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(s.pool->d, xd->d, &n, &c, &h, &w));
   if (h != node.out.h || w != node.out.w) throw std::logic_error("cuDNN's pooling output shape differs from the graph's");
-  // cuDNN's NHWC max pooling took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows that
-  // tile the input get kernels of their own (pool_kernels.h); overlapping ones (ResNet's 3x3/2)
-  // stay cuDNN's
-  const bool tiled = node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
-                     node.out.h * node.pool.kernel == src.out.h && node.out.w * node.pool.kernel == src.out.w &&
-                     cuda::max_pool_tiled_fits(node.out.n, node.out.c, node.out.h, node.out.w);
+  const bool tiled = tiled_max_pool(node);
   const Shape i = src.out, o = node.out;
   const int64_t kk = node.pool.kernel;
   if (tiled)
@@ -53,9 +72,10 @@ void CudaPlan::compile_pool(const Node& node) {
   if (!wants_grad(src.id)) return;
   const bool acc = accumulates(node, 0);
   if (tiled) {
-    push_backward(node.id, [this, &node, i, o, kk, acc] {
+    const bool relu_mask = masking_pool(src.id) == node.id;
+    push_backward(node.id, [this, &node, i, o, kk, acc, relu_mask] {
       cuda::max_pool_backward_tiled(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w,
-                                    o.h, o.w, kk, acc, type_, stream_);
+                                    o.h, o.w, kk, acc, relu_mask, type_, stream_);
     });
     return;
   }

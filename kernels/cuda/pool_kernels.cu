@@ -44,7 +44,7 @@ __global__ void forward_kernel(const T* x, T* y, int total, int cp, int h, int w
 
 template <typename T, int W>
 __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int cp, int h, int w, int oh, int ow, int k,
-                                bool accumulate) {
+                                bool accumulate, bool relu_mask) {
   GRID_STRIDE(i, total) {
     const Window win(static_cast<int>(i), cp, h, w, oh, ow, k);
     float best[W];
@@ -59,6 +59,10 @@ __global__ void backward_kernel(const T* x, const T* dy, T* dx, int total, int c
         if (f > best[j]) best[j] = f, at[j] = p;  // strict: the first maximum; NaN and -inf windows none
       }
     }
+    if (relu_mask)  // a ReLU's output: a zero maximum means the ReLU passed nothing
+#pragma unroll
+      for (int j = 0; j < W; ++j)
+        if (!(best[j] > 0.0f)) at[j] = -1;
     const Pack<T, W> g = load_pack<W>(dy, i);
     for (int p = 0; p < k * k; ++p) {
       const int64_t at_p = win.pack(p);
@@ -100,8 +104,8 @@ void max_pool_forward_tiled(const void* x, void* y, int64_t n, int64_t c, int64_
 }
 
 void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
-                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, DType type,
-                             cudaStream_t stream) {
+                             int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, bool relu_mask,
+                             DType type, cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     packed<T>(c, {x, dy, dx}, [&](auto width, int64_t packs) {
@@ -110,7 +114,7 @@ void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n,
       backward_kernel<T, W><<<blocks_for(total), threads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), total, static_cast<int>(packs),
           static_cast<int>(h), static_cast<int>(w), static_cast<int>(out_h), static_cast<int>(out_w),
-          static_cast<int>(kernel), accumulate);
+          static_cast<int>(kernel), accumulate, relu_mask);
     });
   });
 }
