@@ -213,6 +213,15 @@ inline std::vector<OpCase> all_cases() {
                      x = b.max_pool(b.relu(b.conv(x, 16, 3, 1, 1, "c2"), "r2"), 2, 2, 0, "p2");
                      return b.finish(b.linear(x, 10, "fc"));
                    }});
+  // VGG's conv -> ReLU -> conv, after convolutions with a bias and without, where the next
+  // convolution's data gradient does the ReLU's backward on the GPU (kernels/cuda/conv.cc)
+  cases.push_back({"vgg_convs_relu_conv", [] {
+                     GraphBuilder b("vgg_convs", {2, 8, 8, 8});
+                     int x = b.relu(b.conv(b.input(), 16, 3, 1, 1, "c1", true), "r1");
+                     x = b.relu(b.conv(x, 16, 3, 1, 1, "c2", true), "r2");
+                     x = b.relu(b.conv(x, 16, 3, 1, 1, "c3"), "r3");
+                     return b.finish(b.linear(b.conv(x, 16, 1, 1, 0, "c4"), 10, "fc"));
+                   }});
   // googlenet's first and last concatenations, each input fed by a 1x1 convolution
   auto concat_of = [](std::vector<int64_t> channels) {
     return [channels](GraphBuilder& b, int x) {

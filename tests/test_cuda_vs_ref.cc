@@ -147,6 +147,31 @@ TEST(CudaFusions, ConvBiasReluGraphMatchesTheReference) {
   }
 }
 
+// VGG's conv -> ReLU -> conv: the second convolution's data gradient as one cuDNN graph that also
+// does the ReLU's backward (conv.cc, fp16 from compute capability 8.0), after a convolution with
+// a bias and after one without. Untimed, the graph is taken wherever cuDNN builds it, which it
+// must for these 16-channel maps; then the gradients match the reference as the op cases do.
+TEST(CudaFusions, DataGradientDoesTheReluBackward) {
+  SKIP_WITHOUT_GPU();
+  if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN fuses a ReLU's backward into a data gradient from 8.0";
+  const auto untimed = [](PlanOptions& o) { o.timed_algorithm_search = false; };
+  for (const OpCase& c : all_cases()) {
+    if (c.name != "vgg_convs_relu_conv") continue;
+    const Graph g = c.build();
+    PlanOptions options;
+    options.compute = DType::f16;
+    untimed(options);
+    const auto plan = compile_plan("cuda", g, options);
+    for (const Node& node : g.nodes) {
+      if (node.kind != OpKind::conv || g.nodes[node.inputs[0]].kind != OpKind::relu) continue;
+      const std::string kernels = plan->layer_kernels(node.id);
+      EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
+          << node.name << ": " << kernels;
+    }
+    compare_with_reference(c, DType::f16, half_scale(c, DType::f16), "cuda", untimed);
+  }
+}
+
 // VGG's conv -> ReLU -> 2x2 pool: the tiling pool's backward does the ReLU's (pool.cc) where the
 // ReLU runs in place and the pool alone reads it, after a convolution with a bias and after one
 // without; the gradients match the reference in every type (the op case runs in all three

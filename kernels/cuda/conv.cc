@@ -149,6 +149,56 @@ float CudaPlan::median_ms(const std::function<bool()>& launch) {
   return ms[2];
 }
 
+// A convolution that alone reads the output of a ReLU run in place on a convolution (VGG's
+// conv -> ReLU -> conv), fp16 from compute capability 8.0: its data gradient can apply the ReLU's
+// backward as it writes (cudnn_graph.h), where the plain way writes it and the ReLU's producer
+// (or the ReLU) reads it and the ReLU's output again and writes it masked.
+bool CudaPlan::dgrad_relu_candidate(const Node& node) const {
+  const int relu = node.inputs[0];
+  const Node& r = graph_.nodes[relu];
+  return fuse_ && type_ == DType::f16 && node.conv.groups == 1 && r.kind == OpKind::relu &&
+         tensors_.alias_of[relu] != relu && graph_.nodes[r.inputs[0]].kind == OpKind::conv &&
+         consumers_[relu].size() == 1 && wants_grad(relu) && !accumulates(node, 0) &&
+         tensors_.prologue_bn[node.id] < 0 && compute_capability() >= 80;
+}
+
+// As choose_bias_relu(): the graph where cuDNN builds one, with a timed search only where it ran
+// faster than `plain` (cuDNN's chosen data gradient and the ReLU's backward kernel in place).
+void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
+                                 const std::function<bool()>& plain) {
+  FusedConvSpec spec = fused_spec(node, FusedConvSpec::data_gradient, false, false);
+  spec.relu_mask = true;
+  std::shared_ptr<FusedConv> g = fused_conv(spec);
+  if (!g || g->workspace_bytes() > search_limit_) return;
+  if (timed_search_) {
+    FusedConvCall call{g, nullptr, {}, nullptr};
+    FusedConv::Pointers p{};
+    p[FusedConv::x] = dx;
+    p[FusedConv::w] = w;
+    p[FusedConv::y] = dy;
+    p[FusedConv::relu_out] = relu_out;
+    void* ws = search_workspace().data();
+    a.dgrad_relu_ms = median_ms([&] {
+      try {
+        call.run(cudnn_, p, ws);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    a.plain_dgrad_ms = median_ms(plain);
+    if (a.dgrad_relu_ms < 0 || (a.plain_dgrad_ms >= 0 && a.dgrad_relu_ms >= a.plain_dgrad_ms)) return;
+  }
+  a.dgrad_relu = g;
+  a.workspace = std::max(a.workspace, g->workspace_bytes());
+}
+
+int CudaPlan::masking_conv(int relu) {
+  if (consumers_[relu].size() != 1) return -1;
+  const Node& conv = graph_.nodes[consumers_[relu][0]];
+  return conv.kind == OpKind::conv && dgrad_relu_candidate(conv) && choose_algorithms(conv).dgrad_relu ? conv.id : -1;
+}
+
 // A convolution with a bias that a ReLU follows (VGG's, AlexNet's), fp16 from compute capability
 // 8.0: one cuDNN graph can add the bias and apply the ReLU as it writes the output
 // (cudnn_graph.h), where the plain way writes the output and add_bias() reads and writes it again.
@@ -206,8 +256,8 @@ void* CudaPlan::search_tensor(int which, size_t bytes) {
 
 ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
   const Shape s = stored_shape(node.inputs[0]);
-  const bool bias_relu = bias_relu_candidate(node);
-  const std::string key = fmt_key(s, node) + (bias_relu ? ":bias_relu" : "");
+  const bool bias_relu = bias_relu_candidate(node), dgrad_relu = dgrad_relu_candidate(node);
+  const std::string key = fmt_key(s, node) + (bias_relu ? ":bias_relu" : "") + (dgrad_relu ? ":dgrad_relu" : "");
   if (auto it = algo_cache_.find(key); it != algo_cache_.end()) return it->second;
   const auto x = nhwc_desc(s, type_), y = nhwc_desc(node.out, type_);
   const auto filter = filter_desc(node);
@@ -268,6 +318,16 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
                                                    p.memory, &zero, x->d, dxp);
              }),
          a.backward_data, a.data_math);
+    if (dgrad_relu) {  // xp stands for the ReLU's output, dxp for its gradient
+      const auto chosen = conv_desc(node, a.data_math);
+      choose_dgrad_relu(node, a, dxp, wp, dyp, xp, [&] {
+        const bool ran = cudnnConvolutionBackwardData(cudnn_, &one, filter->d, wp, y->d, dyp, chosen->d,
+                                                      a.backward_data, ws.data(), a.workspace, &zero, x->d,
+                                                      dxp) == CUDNN_STATUS_SUCCESS;
+        cuda::relu_backward(xp, dxp, dxp, s.elements(), false, type_, stream_);
+        return ran;
+      });
+    }
   } else {  // heuristics: each result carries the workspace it needs
     set_search_limit();
     CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x->d, filter->d, conv->d, y->d, want, &got, f));
@@ -277,6 +337,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
     take(pick(bf, got, "backward filter"), a.backward_filter, a.filter_math);
     CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter->d, y->d, conv->d, x->d, want, &got, bd));
     take(pick(bd, got, "backward data"), a.backward_data, a.data_math);
+    if (dgrad_relu) choose_dgrad_relu(node, a, nullptr, nullptr, nullptr, nullptr, {});
   }
   algo_cache_[key] = a;
   return a;
@@ -380,8 +441,18 @@ std::string CudaPlan::layer_kernels(int id) const {
                   a.plain_ms);
     s += timed;
   }
-  if (wants_grad(node.inputs[0]))
+  if (ns.fused_data) {
+    s += ", data cuDNN graph " + ns.fused_data->conv->engine() + " doing " + graph_.nodes[node.inputs[0]].name +
+         "'s backward";
+  } else if (wants_grad(node.inputs[0])) {
     s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
+  }
+  if (a.dgrad_relu_ms > 0 && a.plain_dgrad_ms > 0) {
+    char timed[112];
+    std::snprintf(timed, sizeof timed, " (graph with the ReLU's backward %.3f ms, data gradient + ReLU kernel %.3f ms)",
+                  a.dgrad_relu_ms, a.plain_dgrad_ms);
+    s += timed;
+  }
   s += ns.fused_filter ? ", filter cuDNN graph " + ns.fused_filter->conv->engine()
                        : ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
   if (tensors_.prologue_bn[id] >= 0 && !ns.fused_filter) s += " on its input recomputed";
@@ -443,7 +514,7 @@ void CudaPlan::compile_conv(const Node& node) {
   // bias + ReLU in place: the ReLU's mask and the bias gradient in one kernel, before both
   // gradients read the masked dy (backward_ runs this node's launches in reverse push order);
   // where a max pool masked the gradient already (pool.cc), the bias gradient only reads it
-  const bool mask_with_bias = bias && relu >= 0 && masking_pool(relu) < 0;
+  const bool mask_with_bias = bias && relu >= 0 && masking_pool(relu) < 0 && masking_conv(relu) < 0;
   push_backward(node.id, [this, &node, &s, xd, bias = bias && !mask_with_bias, rows, channels, padded, filter_rows,
                            in_c, stored_c] {
     const float one = 1.0f, zero = 0.0f;
@@ -462,7 +533,18 @@ void CudaPlan::compile_conv(const Node& node) {
     if (bias) cuda::bias_gradient(diff_[node.id], grad(node.id, 1), rows, channels, type_, stream_);
     ready(node);
   }, true);
-  if (data_grad)
+  if (data_grad && s.algos.dgrad_relu) {
+    s.fused_data = std::make_unique<FusedConvCall>();
+    s.fused_data->conv = s.algos.dgrad_relu;
+    push_backward(node.id, [this, &node, &s] {  // the ReLU's gradient, masked by its output
+      FusedConv::Pointers p{};
+      p[FusedConv::x] = diff_[node.inputs[0]];
+      p[FusedConv::w] = conv_weights(node);
+      p[FusedConv::y] = diff_[node.id];
+      p[FusedConv::relu_out] = out_[node.inputs[0]];
+      s.fused_data->run(cudnn_, p, workspace_.data());
+    });
+  } else if (data_grad)
     push_backward(node.id, [this, &node, &s, xd, acc] {
       const float one = 1.0f, beta = acc ? 1.0f : 0.0f;
       CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, s.filter->d, conv_weights(node), s.out->d,

@@ -11,7 +11,8 @@ namespace {
 
 // Unique ids of the tensors a launch binds (FusedConv::Role + 1) and of the virtual ones.
 constexpr int64_t uid_of(FusedConv::Role r) { return r + 1; }
-constexpr int64_t scaled_uid = 101, biased_uid = 102, activated_uid = 103, conv_out_uid = 104, out_biased_uid = 105;
+constexpr int64_t scaled_uid = 101, biased_uid = 102, activated_uid = 103, conv_out_uid = 104, out_biased_uid = 105,
+                  unmasked_uid = 106;
 
 // cuDNN's status as text, for the reason a graph is refused.
 struct Refusal {
@@ -67,6 +68,25 @@ std::unique_ptr<BackendDesc> pointwise(cudnnPointwiseMode_t mode, const BackendD
   return op;
 }
 
+// dx = the backward of `mode` at x applied to dy (RELU_BWD: dy where x > 0), in fp32; its mode's
+// descriptor joins `keep`.
+std::unique_ptr<BackendDesc> pointwise_backward(cudnnPointwiseMode_t mode, const BackendDesc& x, const BackendDesc& dy,
+                                                const BackendDesc& dx, std::vector<std::unique_ptr<BackendDesc>>& keep) {
+  keep.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  const BackendDesc& desc = *keep.back();
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  set(desc, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
+  set(desc, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32, "pointwise precision");
+  ok(cudnnBackendFinalize(desc.get()), "pointwise descriptor");
+  auto op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc, "pointwise op");
+  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x");
+  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy, "pointwise dy");
+  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx, "pointwise dx");
+  ok(cudnnBackendFinalize(op->get()), "pointwise op");
+  return op;
+}
+
 std::unique_ptr<BackendDesc> convolution(const FusedConvSpec& s) {
   auto d = std::make_unique<BackendDesc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -88,10 +108,10 @@ std::string status_text(cudnnStatus_t s) { return cudnnGetErrorString(s); }
 }  // namespace
 
 std::string FusedConvSpec::key() const {
-  std::string text = direction == forward ? "fwd" : "wgrad";
+  std::string text = direction == forward ? "fwd" : direction == weight_gradient ? "wgrad" : "dgrad";
   for (const int64_t v : {n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride}) text.append(":").append(std::to_string(v));
   return text + (prologue ? ":bn_relu_in" : "") + (stats ? ":stats_out" : "") + (bias_relu ? ":bias_relu_out" : "") +
-         (deterministic ? ":deterministic" : "");
+         (relu_mask ? ":relu_mask" : "") + (deterministic ? ":deterministic" : "");
 }
 
 BackendDesc::BackendDesc(cudnnBackendDescriptorType_t type) { CUDA_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
@@ -120,8 +140,11 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
   try {
     const cudnnDataType_t half = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     const bool fwd = s.direction == FusedConvSpec::forward;
+    const bool data = s.direction == FusedConvSpec::data_gradient;
     if (s.bias_relu && (!fwd || s.prologue || s.stats))
       throw Refusal{"an output bias and ReLU only on a forward convolution with nothing else fused"};
+    if (data != s.relu_mask || (data && (s.prologue || s.stats || s.bias_relu)))
+      throw Refusal{"a data gradient only with a ReLU's mask and nothing else"};
     auto x = tensor(uid_of(Role::x), half, s.n, s.c, s.h, s.w);
     auto w = tensor(uid_of(Role::w), half, s.k, s.c, s.r, s.s);
     auto y = tensor(uid_of(Role::y), half, s.n, s.k, s.p, s.q);
@@ -129,6 +152,9 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
     // with bias_relu the convolution writes a virtual fp32 tensor that the epilogue reads
     if (s.bias_relu) keep.push_back(tensor(conv_out_uid, mid, s.n, s.k, s.p, s.q, true));
     const BackendDesc& conv_y = s.bias_relu ? *keep.back() : *y;
+    // with relu_mask the data gradient writes a virtual fp32 tensor that the ReLU's backward reads
+    if (s.relu_mask) keep.push_back(tensor(unmasked_uid, mid, s.n, s.c, s.h, s.w, true));
+    const BackendDesc* conv_dx = s.relu_mask ? keep.back().get() : nullptr;
     const BackendDesc* conv_x = x.get();
     if (s.prologue) {  // relu(x * scale + bias): the chain cuDNN takes in a convolution's main loop, in this order
       keep.push_back(tensor(uid_of(Role::scale), half, 1, s.c, 1, 1));
@@ -147,9 +173,10 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
     keep.push_back(convolution(s));
     const BackendDesc& conv_desc = *keep.back();
     const float alpha = 1.0f, beta = 0.0f;
-    auto conv = std::make_unique<BackendDesc>(fwd ? CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-                                                  : CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-    // the forward's x, w, y; the weight gradient's x, dw, dy
+    auto conv = std::make_unique<BackendDesc>(fwd    ? CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
+                                              : data ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                                                     : CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+    // the forward's x, w, y; the weight gradient's x, dw, dy; the data gradient's dx, w, dy
     const cudnnBackendAttributeName_t forward_names[6] = {
         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
@@ -158,8 +185,12 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
-    const cudnnBackendAttributeName_t* names = fwd ? forward_names : filter_names;
-    set_desc(*conv, names[0], *conv_x, "convolution x");
+    const cudnnBackendAttributeName_t data_names[6] = {
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    const cudnnBackendAttributeName_t* names = fwd ? forward_names : data ? data_names : filter_names;
+    set_desc(*conv, names[0], conv_dx ? *conv_dx : *conv_x, "convolution x");
     set_desc(*conv, names[1], *w, "convolution w");
     set_desc(*conv, names[2], conv_y, "convolution y");
     set_desc(*conv, names[3], conv_desc, "convolution descriptor");
@@ -167,6 +198,10 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
     set(*conv, names[5], CUDNN_TYPE_FLOAT, 1, &beta, "convolution beta");
     ok(cudnnBackendFinalize(conv->get()), "convolution op");
     ops.push_back(std::move(conv));
+    if (s.relu_mask) {  // dx = the unmasked gradient where the ReLU's output is positive
+      keep.push_back(tensor(uid_of(Role::relu_out), half, s.n, s.c, s.h, s.w));
+      ops.push_back(pointwise_backward(CUDNN_POINTWISE_RELU_BWD, *keep.back(), *conv_dx, *x, keep));
+    }
     if (s.bias_relu) {  // y = relu(conv + bias), in the epilogue
       keep.push_back(tensor(uid_of(Role::out_bias), half, 1, s.k, 1, 1));
       const BackendDesc* bias = keep.back().get();

@@ -4,7 +4,8 @@
 // it and/or sums its output's per-channel statistics (sum and sum of squares, fp32) as it writes
 // it, and a weight gradient that applies the same prologue to its input; and, for a convolution
 // with a bias that a ReLU follows (VGG's), one that adds the bias and applies the ReLU as it
-// writes its output, instead of a second pass over it. All fp16 NHWC; cuDNN
+// writes its output, instead of a second pass over it, and a data gradient that applies the
+// backward of the ReLU whose output the convolution read. All fp16 NHWC; cuDNN
 // supports these fusions from compute capability 8.0 through its runtime-compiled engines.
 // Which graphs a device takes is only known when cuDNN is asked: build() says why not.
 #pragma once
@@ -20,7 +21,7 @@
 namespace cnnbench::cuda {
 
 struct FusedConvSpec {
-  enum Direction { forward, weight_gradient } direction = forward;
+  enum Direction { forward, weight_gradient, data_gradient } direction = forward;
   int64_t n = 0, c = 0, h = 0, w = 0;  // the input x (NHWC in memory)
   int64_t k = 0, r = 0, s = 0;         // the filter, k x r x s x c in memory
   int64_t p = 0, q = 0;                // the output's height and width
@@ -28,6 +29,7 @@ struct FusedConvSpec {
   bool prologue = false;  // the convolution reads relu(x * scale + bias), scale and bias fp16 per channel of x
   bool stats = false;     // forward only: sum and sum of squares of y per channel, fp32
   bool bias_relu = false;  // forward only, alone: y = relu(conv + bias), bias fp16 per channel of y
+  bool relu_mask = false;  // data gradient only: dx masked where the ReLU output x was came out zero
   bool deterministic = false;  // only an engine without cuDNN's "nondeterministic" note
 
   std::string key() const;
@@ -49,10 +51,11 @@ class BackendDesc {
 // One finalized execution plan for a FusedConvSpec, shared by every convolution of that shape.
 class FusedConv {
  public:
-  // The tensors a launch binds, by role: forward x, w, y; weight gradient x, dw, dy; then scale
-  // and bias (with a prologue), sum and sum of squares (with statistics), the output's bias (with
-  // bias_relu). Unused roles are null.
-  enum Role { x = 0, w, y, scale, bias, sum, sqsum, out_bias, roles };
+  // The tensors a launch binds, by role: forward x, w, y; weight gradient x, dw, dy; data
+  // gradient dx, w, dy; then scale and bias (with a prologue), sum and sum of squares (with
+  // statistics), the output's bias (with bias_relu), the ReLU's output (with relu_mask). Unused
+  // roles are null.
+  enum Role { x = 0, w, y, scale, bias, sum, sqsum, out_bias, relu_out, roles };
   using Pointers = std::array<void*, roles>;
 
   // nullptr, with cuDNN's reason in *why, where no engine of this device takes the graph.

@@ -32,7 +32,7 @@ void CudaPlan::compile_relu(const Node& node) {
       in_place && (producer.kind == OpKind::add || (producer.kind == OpKind::conv && producer.conv.bias) ||
                    (producer.kind == OpKind::batch_norm && (nodes_[p].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ||
                                                             tensors_.bn_into_conv[p] >= 0)));
-  if (masked_by_producer || masking_pool(node.id) >= 0 || !wants_grad(p)) return;  // pool.cc
+  if (masked_by_producer || masking_pool(node.id) >= 0 || masking_conv(node.id) >= 0 || !wants_grad(p)) return;
   const bool acc = !in_place && accumulates(node, 0);
   push_backward(node.id, [this, p, &node, count, acc, cap] {
     cuda::relu_backward(out_[node.id], diff_[node.id], diff_[p], count, acc, type_, stream_, cap);

@@ -79,6 +79,10 @@ struct ConvAlgos {
   // then add_bias(). With a timed search, both ways' medians (ms; 0: not timed).
   std::shared_ptr<FusedConv> bias_relu;
   float bias_relu_ms = 0, plain_ms = 0;
+  // the data gradient with the backward of the ReLU whose output the convolution reads, as one
+  // cuDNN graph (dgrad_relu_graph()); null: cuDNN's data gradient, the ReLU's mask elsewhere
+  std::shared_ptr<FusedConv> dgrad_relu;
+  float dgrad_relu_ms = 0, plain_dgrad_ms = 0;
 };
 
 // Everything one node's launches need besides the tensors in out_ and diff_.
@@ -95,8 +99,8 @@ struct NodeState {
   cudnnBatchNormOps_t bn_ops = CUDNN_BATCHNORM_OPS_BN;
   // a convolution of a folded chain (conv_bn.cc): its forward, and its weight gradient where it
   // applies a batch norm to its input, as cuDNN graphs; or a convolution's forward with its bias
-  // and ReLU (ConvAlgos::bias_relu)
-  std::unique_ptr<FusedConvCall> fused_forward, fused_filter;
+  // and ReLU (ConvAlgos::bias_relu), and its data gradient with a ReLU's backward (dgrad_relu)
+  std::unique_ptr<FusedConvCall> fused_forward, fused_filter, fused_data;
   // a folded batch norm: its output's sum and sum of squares (fp32; a convolution's own where its
   // graph sums statistics nobody reads), its scale and bias (fp16)
   DeviceBuffer stat_sums, scale_bias;
@@ -220,6 +224,10 @@ class CudaPlan final : public Plan, public DevicePlan {
   bool bias_relu_candidate(const Node& node) const;
   void choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
                         const std::function<bool()>& plain);
+  bool dgrad_relu_candidate(const Node& node) const;
+  void choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
+                         const std::function<bool()>& plain);
+  int masking_conv(int relu);  // conv.cc: the convolution doing a ReLU's backward in its data gradient, or -1
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
