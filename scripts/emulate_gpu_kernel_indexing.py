@@ -72,8 +72,9 @@ def pool_window_base(i, cp, h, w, oh, ow, k):
     return ((img * h + oy * k) * w + ox * k) * cp + cg
 
 
-def tiled_pool(x, k, width):
-    """Forward and backward (gradient dy) as pool_kernels.cu indexes them, in packs of `width`."""
+def tiled_pool(x, k, width, relu_mask=False):
+    """Forward and backward (gradient dy) as pool_kernels.cu indexes them, in packs of `width`;
+    with relu_mask, a maximum that is not positive passes no gradient (x a ReLU's output)."""
     n, h, w, c = x.shape
     oh, ow, cp = h // k, w // k, c // width
     xp = x.reshape(-1, width)
@@ -85,6 +86,8 @@ def tiled_pool(x, k, width):
         vals = xp[at]
         y[i] = vals.max(0)
         first = vals.argmax(0)  # the first maximum, row-major
+        if relu_mask:
+            first = np.where(vals.max(0) > 0, first, -1)
         for p in range(k * k):
             dx[at[p]] = np.where(first == p, dy[i], 0)
     return y.reshape(n, oh, ow, c), dy.reshape(n, oh, ow, c), dx.reshape(x.shape)
@@ -112,6 +115,13 @@ def main():
         want = want.reshape(n, h // k, w // k, c, k, k).transpose(0, 1, 4, 2, 5, 3).reshape(x.shape)
         assert np.array_equal(dx, want), (n, c, h, w, k, width)
         print(f"tiled max pool: {n}x{h}x{w}x{c}, window {k}, {width} channels a thread: forward and backward as numpy")
+        # a ReLU's output (a quarter of it zero, some windows all zero): the pool's backward with
+        # the mask equals the pool's backward, then the ReLU's
+        r = np.maximum(x, 0) * (rng.random(x.shape) > 0.25)
+        _, dy, dx = tiled_pool(r, k, width, relu_mask=True)
+        _, _, plain = tiled_pool(r, k, width)
+        assert np.array_equal(dx, np.where(r > 0, plain, 0)), (n, c, h, w, k, width)
+        print(f"  and with the ReLU's mask: as the pool's backward then the ReLU's")
 
 
 if __name__ == "__main__":

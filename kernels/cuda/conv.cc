@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -149,97 +148,6 @@ float CudaPlan::median_ms(const std::function<bool()>& launch) {
   return ms[2];
 }
 
-// A convolution that alone reads the output of a ReLU run in place on a convolution (VGG's
-// conv -> ReLU -> conv), fp16 from compute capability 8.0: its data gradient can apply the ReLU's
-// backward as it writes (cudnn_graph.h), where the plain way writes it and the ReLU's producer
-// (or the ReLU) reads it and the ReLU's output again and writes it masked.
-bool CudaPlan::dgrad_relu_candidate(const Node& node) const {
-  const int relu = node.inputs[0];
-  const Node& r = graph_.nodes[relu];
-  return fuse_ && type_ == DType::f16 && node.conv.groups == 1 && r.kind == OpKind::relu &&
-         tensors_.alias_of[relu] != relu && graph_.nodes[r.inputs[0]].kind == OpKind::conv &&
-         consumers_[relu].size() == 1 && wants_grad(relu) && !accumulates(node, 0) &&
-         tensors_.prologue_bn[node.id] < 0 && compute_capability() >= 80;
-}
-
-// As choose_bias_relu(): the graph where cuDNN builds one, with a timed search only where it ran
-// faster than `plain` (cuDNN's chosen data gradient and the ReLU's backward kernel in place).
-void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
-                                 const std::function<bool()>& plain) {
-  FusedConvSpec spec = fused_spec(node, FusedConvSpec::data_gradient, false, false);
-  spec.relu_mask = true;
-  std::shared_ptr<FusedConv> g = fused_conv(spec);
-  if (!g || g->workspace_bytes() > search_limit_) return;
-  if (timed_search_) {
-    FusedConvCall call{g, nullptr, {}, nullptr};
-    FusedConv::Pointers p{};
-    p[FusedConv::x] = dx;
-    p[FusedConv::w] = w;
-    p[FusedConv::y] = dy;
-    p[FusedConv::relu_out] = relu_out;
-    void* ws = search_workspace().data();
-    a.dgrad_relu_ms = median_ms([&] {
-      try {
-        call.run(cudnn_, p, ws);
-        return true;
-      } catch (const std::exception&) {
-        return false;
-      }
-    });
-    a.plain_dgrad_ms = median_ms(plain);
-    if (a.dgrad_relu_ms < 0 || (a.plain_dgrad_ms >= 0 && a.dgrad_relu_ms >= a.plain_dgrad_ms)) return;
-  }
-  a.dgrad_relu = g;
-  a.workspace = std::max(a.workspace, g->workspace_bytes());
-}
-
-int CudaPlan::masking_conv(int relu) {
-  if (consumers_[relu].size() != 1) return -1;
-  const Node& conv = graph_.nodes[consumers_[relu][0]];
-  return conv.kind == OpKind::conv && dgrad_relu_candidate(conv) && choose_algorithms(conv).dgrad_relu ? conv.id : -1;
-}
-
-// A convolution with a bias that a ReLU follows (VGG's, AlexNet's), fp16 from compute capability
-// 8.0: one cuDNN graph can add the bias and apply the ReLU as it writes the output
-// (cudnn_graph.h), where the plain way writes the output and add_bias() reads and writes it again.
-bool CudaPlan::bias_relu_candidate(const Node& node) const {
-  return fuse_ && type_ == DType::f16 && node.conv.bias && node.conv.groups == 1 &&
-         tensors_.fused_relu_of[node.id] >= 0 && tensors_.prologue_bn[node.id] < 0 &&
-         tensors_.stats_bn[node.id] < 0 && compute_capability() >= 80;
-}
-
-// The graph where cuDNN builds one: with a timed search only where it ran faster than `plain`
-// (the chosen convolution and add_bias(), timed alike), on the search's tensors x, w, y and the
-// arena's bias; without, wherever it builds. Its workspace must fit the search's limit.
-void CudaPlan::choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
-                                const std::function<bool()>& plain) {
-  FusedConvSpec spec = fused_spec(node, FusedConvSpec::forward, false, false);
-  spec.c = stored_shape(node.inputs[0]).c;  // a padded input's stored channels
-  spec.bias_relu = true;
-  std::shared_ptr<FusedConv> g = fused_conv(spec);
-  if (!g || g->workspace_bytes() > search_limit_) return;
-  if (timed_search_) {
-    FusedConvCall call{g, nullptr, {}, nullptr};
-    FusedConv::Pointers p{};
-    p[FusedConv::x] = x;
-    p[FusedConv::w] = w;
-    p[FusedConv::y] = y;
-    p[FusedConv::out_bias] = weights(node.id, 1);
-    void* ws = search_workspace().data();
-    a.bias_relu_ms = median_ms([&] {
-      try {
-        call.run(cudnn_, p, ws);
-        return true;
-      } catch (const std::exception&) {
-        return false;
-      }
-    });
-    a.plain_ms = median_ms(plain);
-    if (a.bias_relu_ms < 0 || (a.plain_ms >= 0 && a.bias_relu_ms >= a.plain_ms)) return;
-  }
-  a.bias_relu = g;
-  a.workspace = std::max(a.workspace, g->workspace_bytes());
-}
 
 // Tensors of the convolution's shapes for the timed search, before the plan's arena exists: the
 // search's peak memory is then the largest convolution's tensors and the search workspace, not
@@ -351,6 +259,7 @@ void CudaPlan::search_convolutions() {
     if (node.kind != OpKind::conv) continue;
     try {
       choose_algorithms(node);
+      time_folded_graphs(node);  // conv_bn.cc
     } catch (const OutOfMemory&) {
       throw;
     } catch (const std::exception& e) {
@@ -362,104 +271,6 @@ void CudaPlan::search_convolutions() {
   search_sec_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// For the log's "Backend:" line: how long choosing the convolutions' algorithms took (cuDNN's
-// timed search runs every algorithm of each direction once per distinct shape: minutes are
-// possible at large batches, and otherwise unexplained), and how many convolutions add their
-// bias and ReLU in a cuDNN graph.
-std::string CudaPlan::kernel_notes() const {
-  int convs = 0, bias_relu = 0;
-  for (const Node& node : graph_.nodes) {
-    if (node.kind != OpKind::conv) continue;
-    ++convs;
-    bias_relu += nodes_[node.id].algos.bias_relu != nullptr;
-  }
-  if (convs == 0) return {};
-  char text[160];
-  std::snprintf(text, sizeof text, "convolution algorithms %s in %.1f s (%zu shapes)",
-                timed_search_ ? "timed" : "from cuDNN's heuristics", search_sec_, algo_cache_.size());
-  std::string s = text;
-  if (bias_relu > 0) s += "; " + std::to_string(bias_relu) + " convolutions add their bias and ReLU in a cuDNN graph";
-  return s;
-}
-
-namespace {
-
-const char* math_name(cudnnMathType_t m) {
-  switch (m) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op+conversion";
-    case CUDNN_FMA_MATH: return "fma";
-  }
-  return "?";
-}
-
-template <size_t N>
-std::string algo_name(int algo, const char* const (&names)[N]) {
-  return algo >= 0 && static_cast<size_t>(algo) < N ? names[algo] : "algo " + std::to_string(algo);
-}
-
-}  // namespace
-
-// "fwd IMPLICIT_PRECOMP_GEMM (tensor-op), data ALGO_1 (tensor-op), filter ALGO_1 (default), workspace 12 MiB":
-// cuDNN's names for the algorithms the plan chose, so that a profile can be read against a benchmark.
-std::string CudaPlan::layer_kernels(int id) const {
-  const Node& node = graph_.nodes[id];
-  if (node.kind == OpKind::batch_norm) {
-    if (const int add = tensors_.fused_into_add[id]; add >= 0)  // its time is the add's (it runs at the add's place)
-      return "cuDNN batch norm + add + ReLU, timed as " + graph_.nodes[add].name;
-    if (const int next = tensors_.bn_into_conv[id]; next >= 0)
-      return "folded: statistics summed by " + graph_.nodes[node.inputs[0]].name + ", normalised + ReLU by " +
-             graph_.nodes[next].name + " as it reads its input";
-    std::string s = nodes_[id].bn_ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION ? "cuDNN batch norm + ReLU" : "cuDNN batch norm";
-    if (const auto it = unfolded_.find(id); it != unfolded_.end())
-      s += " (not folded into its convolutions: " + it->second + ")";
-    return s;
-  }
-  if (node.kind == OpKind::add && tensors_.fused_bn_of[id] >= 0)
-    return "cuDNN batch norm + add + ReLU, with " + graph_.nodes[tensors_.fused_bn_of[id]].name;
-  if (node.kind == OpKind::max_pool && tiled_max_pool(node))
-    return "tiled max pool (cnnbench's kernels)" +
-           (masking_pool(node.inputs[0]) == id ? ", doing " + graph_.nodes[node.inputs[0]].name + "'s backward"
-                                               : std::string());
-  if (node.kind != OpKind::conv) return {};
-  static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
-                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-  static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-  static const char* const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
-  const ConvAlgos& a = nodes_[id].algos;
-  const NodeState& ns = nodes_[id];
-  std::string s = ns.fused_forward ? "fwd cuDNN graph " + ns.fused_forward->conv->engine()
-                                   : "fwd " + algo_name(a.forward, fwd) + " (" + math_name(a.forward_math) + ")";
-  if (const int bn = tensors_.prologue_bn[id]; bn >= 0) s += " reading relu(" + graph_.nodes[bn].name + ")";
-  if (const int bn = tensors_.stats_bn[id]; bn >= 0) s += " summing " + graph_.nodes[bn].name + "'s statistics";
-  if (a.bias_relu) s += " adding the bias and ReLU";
-  // a timed choice between the graph with the bias and ReLU and the plain convolution + add_bias()
-  if (a.bias_relu_ms > 0 && a.plain_ms > 0) {
-    char timed[96];
-    std::snprintf(timed, sizeof timed, " (graph with bias + ReLU %.3f ms, conv + bias kernel %.3f ms)", a.bias_relu_ms,
-                  a.plain_ms);
-    s += timed;
-  }
-  if (ns.fused_data) {
-    s += ", data cuDNN graph " + ns.fused_data->conv->engine() + " doing " + graph_.nodes[node.inputs[0]].name +
-         "'s backward";
-  } else if (wants_grad(node.inputs[0])) {
-    s += ", data " + algo_name(a.backward_data, data) + " (" + math_name(a.data_math) + ")";
-  }
-  if (a.dgrad_relu_ms > 0 && a.plain_dgrad_ms > 0) {
-    char timed[112];
-    std::snprintf(timed, sizeof timed, " (graph with the ReLU's backward %.3f ms, data gradient + ReLU kernel %.3f ms)",
-                  a.dgrad_relu_ms, a.plain_dgrad_ms);
-    s += timed;
-  }
-  s += ns.fused_filter ? ", filter cuDNN graph " + ns.fused_filter->conv->engine()
-                       : ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
-  if (tensors_.prologue_bn[id] >= 0 && !ns.fused_filter) s += " on its input recomputed";
-  if (node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c)
-    s += ", input padded to " + std::to_string(tensors_.input_channels) + " channels";
-  return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
-}
 
 void CudaPlan::compile_conv(const Node& node) {
   NodeState& s = nodes_[node.id];

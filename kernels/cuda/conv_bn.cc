@@ -10,6 +10,8 @@
 // asked of cuDNN before the arena is planned (conv_bn_supported()); a refused chain runs as three ops.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "kernels/cuda/conv_bn_kernels.h"
@@ -34,16 +36,84 @@ FusedConvSpec CudaPlan::fused_spec(const Node& conv, FusedConvSpec::Direction di
   return s;
 }
 
-// Built once per shape; a refusal is remembered too (null), with cuDNN's reason.
+// Built once per shape; a refusal is remembered too (null), with cuDNN's reason. With a timed
+// search, up to four of cuDNN's engines for it for timed_fused_conv() to choose from (a second of
+// finalizing past the first, and 20 s over the plan's graphs: runtime-fused engines compile their
+// kernels as they finalize); until then, and without, the first.
 std::shared_ptr<FusedConv> CudaPlan::fused_conv(const FusedConvSpec& spec) {
   const std::string key = spec.key();
   auto it = fused_convs_.find(key);
   if (it == fused_convs_.end()) {
     FusedGraph g;
-    g.conv = FusedConv::build(cudnn_, spec, &g.refusal);
+    const bool explore = timed_search_ && engine_budget_sec_ > 0;
+    const auto start = std::chrono::steady_clock::now();
+    g.candidates = FusedConv::build_all(cudnn_, spec, explore ? 4 : 1, std::min(1.0, engine_budget_sec_), &g.refusal);
+    if (explore) engine_budget_sec_ -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!g.candidates.empty()) g.conv = g.candidates.front();
     it = fused_convs_.emplace(key, std::move(g)).first;
   }
   return it->second.conv;
+}
+
+// One graph's launch on `p`, timed as median_ms() does; negative where it fails.
+float CudaPlan::time_graph(const std::shared_ptr<FusedConv>& conv, const FusedConv::Pointers& p) {
+  if (conv->workspace_bytes() > search_limit_) return -1;
+  FusedConvCall call{conv, nullptr, {}, nullptr};
+  void* ws = search_workspace().data();
+  return median_ms([&] {
+    try {
+      call.run(cudnn_, p, ws);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  });
+}
+
+// The fastest of a graph's engines on `p` (the search's tensors), timed once per shape; without
+// a timed search, the first.
+std::shared_ptr<FusedConv> CudaPlan::timed_fused_conv(const FusedConvSpec& spec, const FusedConv::Pointers& p) {
+  fused_conv(spec);
+  FusedGraph& g = fused_convs_[spec.key()];
+  if (!g.conv || !timed_search_ || g.ms > 0) return g.conv;
+  float best = -1;
+  for (const auto& c : g.candidates)
+    if (const float ms = time_graph(c, p); ms >= 0 && (best < 0 || ms < best)) best = ms, g.conv = c;
+  g.ms = best;
+  return g.conv;
+}
+
+// A folded chain's graphs timed over their engines on the search's tensors, before the arena:
+// the convolution's forward (with its prologue and/or statistics) and its weight gradient
+// through the prologue. The values are zeros: the engines' speed does not depend on them.
+void CudaPlan::time_folded_graphs(const Node& node) {
+  const int in_bn = tensors_.prologue_bn[node.id], out_bn = tensors_.stats_bn[node.id];
+  if (!timed_search_ || (in_bn < 0 && out_bn < 0)) return;
+  const Shape in = graph_.nodes[node.inputs[0]].out;
+  const int64_t c = in.c, k = node.out.c;
+  DeviceBuffer small(2 * c * 2 + 2 * k * 4);  // scale and bias (fp16), sum and sum of squares (fp32)
+  CUDA_CHECK(cudaMemset(small.data(), 0, small.bytes()));
+  FusedConv::Pointers p{};
+  p[FusedConv::x] = search_tensor(0, in.elements() * esize());
+  p[FusedConv::w] = weights(node.id, 0);
+  p[FusedConv::y] = search_tensor(2, node.out.elements() * esize());
+  if (in_bn >= 0) {
+    p[FusedConv::scale] = small.as<uint16_t>();
+    p[FusedConv::bias] = small.as<uint16_t>() + c;
+  }
+  if (const std::shared_ptr<FusedConv> g = forward_graph(node, in_bn >= 0, out_bn >= 0)) {
+    if (g->spec().stats) {
+      p[FusedConv::sum] = reinterpret_cast<float*>(small.as<uint16_t>() + 2 * c);
+      p[FusedConv::sqsum] = reinterpret_cast<float*>(small.as<uint16_t>() + 2 * c) + k;
+    }
+    timed_fused_conv(g->spec(), p);
+  }
+  if (in_bn < 0) return;
+  p[FusedConv::w] = grad_half(node.id, 0);
+  p[FusedConv::y] = search_tensor(3, node.out.elements() * esize());
+  p[FusedConv::sum] = p[FusedConv::sqsum] = nullptr;
+  const FusedConvSpec filter = fused_spec(node, FusedConvSpec::weight_gradient, true, false);
+  if (fused_conv(filter)) timed_fused_conv(filter, p);
 }
 
 // A convolution's forward graph. cuDNN's ConvBNfprop engine (compute capability 9.0) takes the

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cudnn_graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -124,19 +125,28 @@ FusedConv::~FusedConv() = default;
 // The prologue's intermediate values are asked for in fp32 first (cuDNN's recommendation), then
 // in fp16 (its support tables say "all tensors involved" of a convolution's main-loop fusion are
 // half).
-std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s, std::string* why) {
+std::vector<std::shared_ptr<FusedConv>> FusedConv::build_all(cudnnHandle_t handle, const FusedConvSpec& s, size_t most,
+                                                             double budget_sec, std::string* why) {
   std::string first;
   for (const cudnnDataType_t mid : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
-    if (auto f = build(handle, s, mid, why)) return f;
+    if (auto f = build(handle, s, mid, most, budget_sec, why); !f.empty()) return f;
     if (first.empty() && why) first = *why;
     if (!s.prologue) break;
   }
   if (why && !first.empty()) *why = first;
-  return nullptr;
+  return {};
 }
 
-std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s, cudnnDataType_t mid,
-                                            std::string* why) {
+std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s, std::string* why) {
+  const auto plans = build_all(handle, s, 1, 0, why);
+  return plans.empty() ? nullptr : plans.front();
+}
+
+std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s,
+                                                         cudnnDataType_t mid, size_t most, double budget_sec,
+                                                         std::string* why) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<FusedConv>> out;
   try {
     const cudnnDataType_t half = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     const bool fwd = s.direction == FusedConvSpec::forward;
@@ -224,7 +234,7 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
       ok(cudnnBackendFinalize(stats->get()), "statistics op");
       ops.push_back(std::move(stats));
     }
-    // every descriptor stays alive as long as the plan made from them
+    // the operation graph
     auto graph_owner = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     const BackendDesc& graph = *graph_owner;
     std::vector<cudnnBackendDescriptor_t> op_list;
@@ -234,10 +244,11 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
         op_list.data(), "graph ops");
     ok(cudnnBackendFinalize(graph.get()), "operation graph");
 
-    // The engines cuDNN's heuristics rank for this graph (mode A, then B, then its fallback
-    // list), the first whose plan this device finalizes.
+    // The engines cuDNN's heuristics rank for this graph (mode A, else B, else its fallback
+    // list), those whose plans this device finalizes, in that order.
     std::string last = "no engine";
     for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK}) {
+      if (!out.empty()) break;
       BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
       set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristics graph");
       set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
@@ -267,7 +278,9 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
         continue;
       }
       got = std::min(got, asked);  // the attribute's count: only `asked` were written
-      for (int64_t i = 0; i < got; ++i) {
+      for (int64_t i = 0; i < got && out.size() < most; ++i) {
+        const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!out.empty() && spent > budget_sec) break;
         BackendDesc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         cudnnBackendDescriptor_t e = engine.get();
         int64_t n = 0, index = -1;
@@ -306,17 +319,25 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
         f->workspace_ = static_cast<size_t>(bytes);
         f->engine_ = "engine " + std::to_string(index);
         f->plan_ = std::move(plan);
-        for (auto* group : {&keep, &ops, &configs})
-          for (auto& d : *group) f->keep_.push_back(std::move(d));
-        for (auto* d : {&x, &w, &y, &graph_owner}) f->keep_.push_back(std::move(*d));
-        return f;
+        f->config_ = std::move(configs[i]);
+        out.push_back(std::move(f));
       }
     }
-    if (why) *why = last;
+    if (out.empty()) {
+      if (why) *why = last;
+      return out;
+    }
+    // every descriptor stays alive as long as the plans made from them
+    auto shared = std::make_shared<std::vector<std::unique_ptr<BackendDesc>>>();
+    for (auto* group : {&keep, &ops})
+      for (auto& d : *group) shared->push_back(std::move(d));
+    for (auto* d : {&x, &w, &y, &graph_owner}) shared->push_back(std::move(*d));
+    for (auto& f : out) f->graph_ = shared;
   } catch (const Refusal& r) {
     if (why) *why = r.what;
+    out.clear();
   }
-  return nullptr;
+  return out;
 }
 
 void FusedConv::run(cudnnHandle_t handle, const Pointers& p, void* workspace, std::unique_ptr<BackendDesc>& pack,

@@ -60,6 +60,12 @@ class FusedConv {
 
   // nullptr, with cuDNN's reason in *why, where no engine of this device takes the graph.
   static std::shared_ptr<FusedConv> build(cudnnHandle_t handle, const FusedConvSpec& spec, std::string* why);
+  // Up to `most` plans of the graph, in cuDNN's heuristics' order, each of an engine
+  // configuration this device finalizes (the first is build()'s); empty, with the reason in
+  // *why, where none. Past the first, finalizing stops once `budget_sec` is spent (runtime-fused
+  // engines compile their kernels then).
+  static std::vector<std::shared_ptr<FusedConv>> build_all(cudnnHandle_t handle, const FusedConvSpec& spec,
+                                                           size_t most, double budget_sec, std::string* why);
   ~FusedConv();
 
   size_t workspace_bytes() const { return workspace_; }
@@ -71,11 +77,13 @@ class FusedConv {
 
  private:
   FusedConv() = default;
-  static std::shared_ptr<FusedConv> build(cudnnHandle_t handle, const FusedConvSpec& spec, cudnnDataType_t mid,
-                                          std::string* why);
+  static std::vector<std::shared_ptr<FusedConv>> build(cudnnHandle_t handle, const FusedConvSpec& spec,
+                                                       cudnnDataType_t mid, size_t most, double budget_sec,
+                                                       std::string* why);
   FusedConvSpec spec_;
-  std::unique_ptr<BackendDesc> plan_;
-  std::vector<std::unique_ptr<BackendDesc>> keep_;  // the graph, its ops and tensors, the engine configs
+  std::unique_ptr<BackendDesc> plan_, config_;
+  // the graph, its ops and tensors, shared by the plans of its engine configurations
+  std::shared_ptr<std::vector<std::unique_ptr<BackendDesc>>> graph_;
   size_t workspace_ = 0;
   std::string engine_;
 };

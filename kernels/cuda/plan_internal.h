@@ -5,7 +5,9 @@
 //   memory.cc         the activations' and gradients' arena, device memory figures, out-of-memory messages
 //   conv.cc, batch_norm.cc, pool.cc, elementwise_ops.cc (relu, add, shortcut), linear_loss.cc
 //                     each op family's compile_*() (and the loss), sgd.cc the update,
-//   conv_bn.cc        conv -> batch norm -> ReLU -> conv chains folded into cuDNN graphs.
+//   conv_bn.cc        conv -> batch norm -> ReLU -> conv chains folded into cuDNN graphs,
+//   conv_epilogues.cc a convolution and the ReLU next to it as one cuDNN graph,
+//   plan_report.cc    what the plan says of its choices (the log's note, --layer_timing's kernels).
 #pragma once
 
 #include <cublas_v2.h>
@@ -123,7 +125,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- the Plan interface ----
   DevicePlan* device() override { return this; }
   std::string device_name() const override { return device_name_; }
-  std::string kernel_notes() const override;  // conv.cc: the algorithm search's time, the fused graphs
+  std::string kernel_notes() const override;  // plan_report.cc: the algorithm search's time, the fused graphs
   void set_input(const float* images) override;
   void forward(Mode mode) override;
   LossResult loss(const int32_t* labels) override;            // linear_loss.cc
@@ -144,7 +146,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void* device_stream() override { return stream_; }
   int64_t gradient_offset(int param_index) const override;    // plan_state.cc
   int64_t gradient_elements() const override;                 // plan_state.cc
-  std::string layer_kernels(int node) const override;       // conv.cc
+  std::string layer_kernels(int node) const override;       // plan_report.cc
   bool device_phase_times(StepPhases* phases) const override;
   int64_t peak_device_memory_bytes() const override;         // memory.cc
   void set_wait_hook(std::function<void(double)> hook) override { wait_hook_ = std::move(hook); }
@@ -221,13 +223,6 @@ class CudaPlan final : public Plan, public DevicePlan {
   const Perf& pick(const Perf* results, int count, const char* what) const;
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
   float median_ms(const std::function<bool()>& launch);
-  bool bias_relu_candidate(const Node& node) const;
-  void choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
-                        const std::function<bool()>& plain);
-  bool dgrad_relu_candidate(const Node& node) const;
-  void choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
-                         const std::function<bool()>& plain);
-  int masking_conv(int relu);  // conv.cc: the convolution doing a ReLU's backward in its data gradient, or -1
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
@@ -237,9 +232,22 @@ class CudaPlan final : public Plan, public DevicePlan {
   Shape stored_shape(int node) const { return tensors_.stored_shape(graph_, node); }  // the input padded
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
+  // ---- conv + ReLU as one cuDNN graph (conv_epilogues.cc) ----
+  bool bias_relu_candidate(const Node& node) const;
+  void choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
+                        const std::function<bool()>& plain);
+  bool dgrad_relu_candidate(const Node& node) const;
+  void choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
+                         const std::function<bool()>& plain);
+  int masking_conv(int relu);  // the convolution doing a ReLU's backward in its data gradient, or -1
+
   // ---- conv -> batch norm -> ReLU -> conv folded (conv_bn.cc) ----
   FusedConvSpec fused_spec(const Node& conv, FusedConvSpec::Direction direction, bool prologue, bool stats) const;
   std::shared_ptr<FusedConv> fused_conv(const FusedConvSpec& spec);
+  float time_graph(const std::shared_ptr<FusedConv>& conv, const FusedConv::Pointers& p);
+  std::shared_ptr<FusedConv> timed_fused_conv(const FusedConvSpec& spec, const FusedConv::Pointers& p);
+  void time_folded_graphs(const Node& node);
+  std::string engine_text(const FusedConv& conv) const;  // plan_report.cc: "engine 12 (fastest of 4, 0.321 ms)"
   std::shared_ptr<FusedConv> forward_graph(const Node& conv, bool prologue, bool stats, std::string* why = nullptr);
   bool conv_bn_supported(const ConvBnRelu& chain, bool has_prologue);
   void compile_folded_conv_forward(const Node& node);
@@ -289,8 +297,11 @@ class CudaPlan final : public Plan, public DevicePlan {
   struct FusedGraph {
     std::shared_ptr<FusedConv> conv;  // null: refused
     std::string refusal;              // then cuDNN's reason
+    std::vector<std::shared_ptr<FusedConv>> candidates;  // its engines' plans, conv among them
+    float ms = 0;                     // timed_fused_conv(): conv's median, ms (0: not timed)
   };
   std::map<std::string, FusedGraph> fused_convs_;  // by FusedConvSpec::key()
+  double engine_budget_sec_ = 20;  // fused_conv(): finalizing engines beyond each graph's first
   std::map<int, std::string> unfolded_;  // batch norm of a chain cuDNN refused -> why
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
   std::vector<int64_t> param_offset_, buffer_offset_;
