@@ -24,8 +24,8 @@ bool CudaPlan::dgrad_relu_candidate(const Node& node) const {
          tensors_.prologue_bn[node.id] < 0 && compute_capability() >= 80;
 }
 
-// As choose_bias_relu(): the graph where cuDNN builds one, with a timed search only where it ran
-// faster than `plain` (cuDNN's chosen data gradient and the ReLU's backward kernel in place).
+// The graph, as graph_if_faster() chooses against `plain` (cuDNN's chosen data gradient and the
+// ReLU's backward kernel in place), on the search's tensors.
 void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
                                  const std::function<bool()>& plain) {
   FusedConvSpec spec = fused_spec(node, FusedConvSpec::data_gradient, false, false);
@@ -35,15 +35,8 @@ void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void*
   p[FusedConv::w] = w;
   p[FusedConv::y] = dy;
   p[FusedConv::relu_out] = relu_out;
-  const std::shared_ptr<FusedConv> g = timed_search_ ? timed_fused_conv(spec, p) : fused_conv(spec);
-  if (!g || g->workspace_bytes() > search_limit_) return;
-  if (timed_search_) {
-    a.dgrad_relu_ms = fused_convs_[spec.key()].ms;
-    a.plain_dgrad_ms = median_ms(plain);
-    if (a.dgrad_relu_ms <= 0 || (a.plain_dgrad_ms >= 0 && a.dgrad_relu_ms >= a.plain_dgrad_ms)) return;
-  }
-  a.dgrad_relu = g;
-  a.workspace = std::max(a.workspace, g->workspace_bytes());
+  a.dgrad_relu = graph_if_faster(spec, p, plain, &a.dgrad_relu_ms, &a.plain_dgrad_ms);
+  if (a.dgrad_relu) a.workspace = std::max(a.workspace, a.dgrad_relu->workspace_bytes());
 }
 
 int CudaPlan::masking_conv(int relu) {
@@ -61,9 +54,8 @@ bool CudaPlan::bias_relu_candidate(const Node& node) const {
          tensors_.stats_bn[node.id] < 0 && compute_capability() >= 80;
 }
 
-// The graph where cuDNN builds one: with a timed search only where it ran faster than `plain`
-// (the chosen convolution and add_bias(), timed alike), on the search's tensors x, w, y and the
-// arena's bias; without, wherever it builds. Its workspace must fit the search's limit.
+// The graph, as graph_if_faster() chooses against `plain` (the chosen convolution and add_bias()),
+// on the search's tensors x, w, y and the arena's bias.
 void CudaPlan::choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
                                 const std::function<bool()>& plain) {
   FusedConvSpec spec = fused_spec(node, FusedConvSpec::forward, false, false);
@@ -74,15 +66,22 @@ void CudaPlan::choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w
   p[FusedConv::w] = w;
   p[FusedConv::y] = y;
   p[FusedConv::out_bias] = weights(node.id, 1);
+  a.bias_relu = graph_if_faster(spec, p, plain, &a.bias_relu_ms, &a.plain_ms);
+  if (a.bias_relu) a.workspace = std::max(a.workspace, a.bias_relu->workspace_bytes());
+}
+
+// The spec's graph where cuDNN builds one and its workspace fits the search's limit: with a timed
+// search (its fastest engine on `p`) only where it ran faster than `plain`, both medians stored in
+// *graph_ms and *plain_ms; without, wherever it builds. Null: the plain way.
+std::shared_ptr<FusedConv> CudaPlan::graph_if_faster(const FusedConvSpec& spec, const FusedConv::Pointers& p,
+                                                     const std::function<bool()>& plain, float* graph_ms,
+                                                     float* plain_ms) {
   const std::shared_ptr<FusedConv> g = timed_search_ ? timed_fused_conv(spec, p) : fused_conv(spec);
-  if (!g || g->workspace_bytes() > search_limit_) return;
-  if (timed_search_) {
-    a.bias_relu_ms = fused_convs_[spec.key()].ms;
-    a.plain_ms = median_ms(plain);
-    if (a.bias_relu_ms <= 0 || (a.plain_ms >= 0 && a.bias_relu_ms >= a.plain_ms)) return;
-  }
-  a.bias_relu = g;
-  a.workspace = std::max(a.workspace, g->workspace_bytes());
+  if (!g || g->workspace_bytes() > search_limit_) return nullptr;
+  if (!timed_search_) return g;
+  *graph_ms = fused_convs_[spec.key()].ms;
+  *plain_ms = median_ms(plain);
+  return *graph_ms > 0 && (*plain_ms < 0 || *graph_ms < *plain_ms) ? g : nullptr;
 }
 
 }  // namespace cnnbench::cuda

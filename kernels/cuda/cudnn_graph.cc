@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -51,9 +53,12 @@ std::unique_ptr<BackendDesc> tensor(int64_t uid, cudnnDataType_t type, int64_t n
   return t;
 }
 
-// y = mode(x, b) (b null for a unary mode), in fp32; its mode's descriptor joins `keep`.
-std::unique_ptr<BackendDesc> pointwise(cudnnPointwiseMode_t mode, const BackendDesc& x, const BackendDesc* b,
-                                       const BackendDesc& y, std::vector<std::unique_ptr<BackendDesc>>& keep) {
+// An op of `mode` computed in fp32 on the tensors given as (attribute, tensor) pairs (null
+// tensors left out); the mode's descriptor joins `keep`.
+std::unique_ptr<BackendDesc> pointwise_op(
+    cudnnPointwiseMode_t mode,
+    std::initializer_list<std::pair<cudnnBackendAttributeName_t, const BackendDesc*>> tensors,
+    std::vector<std::unique_ptr<BackendDesc>>& keep) {
   keep.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
   const BackendDesc& desc = *keep.back();
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -62,30 +67,28 @@ std::unique_ptr<BackendDesc> pointwise(cudnnPointwiseMode_t mode, const BackendD
   ok(cudnnBackendFinalize(desc.get()), "pointwise descriptor");
   auto op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
   set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc, "pointwise op");
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x");
-  if (b) set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b, "pointwise b");
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, "pointwise y");
+  for (const auto& [name, tensor] : tensors)
+    if (tensor) set_desc(*op, name, *tensor, "pointwise tensor");
   ok(cudnnBackendFinalize(op->get()), "pointwise op");
   return op;
 }
 
-// dx = the backward of `mode` at x applied to dy (RELU_BWD: dy where x > 0), in fp32; its mode's
-// descriptor joins `keep`.
+// y = mode(x, b) (b null for a unary mode).
+std::unique_ptr<BackendDesc> pointwise(cudnnPointwiseMode_t mode, const BackendDesc& x, const BackendDesc* b,
+                                       const BackendDesc& y, std::vector<std::unique_ptr<BackendDesc>>& keep) {
+  return pointwise_op(mode,
+                      {{CUDNN_ATTR_OPERATION_POINTWISE_XDESC, &x}, {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b},
+                       {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, &y}},
+                      keep);
+}
+
+// dx = the backward of `mode` at x applied to dy (RELU_BWD: dy where x > 0).
 std::unique_ptr<BackendDesc> pointwise_backward(cudnnPointwiseMode_t mode, const BackendDesc& x, const BackendDesc& dy,
                                                 const BackendDesc& dx, std::vector<std::unique_ptr<BackendDesc>>& keep) {
-  keep.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-  const BackendDesc& desc = *keep.back();
-  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  set(desc, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
-  set(desc, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32, "pointwise precision");
-  ok(cudnnBackendFinalize(desc.get()), "pointwise descriptor");
-  auto op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc, "pointwise op");
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x");
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy, "pointwise dy");
-  set_desc(*op, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx, "pointwise dx");
-  ok(cudnnBackendFinalize(op->get()), "pointwise op");
-  return op;
+  return pointwise_op(mode,
+                      {{CUDNN_ATTR_OPERATION_POINTWISE_XDESC, &x}, {CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, &dy},
+                       {CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, &dx}},
+                      keep);
 }
 
 std::unique_ptr<BackendDesc> convolution(const FusedConvSpec& s) {

@@ -240,6 +240,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
                          const std::function<bool()>& plain);
   int masking_conv(int relu);  // the convolution doing a ReLU's backward in its data gradient, or -1
+  std::shared_ptr<FusedConv> graph_if_faster(const FusedConvSpec& spec, const FusedConv::Pointers& p,
+                                             const std::function<bool()>& plain, float* graph_ms, float* plain_ms);
 
   // ---- conv -> batch norm -> ReLU -> conv folded (conv_bn.cc) ----
   FusedConvSpec fused_spec(const Node& conv, FusedConvSpec::Direction direction, bool prologue, bool stats) const;
