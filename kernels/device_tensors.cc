@@ -41,13 +41,13 @@ void find_fusions(const Graph& g, const std::vector<std::vector<int>>& consumers
 }
 
 // 16-bit tensor-core kernels want channel counts that are multiples of 4 or 8: an RGB input read
-// only by (ungrouped) convolutions is stored with a fourth channel of zeros.
+// only by (ungrouped) convolutions is stored with zero channels up to 4 or 8.
 int64_t input_channels(const Graph& g, const std::vector<std::vector<int>>& consumers, const DeviceTensorOptions& o) {
   const int64_t c = g.input().out.c;
   if (!o.pad_input_channels || o.compute == DType::f32 || c != 3) return c;
   for (const int u : consumers[0])
     if (g.nodes[u].kind != OpKind::conv || g.nodes[u].conv.groups != 1) return c;
-  return 4;
+  return o.padded_channels;
 }
 
 // conv -> batch norm -> ReLU -> conv in fp16 (kernels/conv_bn_relu.h), where the ReLU runs in

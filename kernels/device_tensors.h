@@ -30,6 +30,7 @@ struct DeviceTensorOptions {
   DType compute = DType::f32;
   bool fuse = true;               // PlanOptions::fuse
   bool pad_input_channels = true;  // PlanOptions::pad_input_channels
+  int64_t padded_channels = 4;     // then the channels an RGB input is stored with: 4 or 8
   bool share_memory = true;       // PlanOptions::share_memory
   bool input_grad = false;        // PlanOptions::input_grad
   // Whether the device runs a conv -> batch norm -> ReLU -> conv chain folded into its two
@@ -49,7 +50,7 @@ struct DeviceTensors {
   std::vector<int> bn_into_conv;  // batch norm -> the convolution applying it and its ReLU to its input, or -1
   std::vector<int> prologue_bn;   // convolution -> the batch norm (and ReLU) it applies to its input, or -1
   std::vector<int> stats_bn;      // convolution -> the batch norm whose statistics it sums from its output, or -1
-  int64_t input_channels = 0;       // the stored input's channels (the images', or 4)
+  int64_t input_channels = 0;       // the stored input's channels (the images', or 4 or 8)
   bool logits_f32 = false;          // a final linear layer's logits are fp32
   // byte offsets in the arena, per node (its root's), -1 where it has none (no gradient, or an
   // output never stored)

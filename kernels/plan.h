@@ -34,7 +34,8 @@ struct PlanOptions {
   bool timed_algorithm_search = true;  // GPU: time cuDNN's convolution algorithms (else its heuristics)
   bool deterministic_algorithms = false;  // GPU: only convolution algorithms without atomics (same bits run to run)
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
-  bool pad_input_channels = true;  // GPU, 16-bit: a 3-channel input read only by convolutions is stored with 4
+  bool pad_input_channels = true;  // GPU, 16-bit: a 3-channel input read only by convolutions is stored with 4 or 8
+  int padded_channels = 0;  // then 4 or 8 (tests); 0: the timed search chooses (else 4)
   bool share_memory = true;  // tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
   bool poison_dead_tensors = false;  // tests: fill a shared tensor with NaNs before its first and after its last use
   // CPU: the bytes this rank may take of the host's available memory (0: no check). A plan that

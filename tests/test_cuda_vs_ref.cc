@@ -93,32 +93,46 @@ StepResults two_steps(Plan& plan, const std::vector<float>& images, uint64_t see
   return r;
 }
 
-// A 16-bit plan stores an RGB input with a fourth zero channel (and its stem convolution's filter
-// with a fourth zero input channel, refreshed each step): after an update, the same outputs,
-// weight gradients and image gradient as the plan without padding, within the two plans'
-// different algorithms; layer_kernels() says so.
+// A 16-bit plan stores an RGB input with zero channels up to 4 or 8 (and its stem convolution's
+// filter with as many input channels, the extra ones zero, refreshed each step): after an update,
+// the same outputs, weight gradients and image gradient as the plan without padding, within the
+// plans' different algorithms; layer_kernels() says so. Left to the timed search, the width is
+// one of the two, and with the timings of both.
 TEST(CudaLayouts, PaddedInputMatchesUnpadded) {
   SKIP_WITHOUT_GPU();
   GraphBuilder b("stem", {4, 3, 32, 32});
   int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 7, 2, 3, "conv1"), "bn1"), "relu1");
   const Graph g = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
   for (const DType type : {DType::f16, DType::bf16}) {
-    StepResults runs[2];
+    StepResults runs[3];  // unpadded, 4 channels, 8 channels
     const auto images = half_rounded(random_vector<float>(g.input().out.elements(), 78), type);
-    for (const bool pad : {true, false}) {  // the second step's padded filter comes from updated weights
+    for (const int width : {0, 4, 8}) {  // the second step's padded filter comes from updated weights
       PlanOptions options;
       options.compute = type;
       options.input_grad = true;
-      options.pad_input_channels = pad;
+      options.pad_input_channels = width > 0;
+      options.padded_channels = width;
       auto plan = compile_plan("cuda", g, options);
-      EXPECT_EQ(plan->layer_kernels(1).find("input padded to 4 channels") != std::string::npos, pad)
-          << plan->layer_kernels(1);
-      runs[pad] = two_steps(*plan, images, 77);
+      const std::string kernels = plan->layer_kernels(1);
+      EXPECT_EQ(kernels.find("input padded to") != std::string::npos, width > 0) << kernels;
+      if (width > 0) {
+        EXPECT_NE(kernels.find("input padded to " + std::to_string(width) + " channels"), std::string::npos) << kernels;
+      }
+      runs[width / 4] = two_steps(*plan, images, 77);
     }
     const double t = type == DType::f16 ? 5e-3 : 2e-2;  // relative L2, as the op cases' 16-bit tolerances
-    EXPECT_TRUE(testing::close_l2("outputs", runs[1].outputs, runs[0].outputs, t));
-    EXPECT_TRUE(testing::close_l2("parameter gradients", runs[1].grads, runs[0].grads, t));
-    EXPECT_TRUE(testing::close_l2("image gradient", runs[1].image_grads, runs[0].image_grads, t));
+    for (const int padded : {1, 2}) {
+      EXPECT_TRUE(testing::close_l2("outputs", runs[padded].outputs, runs[0].outputs, t)) << padded * 4;
+      EXPECT_TRUE(testing::close_l2("parameter gradients", runs[padded].grads, runs[0].grads, t)) << padded * 4;
+      EXPECT_TRUE(testing::close_l2("image gradient", runs[padded].image_grads, runs[0].image_grads, t)) << padded * 4;
+    }
+    PlanOptions timed;
+    timed.compute = type;
+    const std::string chosen = compile_plan("cuda", g, timed)->layer_kernels(1);
+    EXPECT_TRUE(chosen.find("input padded to 4 channels") != std::string::npos ||
+                chosen.find("input padded to 8 channels") != std::string::npos)
+        << chosen;
+    EXPECT_NE(chosen.find("ms at 8)"), std::string::npos) << chosen;
   }
 }
 

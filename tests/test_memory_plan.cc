@@ -238,6 +238,11 @@ TEST(DeviceTensors, FusionsShareBuffersAndShrinkTheArena) {
   const DeviceTensors padded = plan_device_tensors(g, options);
   EXPECT_EQ(padded.stored_shape(g, 0).c, 4);
   EXPECT_EQ(padded.stored_shape(g, 0).elements(), g.input().out.elements() / 3 * 4);
+  options.padded_channels = 8;  // the width the GPU's search may choose
+  const DeviceTensors eight = plan_device_tensors(g, options);
+  EXPECT_EQ(eight.stored_shape(g, 0).c, 8);
+  EXPECT_GT(eight.arena_bytes, padded.arena_bytes);
+  options.padded_channels = 4;
   GraphBuilder b("pool_first", {2, 3, 8, 8});
   const Graph pooled = b.finish(b.linear(b.global_avg_pool(b.input(), "gap"), 2, "fc"));
   EXPECT_EQ(plan_device_tensors(pooled, options).input_channels, 3) << "a pool reads the input";

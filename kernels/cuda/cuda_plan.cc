@@ -75,7 +75,8 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
       deterministic_(options.deterministic_algorithms),
       graphs_(options.cuda_graphs),
       share_memory_(options.share_memory),
-      pad_input_(options.pad_input_channels) {
+      pad_input_(options.pad_input_channels),
+      padded_channels_(options.padded_channels) {
   if (cuda::visible_devices() == 0)
     throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -318,7 +319,8 @@ void CudaPlan::compile() {
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
   // what runs fused or in place, the input's stored channels and the arena (kernels/device_tensors.h)
-  DeviceTensorOptions tensor_options{type_, fuse_, pad_input_, share_memory_, input_grad_, {}};
+  DeviceTensorOptions tensor_options{type_, fuse_, pad_input_, 4, share_memory_, input_grad_, {}};
+  tensor_options.padded_channels = choose_input_padding();  // conv.cc
   tensor_options.conv_bn_supported = [this](const ConvBnRelu& chain, bool has_prologue) {
     return conv_bn_supported(chain, has_prologue);  // conv_bn.cc: asks cuDNN for the chain's graphs
   };

@@ -226,6 +226,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void* allocate_scratch(size_t bytes);
   void compile_conv(const Node& node);
   void allocate_padded_filters();  // conv.cc: for the convolutions of a padded input, before the search
+  int64_t choose_input_padding();  // conv.cc: 4 or 8 channels for a padded input
+  float input_conv_ms(const Node& conv, int64_t channels);
   bool reads_padded_input(const Node& node) const {
     return node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c;
   }
@@ -274,6 +276,8 @@ class CudaPlan final : public Plan, public DevicePlan {
 
   DType type_;
   bool input_grad_, input_nhwc_, fuse_, tf32_, timed_search_, deterministic_, graphs_, share_memory_, pad_input_;
+  int padded_channels_;  // PlanOptions::padded_channels
+  float padding_ms_[2] = {0, 0};  // choose_input_padding(): the input's convolutions at 4 and 8 channels
   DeviceTensors tensors_;       // fusions, padding and the arena's offsets, decided on the host
   cudaGraphExec_t graph_exec_[3] = {};  // training forward, inference forward, backward
   int device_ = 0;

@@ -114,8 +114,15 @@ std::string CudaPlan::layer_kernels(int id) const {
   s += ns.fused_filter ? ", filter cuDNN graph " + engine_text(*ns.fused_filter->conv)
                        : ", filter " + algo_name(a.backward_filter, filter) + " (" + math_name(a.filter_math) + ")";
   if (tensors_.prologue_bn[id] >= 0 && !ns.fused_filter) s += " on its input recomputed";
-  if (node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c)
+  if (node.inputs[0] == 0 && tensors_.input_channels != graph_.input().out.c) {
     s += ", input padded to " + std::to_string(tensors_.input_channels) + " channels";
+    if (padding_ms_[0] > 0 && padding_ms_[1] > 0) {  // choose_input_padding() timed both widths
+      char timed[96];
+      std::snprintf(timed, sizeof timed, " (the input's convolutions %.3f ms at 4, %.3f ms at 8)", padding_ms_[0],
+                    padding_ms_[1]);
+      s += timed;
+    }
+  }
   return s + ", workspace " + std::to_string((a.workspace + (1 << 20) - 1) >> 20) + " MiB";
 }
 
