@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """summary.md of a scripts/gpu_check.sh state folder: the tests, the benchmark medians and ranges
-against PyTorch, the largest batch, the convergence runs and the profile's head.
+against PyTorch, each cnnbench run's Backend line (its algorithm search), the largest batch, the
+convergence runs and the profile's head.
     gpu_check_summary.py STATE_DIR GPU_NAME MANIFEST > summary.md"""
-import csv, os, statistics as st, sys
+import csv, glob, os, statistics as st, sys
 
 S, gpu, m = sys.argv[1:]
 print(f"# GPU check: {gpu}\n")
@@ -31,6 +32,12 @@ if os.path.exists(b):
         mem = " / ".join(cell([float(r["gpu_mem_peak_mib"]) for r in v[i] if r["gpu_mem_peak_mib"]]) for i in v)
         tg = " / ".join(cell([float(r[c]) for r in v["eager"] if r[c]], "{:.1f}") for c in ("torch_allocated_gib", "torch_reserved_gib"))
         print(f"| {mode} | {cfg} | {cell(ips['cnnbench'])} | {cell(ips['eager'])} | {cell(ips['compile'])} | {ratio('eager')} | {ratio('compile')} | {mem} | {tg} (eager) | {both(other('unfused'))} | {both(other('graphs'))} |")
+logs = sorted(l for side in ("cnnbench", "unfused", "graphs") for l in glob.glob(os.path.join(S, "bench", f"*_{side}_*.log")))
+if logs:  # what each plan chose: the algorithm search's time, the graphs it kept
+    print("\ncnnbench's `Backend:` line, run by run:\n")
+    for l in logs:
+        line = next((x for x in open(l, errors="replace") if x.startswith("Backend:")), "Backend: (none: the run ended first)")
+        print(f"- {os.path.basename(l)}: {line[len('Backend:'):].strip()}")
 mb = os.path.join(S, "maxbatch", "runs.tsv")
 if os.path.exists(mb):
     print("\nresnet50 fp16, the largest batch (5 steps; GPU memory peak from nvidia-smi, MiB)\n\n| batch | exit | GPU memory | outcome |\n|---|---|---|---|")
