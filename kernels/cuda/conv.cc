@@ -96,14 +96,11 @@ void CudaPlan::allocate_padded_filters() {
 // TFLOP/s on an H100 (4.1 ms forward at b256, where writing its output takes 0.5 ms), while
 // ResNet's 7x7 stem has kernels made for 4. With a timed search both widths are tried on the
 // input's convolutions (cuDNN Find's best forward and weight gradient), and 8 kept where it was
-// 5% faster in all (its input takes twice the bytes); without, 4. Runs before the arena is
-// planned, and gives the search's memory back.
+// 5% faster in all (its input takes twice the bytes); without, 4. Runs once the arena planned
+// with 4 is known to fit (memory.cc), before the algorithm search, and gives its memory back.
 int64_t CudaPlan::choose_input_padding() {
   if (padded_channels_ == 4 || padded_channels_ == 8) return padded_channels_;
-  const Shape in = graph_.input().out;
-  if (!timed_search_ || !pad_input_ || type_ == DType::f32 || in.c != 3 || consumers_[0].empty()) return 4;
-  for (const int u : consumers_[0])
-    if (graph_.nodes[u].kind != OpKind::conv || graph_.nodes[u].conv.groups != 1) return 4;  // stored unpadded
+  if (!timed_search_) return 4;
   for (int i = 0; i < 2; ++i) {
     padding_ms_[i] = 0;
     for (const int u : consumers_[0]) {

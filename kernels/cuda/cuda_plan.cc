@@ -319,13 +319,26 @@ void CudaPlan::compile() {
   pinned_labels_ = reinterpret_cast<int32_t*>(static_cast<char*>(pinned_) + 4096);
 
   // what runs fused or in place, the input's stored channels and the arena (kernels/device_tensors.h)
-  DeviceTensorOptions tensor_options{type_, fuse_, pad_input_, 4, share_memory_, input_grad_, {}};
-  tensor_options.padded_channels = choose_input_padding();  // conv.cc
+  const int64_t width = padded_channels_ == 8 ? 8 : 4;
+  DeviceTensorOptions tensor_options{type_, fuse_, pad_input_, width, share_memory_, input_grad_, {}};
   tensor_options.conv_bn_supported = [this](const ConvBnRelu& chain, bool has_prologue) {
     return conv_bn_supported(chain, has_prologue);  // conv_bn.cc: asks cuDNN for the chain's graphs
   };
   tensors_ = plan_device_tensors(graph_, tensor_options);
-  check_tensors_fit();  // memory.cc
+  check_tensors_fit();  // memory.cc: first, so that a batch too large is told as such
+  if (tensors_.input_channels != graph_.input().out.c) {  // a padded input: 8 channels where the search finds them faster
+    tensor_options.padded_channels = choose_input_padding();  // conv.cc
+    if (tensor_options.padded_channels != tensors_.input_channels) {
+      DeviceTensors four = std::move(tensors_);
+      tensors_ = plan_device_tensors(graph_, tensor_options);
+      try {
+        check_tensors_fit();
+      } catch (const OutOfMemory&) {  // 8 channels do not fit where 4 do: 4
+        tensors_ = std::move(four);
+        check_tensors_fit();
+      }
+    }
+  }
   allocate_padded_filters();  // conv.cc
   search_convolutions();  // conv.cc: before the arena, so that the search's memory and the arena's never add up
   place_tensors();

@@ -251,7 +251,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   float time_graph(const std::shared_ptr<FusedConv>& conv, const FusedConv::Pointers& p);
   std::shared_ptr<FusedConv> timed_fused_conv(const FusedConvSpec& spec, const FusedConv::Pointers& p);
   void time_folded_graphs(const Node& node);
-  std::string engine_text(const FusedConv& conv) const;  // plan_report.cc: "engine 12 (fastest of 4, 0.321 ms)"
+  std::string engine_text(const FusedConv& conv) const;  // plan_report.cc: "engine 12 (timed: ...)"
   std::shared_ptr<FusedConv> forward_graph(const Node& conv, bool prologue, bool stats, std::string* why = nullptr);
   bool conv_bn_supported(const ConvBnRelu& chain, bool has_prologue);
   void compile_folded_conv_forward(const Node& node);

@@ -50,12 +50,16 @@ std::string algo_name(int algo, const char* const (&names)[N]) {
 
 }  // namespace
 
-// "engine 12", and with a timed search "engine 12 (fastest of 4 engines, 0.321 ms)".
+// "engine 12", and with a timed search "engine 12 (timed: fastest of 4 engines, 0.321 ms)".
 std::string CudaPlan::engine_text(const FusedConv& conv) const {
   const auto it = fused_convs_.find(conv.spec().key());
   if (it == fused_convs_.end() || it->second.ms <= 0) return conv.engine();
   char text[96];
-  std::snprintf(text, sizeof text, " (fastest of %zu engines, %.3f ms)", it->second.candidates.size(), it->second.ms);
+  const size_t n = it->second.candidates.size();
+  if (n == 1)
+    std::snprintf(text, sizeof text, " (timed: its only engine, %.3f ms)", it->second.ms);
+  else
+    std::snprintf(text, sizeof text, " (timed: fastest of %zu engines, %.3f ms)", n, it->second.ms);
   return conv.engine() + text;
 }
 
