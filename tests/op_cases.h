@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/backend.h"
@@ -371,6 +372,13 @@ inline std::vector<OpCase> all_cases() {
 inline double bf16_tolerance_scale(const OpCase& c) {
   if (c.name.rfind("tiny_", 0) == 0) return 2500.0;
   return c.name.find("_bn") != std::string::npos ? 1500.0 : 200.0;
+}
+
+// The case of all_cases() named `name` (a test's own look at one case).
+inline OpCase op_case(const std::string& name) {
+  for (const OpCase& c : all_cases())
+    if (c.name == name) return c;
+  throw std::invalid_argument("no op case named " + name);
 }
 
 // bf16: every op, over the same shapes but VGG16's largest (their reference takes the most time

@@ -160,11 +160,6 @@ TEST(CudaOps, ElementwiseKernelsMatchTheCpuPackedOrNot) {
   };
   for (const DType type : {DType::f32, DType::f16, DType::bf16}) {
     const size_t es = dtype_size(type);
-    const auto round = [type](float x) { return round_to(type, x); };
-    const auto upload = [type](const std::vector<float>& v, int64_t offset) { return upload_as(type, v, offset); };
-    const auto download = [type](const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
-      return download_as(type, b, n, offset);
-    };
     const auto at = [es](const cuda::DeviceBuffer& b, int64_t offset) { return b.as<char>() + offset * es; };
     for (const Case c : {Case{4096, 0, 64}, Case{4099, 0, 61}, Case{4096, 1, 64}, Case{4096, 0, 6}}) {
       const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(c.count) + " elements at +" +
@@ -172,40 +167,40 @@ TEST(CudaOps, ElementwiseKernelsMatchTheCpuPackedOrNot) {
       const size_t n = static_cast<size_t>(c.count);
       std::vector<float> x = random_values(n, 21), y0 = random_values(n, 22), dy = random_values(n, 23);
       for (auto* v : {&x, &y0, &dy})
-        for (float& e : *v) e = round(e);
+        for (float& e : *v) e = round_to(type, e);
       std::vector<float> bias = random_values(static_cast<size_t>(c.features), 24);
       // ReLU forward, and its backward written and accumulated
-      cuda::DeviceBuffer dx_in = upload(x, c.offset), dy_in = upload(dy, c.offset);
-      cuda::DeviceBuffer relu_out = upload(std::vector<float>(n, 0.0f), c.offset);
+      cuda::DeviceBuffer dx_in = upload_as(type, x, c.offset), dy_in = upload_as(type, dy, c.offset);
+      cuda::DeviceBuffer relu_out = upload_as(type, std::vector<float>(n, 0.0f), c.offset);
       cuda::relu_forward(at(dx_in, c.offset), at(relu_out, c.offset), c.count, type, nullptr);
-      const std::vector<float> r = download(relu_out, n, c.offset);
-      cuda::DeviceBuffer grad = upload(y0, c.offset);
+      const std::vector<float> r = download_as(type, relu_out, n, c.offset);
+      cuda::DeviceBuffer grad = upload_as(type, y0, c.offset);
       cuda::relu_backward(at(relu_out, c.offset), at(dy_in, c.offset), at(grad, c.offset), c.count, true, type, nullptr);
-      const std::vector<float> g = download(grad, n, c.offset);
+      const std::vector<float> g = download_as(type, grad, n, c.offset);
       // add with ReLU, and its backward into one gradient written and one accumulated
-      cuda::DeviceBuffer sum = upload(std::vector<float>(n, 0.0f), c.offset), da = upload(y0, c.offset),
-                         db = upload(y0, c.offset);
+      cuda::DeviceBuffer sum = upload_as(type, std::vector<float>(n, 0.0f), c.offset), da = upload_as(type, y0, c.offset),
+                         db = upload_as(type, y0, c.offset);
       cuda::add_forward(at(dx_in, c.offset), at(grad, c.offset), at(sum, c.offset), c.count, true, type, nullptr);
-      const std::vector<float> s = download(sum, n, c.offset);
+      const std::vector<float> s = download_as(type, sum, n, c.offset);
       cuda::add_backward(at(sum, c.offset), at(dy_in, c.offset), at(da, c.offset), at(db, c.offset), c.count, true,
                          false, true, type, nullptr);
-      const std::vector<float> ga = download(da, n, c.offset), gb = download(db, n, c.offset);
+      const std::vector<float> ga = download_as(type, da, n, c.offset), gb = download_as(type, db, n, c.offset);
       // bias + ReLU in place over rows x features (the rows that fit)
       const int64_t rows = c.count / c.features;
-      cuda::DeviceBuffer with_bias = upload(x, c.offset), d_bias = on_device(bias);
+      cuda::DeviceBuffer with_bias = upload_as(type, x, c.offset), d_bias = on_device(bias);
       cuda::add_bias(at(with_bias, c.offset), d_bias.as<float>(), rows, c.features, true, type, nullptr);
-      const std::vector<float> wb = download(with_bias, n, c.offset);
+      const std::vector<float> wb = download_as(type, with_bias, n, c.offset);
       for (size_t i = 0; i < n; ++i) {
         const float relu = std::max(x[i], 0.0f);
         ASSERT_EQ(r[i], relu) << what << ": relu " << i;
-        ASSERT_EQ(g[i], round(y0[i] + (relu > 0.0f ? dy[i] : 0.0f))) << what << ": relu backward " << i;
-        const float added = round(std::max(x[i] + g[i], 0.0f));
+        ASSERT_EQ(g[i], round_to(type, y0[i] + (relu > 0.0f ? dy[i] : 0.0f))) << what << ": relu backward " << i;
+        const float added = round_to(type, std::max(x[i] + g[i], 0.0f));
         ASSERT_EQ(s[i], added) << what << ": add " << i;
         const float through = added > 0.0f ? dy[i] : 0.0f;
         ASSERT_EQ(ga[i], through) << what << ": add backward, written " << i;
-        ASSERT_EQ(gb[i], round(y0[i] + through)) << what << ": add backward, accumulated " << i;
+        ASSERT_EQ(gb[i], round_to(type, y0[i] + through)) << what << ": add backward, accumulated " << i;
         const bool biased = static_cast<int64_t>(i) < rows * c.features;
-        const float b = biased ? round(std::max(x[i] + bias[i % c.features], 0.0f)) : x[i];
+        const float b = biased ? round_to(type, std::max(x[i] + bias[i % c.features], 0.0f)) : x[i];
         ASSERT_EQ(wb[i], b) << what << ": bias " << i;
       }
     }

@@ -169,21 +169,19 @@ TEST(CudaFusions, DataGradientDoesTheReluBackward) {
   SKIP_WITHOUT_GPU();
   if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN fuses a ReLU's backward into a data gradient from 8.0";
   const auto untimed = [](PlanOptions& o) { o.timed_algorithm_search = false; };
-  for (const OpCase& c : all_cases()) {
-    if (c.name != "vgg_convs_relu_conv") continue;
-    const Graph g = c.build();
-    PlanOptions options;
-    options.compute = DType::f16;
-    untimed(options);
-    const auto plan = compile_plan("cuda", g, options);
-    for (const Node& node : g.nodes) {
-      if (node.kind != OpKind::conv || g.nodes[node.inputs[0]].kind != OpKind::relu) continue;
-      const std::string kernels = plan->layer_kernels(node.id);
-      EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
-          << node.name << ": " << kernels;
-    }
-    compare_with_reference(c, DType::f16, half_scale(c, DType::f16), "cuda", untimed);
+  const OpCase c = op_case("vgg_convs_relu_conv");
+  const Graph g = c.build();
+  PlanOptions options;
+  options.compute = DType::f16;
+  untimed(options);
+  const auto plan = compile_plan("cuda", g, options);
+  for (const Node& node : g.nodes) {
+    if (node.kind != OpKind::conv || g.nodes[node.inputs[0]].kind != OpKind::relu) continue;
+    const std::string kernels = plan->layer_kernels(node.id);
+    EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
+        << node.name << ": " << kernels;
   }
+  compare_with_reference(c, DType::f16, half_scale(c, DType::f16), "cuda", untimed);
 }
 
 // VGG's conv -> ReLU -> 2x2 pool: the tiling pool's backward does the ReLU's (pool.cc) where the
@@ -192,27 +190,22 @@ TEST(CudaFusions, DataGradientDoesTheReluBackward) {
 // suites above too; here the plan also says the pools took the ReLUs' backward).
 TEST(CudaFusions, MaxPoolDoesTheReluBackward) {
   SKIP_WITHOUT_GPU();
-  for (const OpCase& c : all_cases()) {
-    if (c.name != "vgg_blocks_relu_pool") continue;
-    const Graph g = c.build();
-    PlanOptions options;
-    options.compute = DType::f16;
-    const auto plan = compile_plan("cuda", g, options);
-    for (const Node& node : g.nodes)
-      if (node.kind == OpKind::max_pool) {
-        const std::string kernels = plan->layer_kernels(node.id);
-        EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
-            << node.name << ": " << kernels;
-      }
-    for (const DType type : {DType::f32, DType::f16})
-      compare_with_reference(c, type, type == DType::f32 ? 10.0 : half_scale(c, type), "cuda");
-    options.fuse = false;  // unfused, the ReLUs do their own backward
-    const auto unfused = compile_plan("cuda", g, options);
-    for (const Node& node : g.nodes) {
-      if (node.kind != OpKind::max_pool) continue;
-      EXPECT_EQ(unfused->layer_kernels(node.id).find("backward"), std::string::npos) << unfused->layer_kernels(node.id);
-    }
+  const OpCase c = op_case("vgg_blocks_relu_pool");
+  const Graph g = c.build();
+  PlanOptions options;
+  options.compute = DType::f16;
+  const auto fused = compile_plan("cuda", g, options);
+  options.fuse = false;  // unfused, the ReLUs do their own backward
+  const auto unfused = compile_plan("cuda", g, options);
+  for (const Node& node : g.nodes) {
+    if (node.kind != OpKind::max_pool) continue;
+    const std::string kernels = fused->layer_kernels(node.id);
+    EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
+        << node.name << ": " << kernels;
+    EXPECT_EQ(unfused->layer_kernels(node.id).find("backward"), std::string::npos) << unfused->layer_kernels(node.id);
   }
+  for (const DType type : {DType::f32, DType::f16})
+    compare_with_reference(c, type, type == DType::f32 ? 10.0 : half_scale(c, type), "cuda");
 }
 
 // ||a - b|| / ||b||, infinite where a holds a non-finite value.

@@ -28,10 +28,22 @@ bool CudaPlan::usable(const Perf& result) const {
 }
 
 template <typename Perf>
-const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) const {
+const Perf* CudaPlan::first_usable(const Perf* results, int count) const {
   for (int i = 0; i < count; ++i)
-    if (usable(results[i])) return results[i];
+    if (usable(results[i])) return &results[i];
+  return nullptr;
+}
+
+template <typename Perf>
+const Perf& CudaPlan::pick(const Perf* results, int count, const char* what) const {
+  if (const Perf* p = first_usable(results, count)) return *p;
   throw std::runtime_error(std::string("cuDNN offers no ") + what + " convolution algorithm for this shape");
+}
+
+// The timed search's borrowed workspace and tensors, given back before the arena is allocated.
+void CudaPlan::release_search_memory() {
+  search_workspace_ = DeviceBuffer();
+  for (DeviceBuffer& b : search_tensors_) b = DeviceBuffer();
 }
 
 std::unique_ptr<ConvDesc> CudaPlan::conv_desc(const Node& node, cudnnMathType_t math) const {
@@ -108,8 +120,7 @@ int64_t CudaPlan::choose_input_padding() {
       padding_ms_[i] = ms < 0 || padding_ms_[i] < 0 ? -1 : padding_ms_[i] + ms;
     }
   }
-  search_workspace_ = DeviceBuffer();
-  for (DeviceBuffer& b : search_tensors_) b = DeviceBuffer();
+  release_search_memory();
   return padding_ms_[1] > 0 && (padding_ms_[0] < 0 || padding_ms_[1] < 0.95f * padding_ms_[0]) ? 8 : 4;
 }
 
@@ -137,14 +148,11 @@ float CudaPlan::input_conv_ms(const Node& node, int64_t channels) {
   cudnnConvolutionBwdFilterAlgoPerf_t bf[want];
   CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x->d, xp, filter.d, w.data(), conv->d, y->d, yp, want, &got,
                                                     f, ws.data(), search_limit_));
-  float fwd = -1, filter_ms = -1;
-  for (int i = 0; i < got && fwd < 0; ++i)
-    if (usable(f[i])) fwd = f[i].time;
+  const cudnnConvolutionFwdAlgoPerf_t* fwd = first_usable(f, got);
   CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, x->d, xp, y->d, dyp, conv->d, filter.d, dw.data(),
                                                            want, &got, bf, ws.data(), search_limit_));
-  for (int i = 0; i < got && filter_ms < 0; ++i)
-    if (usable(bf[i])) filter_ms = bf[i].time;
-  return fwd < 0 || filter_ms < 0 ? -1 : fwd + filter_ms;
+  const cudnnConvolutionBwdFilterAlgoPerf_t* filter_best = first_usable(bf, got);
+  return fwd && filter_best ? fwd->time + filter_best->time : -1;
 }
 
 void* CudaPlan::conv_weights(const Node& node) {
@@ -322,8 +330,7 @@ void CudaPlan::search_convolutions() {
       throw std::invalid_argument("backend 'cuda': " + where(node) + ": " + e.what());
     }
   }
-  search_workspace_ = DeviceBuffer();
-  for (DeviceBuffer& b : search_tensors_) b = DeviceBuffer();
+  release_search_memory();
   search_sec_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

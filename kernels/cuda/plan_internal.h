@@ -220,7 +220,10 @@ class CudaPlan final : public Plan, public DevicePlan {
   template <typename Perf>
   bool usable(const Perf& result) const;
   template <typename Perf>
+  const Perf* first_usable(const Perf* results, int count) const;  // null: none
+  template <typename Perf>
   const Perf& pick(const Perf* results, int count, const char* what) const;
+  void release_search_memory();
   std::unique_ptr<ConvDesc> conv_desc(const Node& node, cudnnMathType_t math) const;
   float median_ms(const std::function<bool()>& launch);
   void* allocate_scratch(size_t bytes);
