@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
@@ -85,17 +86,31 @@ size_t available_host_memory() {
   return 0;
 }
 
+// Collective. Each rank's share of its host's MemAvailable: the least any rank on the host read,
+// over the ranks on it. Ranks read at different moments and the figure moves, so without the
+// agreement each rank would refuse a plan in words of its own (346 against 347 images).
+size_t host_memory_share(const Communicator& comm) {
+  const std::vector<std::string> readings = comm.gather_strings(comm.host() + " " + std::to_string(available_host_memory()));
+  size_t least = std::numeric_limits<size_t>::max();
+  for (const std::string& reading : readings) {
+    const size_t space = reading.rfind(' ');
+    if (reading.compare(0, space, comm.host()) == 0 && space == comm.host().size())
+      least = std::min<size_t>(least, std::stoull(reading.substr(space + 1)));
+  }
+  return least / static_cast<size_t>(comm.local_size());
+}
+
 }  // namespace
 
 std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
-                                       const Communicator& comm) {
+                                       const Communicator& comm, size_t host_memory_share) {
   PlanOptions options;
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
   options.share_memory = config.share_memory;
   options.fuse = config.fuse_ops;
-  if (!is_device_backend(config.backend)) options.host_memory_budget = available_host_memory() / comm.local_size();
+  if (!is_device_backend(config.backend)) options.host_memory_budget = host_memory_share;
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
   plan->set_dropout_seed(dropout_seed(config, comm.rank()));
@@ -105,6 +120,7 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
 RunSetup set_up_run(const Config& config, Communicator& comm) {
   set_error_context(fmt::format("rank {} on host {}", comm.rank(), comm.host()));
   RunSetup setup;
+  setup.host_memory_share = host_memory_share(comm);  // before anything that may fail on one rank only
   std::string error;
   try {
     check_ranks_agree(config, comm);
@@ -113,7 +129,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.settings.classes = head_classes(config, setup.settings);
     setup.graph = build_model(setup.settings.model, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
-    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm);
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm, setup.host_memory_share);
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -21,6 +21,7 @@ struct RunSetup {
   Graph graph;
   std::unique_ptr<Plan> plan;
   int threads = 1;
+  size_t host_memory_share = 0;  // on a CPU, the plan's limit: this rank's share of the host's MemAvailable (0: none)
 };
 
 // Throws ErrorsReported (already printed) if any rank cannot set up.
@@ -30,9 +31,9 @@ RunSetup set_up_run(const Config& config, Communicator& comm);
 // The seed of a rank's dropout masks: from --seed and the rank (each rank its own, as each its own images).
 uint64_t dropout_seed(const Config& config, int rank);
 // The plan for this run: its options from the flags, label smoothing, and dropout_seed().
-// On a CPU each rank may take its share of the host's available memory (MemAvailable / ranks on the host).
+// On a CPU each rank may take `host_memory_share` bytes (RunSetup's: the ranks of a host agree on it).
 std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
-                                       const Communicator& comm);
+                                       const Communicator& comm, size_t host_memory_share);
 // Seeded initial weights, then rank 0's broadcast to all.
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
 // Whether ranks average gradients: more than one rank, training, not --variable_update=independent.
