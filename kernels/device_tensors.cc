@@ -62,6 +62,8 @@ void find_conv_bn_chains(const Graph& g, const DeviceTensorOptions& o, DeviceTen
   for (const ConvBnRelu& f : find_conv_bn_relu(g)) {
     const Node &a = g.nodes[f.conv], &b = g.nodes[f.next_conv];
     if (t.fused_relu_of[f.batch_norm] != f.relu) continue;
+    // the folded graphs read the graph's channels, not a padded input's (8 pass the test below)
+    if (a.inputs[0] == 0 && t.input_channels != g.input().out.c) continue;
     if (t.stored_shape(g, a.inputs[0]).c % 8 != 0 || a.out.c % 8 != 0 || b.out.c % 8 != 0) continue;
     if (a.out.c > 2048) continue;  // the batch norm's backward reads 8 channels a thread, one block a row range
     if (o.conv_bn_supported && !o.conv_bn_supported(f, t.prologue_bn[f.conv] >= 0)) continue;

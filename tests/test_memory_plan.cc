@@ -329,5 +329,24 @@ TEST(DeviceTensors, ConvBnChainsFoldUpTo2048Channels) {
   }
 }
 
+// A chain whose first convolution reads the RGB input stored with 8 channels does not fold: the
+// folded graphs read the graph's 3 channels, not the stored 8 (the 8 would pass the channel test).
+// An 8-channel input of the graph's own folds.
+TEST(DeviceTensors, NoChainStartsAtThePaddedInput) {
+  for (const int64_t channels : {3, 8}) {
+    GraphBuilder b("stem", {2, channels, 8, 8});
+    const int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "a"), "a_bn"), "a_relu");
+    const Graph g = b.finish(b.linear(b.global_avg_pool(b.conv(x, 16, 3, 1, 1, "b"), "gap"), 10, "fc"));
+    DeviceTensorOptions options;
+    options.compute = DType::f16;
+    options.padded_channels = 8;
+    const DeviceTensors t = plan_device_tensors(g, options);
+    EXPECT_EQ(t.input_channels, 8);
+    EXPECT_EQ(std::count_if(t.bn_into_conv.begin(), t.bn_into_conv.end(), [](int c) { return c >= 0; }),
+              channels == 8 ? 1 : 0)
+        << channels;
+  }
+}
+
 }  // namespace
 }  // namespace cnnbench
