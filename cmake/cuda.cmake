@@ -61,7 +61,8 @@ if(CNNBENCH_CUDA_ENABLED)
               kernels/cuda/loss_kernels.cu kernels/cuda/cuda_plan.cc kernels/cuda/memory.cc kernels/cuda/plan_state.cc kernels/cuda/conv.cc kernels/cuda/batch_norm.cc
               kernels/cuda/pool.cc kernels/cuda/elementwise_ops.cc kernels/cuda/linear_loss.cc kernels/cuda/sgd.cc
               kernels/cuda/matmul_peak.cc kernels/cuda/cudnn_graph.cc kernels/cuda/conv_bn.cc kernels/cuda/conv_bn_kernels.cu
-              kernels/cuda/pool_kernels.cu kernels/cuda/conv_epilogues.cc kernels/cuda/plan_report.cc)
+              kernels/cuda/pool_kernels.cu kernels/cuda/conv_epilogues.cc kernels/cuda/plan_report.cc
+              kernels/cuda/search_recall.cc)
   target_include_directories(cnnbench_cuda PUBLIC ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
   # the CUDA runtime linked statically: the binary runs where only the driver and the cuDNN,
   # cuBLAS and NCCL libraries are installed

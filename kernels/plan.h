@@ -21,6 +21,7 @@
 namespace cnnbench {
 
 class DevicePlan;
+class SearchChoices;
 
 enum class Mode { training, inference };
 
@@ -36,6 +37,9 @@ struct PlanOptions {
   bool cuda_graphs = false;  // GPU: replay forward and backward as CUDA graphs (not with a gradient hook)
   bool pad_input_channels = true;  // GPU, 16-bit: a 3-channel input read only by convolutions is stored with 4 or 8
   int padded_channels = 0;  // then 4 or 8 (tests); 0: the timed search chooses (else 4)
+  // GPU, timed search: its choices read from and added to this (kernels/search_choices.h; the
+  // caller keeps it alive while the plan compiles, and saves it). Null: search every shape.
+  SearchChoices* search_choices = nullptr;
   bool share_memory = true;  // tensors whose lifetimes do not overlap share bytes (kernels/memory_plan.h)
   bool poison_dead_tensors = false;  // tests: fill a shared tensor with NaNs before its first and after its last use
   // CPU: the bytes this rank may take of the host's available memory (0: no check). A plan that

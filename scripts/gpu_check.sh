@@ -193,7 +193,8 @@ bench_run() {  # config model batch impl rep: one row of bench.csv
   (($(left) > est + 15)) || { LEFT+=("$key (~$est s)"); return 0; }
   if [ "$impl" = cnnbench ] || [ "$impl" = unfused ] || [ "$impl" = graphs ]; then
     cmd=("${CENV[@]}" "$C/bin/cnnbench" --model="$model" --batch_size="$batch" --use_fp16 --device=gpu --num_batches="$STEPS"
-      --num_warmup_batches="$WARMUP" --benchmark_log_dir="$S/bench/cnnbench_results" --result_json="$f.json")
+      --num_warmup_batches="$WARMUP" --benchmark_log_dir="$S/bench/cnnbench_results" --result_json="$f.json"
+      --algorithm_cache="$S/algorithm_cache.txt")  # a shape's first run searches, later runs read its choices
     [ "$impl" != unfused ] || cmd+=(--fuse_ops=false)  # every op alone, to compare
     [ "$impl" != graphs ] || cmd+=(--cuda_graphs)      # forward and backward replayed as CUDA graphs
   else
@@ -334,7 +335,8 @@ EOF
   for m in resnet50 vgg16; do
     (($(left) > 100)) || { say "profile: $m b256 layer timing left for the next call"; continue; }
     timeout -k 5 "$(upto 10)" "${CENV[@]}" "$C/bin/cnnbench" --model="$m" --batch_size=256 --use_fp16 --device=gpu \
-      --num_warmup_batches=2 --num_batches=20 --layer_timing >"$p/layer_timing_${m}_b256.log" 2>&1 || true
+      --num_warmup_batches=2 --num_batches=20 --layer_timing --algorithm_cache="$S/algorithm_cache.txt" \
+      >"$p/layer_timing_${m}_b256.log" 2>&1 || true
     { echo; echo "# $m fp16 b256 --layer_timing"; echo '```'; tail -n 200 "$p/layer_timing_${m}_b256.log"; echo '```'; } >>"$p/summary.md"
   done
   touch "$p/done"

@@ -2,13 +2,17 @@
 // bytes of their own do (whole models, two SGD steps), the arena is far smaller, the device's
 // peak is reported, and a plan that does not fit says so in one line with the batch that would.
 // Runs where a GPU is visible; skipped with the runtime's reason elsewhere. (Every op case of
-// test_cuda_vs_ref runs on the shared arena too.)
+// test_cuda_vs_ref runs on the shared arena too.) And the timed search kept between runs
+// (--algorithm_cache), which borrows memory before the arena.
 #include <cstring>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "gpu_skip.h"
 #include "kernels/backend.h"
 #include "kernels/device_plan.h"
+#include "kernels/search_choices.h"
 #include "models/model_zoo.h"
 #include "test_util.h"
 
@@ -163,6 +167,59 @@ TEST(CudaMemory, BatchBeyondCudnnDescriptorsSaysTheBatchThatRuns) {
   ASSERT_GT(fits, 0) << message;
   EXPECT_LE(fits, 2674) << message;
   EXPECT_NO_THROW(compile_plan("cuda", build_model("resnet50", oom ? fits * 9 / 10 : fits), options)) << message;
+}
+
+// Every convolution's kernels column without its timings (each "(... ms ...)", which also say
+// where a choice was timed).
+std::vector<std::string> conv_kernels(const Plan& plan, const Graph& graph) {
+  std::vector<std::string> out;
+  for (const Node& node : graph.nodes)
+    if (node.kind == OpKind::conv)
+      out.push_back(std::regex_replace(plan.layer_kernels(node.id), std::regex(R"( \([^()]* ms\b[^()]*\))"), ""));
+  return out;
+}
+
+// --algorithm_cache: a second plan of the same model reads every choice the first one's timed
+// search made (algorithms, graph engines, the input's padding), adds none and runs the same
+// kernels; a kept choice that no longer holds (an algorithm cuDNN does not have) is searched again.
+TEST(CudaSearch, ASecondPlanReadsTheFirstOnesChoices) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& [model, batch] : {std::pair<std::string, int64_t>{"resnet20", 8}, {"vgg11", 2}}) {
+    const Graph graph = build_model(model, batch);
+    SearchChoices choices;
+    PlanOptions options;
+    options.compute = DType::f16;
+    options.search_choices = &choices;
+    const auto first = compile_plan("cuda", graph, options);
+    const size_t made = choices.size();
+    EXPECT_GT(made, 1u) << model;
+    EXPECT_NE(first->kernel_notes().find("0 choices read from earlier searches, " + std::to_string(made) + " new"),
+              std::string::npos)
+        << first->kernel_notes();
+    const auto second = compile_plan("cuda", graph, options);
+    EXPECT_EQ(choices.added(), made) << model << ": the second plan added choices";
+    EXPECT_NE(second->kernel_notes().find(" choices read from earlier searches, 0 new"), std::string::npos)
+        << second->kernel_notes();
+    EXPECT_EQ(conv_kernels(*second, graph), conv_kernels(*first, graph)) << model;
+    // one convolution's forward algorithm made one cuDNN does not have: that shape is searched again
+    std::istringstream lines(choices.text());
+    std::string text, line;
+    bool broken = false;
+    while (std::getline(lines, line)) {
+      const size_t tab = line.rfind('\t');
+      if (!broken && line.find("\tconv ") != std::string::npos) {
+        line = line.substr(0, tab + 1) + "99" + line.substr(line.find(' ', tab));
+        broken = true;
+      }
+      text += line + "\n";
+    }
+    ASSERT_TRUE(broken);
+    SearchChoices changed = SearchChoices::parse(text);
+    options.search_choices = &changed;
+    const auto third = compile_plan("cuda", graph, options);
+    EXPECT_EQ(changed.added(), 1u) << model << ": " << third->kernel_notes();
+    EXPECT_EQ(conv_kernels(*third, graph).size(), conv_kernels(*first, graph).size());
+  }
 }
 
 }  // namespace

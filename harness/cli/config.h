@@ -45,6 +45,7 @@ struct Config {
   std::string device = "cpu";       // cpu | gpu
   int64_t num_gpus = 1;             // GPUs per rank: one (ranks take GPUs by local rank)
   bool cuda_graphs = false;         // replay forward and backward as CUDA graphs (NCCL allreduces inside)
+  std::string algorithm_cache;      // GPU: a file that keeps the timed algorithm search's choices between runs
   bool share_memory = true;         // CPU: tensors whose lifetimes do not overlap share bytes
   bool fuse_ops = true;             // let the backend fuse ops (false: each op alone, to compare)
   int64_t num_intra_threads = 0;   // 0 = every CPU this rank may run on

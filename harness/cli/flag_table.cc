@@ -163,6 +163,12 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .unless([](const Config& c) { return c.device != "gpu" ? "only with --device=gpu" : ""; })
                     .no_probe("needs a GPU: test_cuda_ops"));
+    v.push_back(TEXT_FLAG(algorithm_cache, , "GPU: a file that keeps the timed algorithm search's choices (cuDNN's "
+                                             "algorithms, fused-graph engines, the input's padding) for this GPU, cuDNN "
+                                             "and driver: shapes found there are not searched again, new ones are added")
+                    .reads(training_runs)
+                    .unless([](const Config& c) { return c.device != "gpu" ? "only with --device=gpu" : ""; })
+                    .no_probe("needs a GPU: test_cuda_memory"));
     v.push_back(BOOL_FLAG(share_memory, "CPU: tensors whose lifetimes in a step do not overlap share bytes "
                                         "(--share_memory=false gives every tensor its own, to compare)")
                     .reads(training_runs)

@@ -75,6 +75,8 @@ void check_output_paths(const Config& config) {
   if (kind == kRealData) check_folder(config.train_dir, "--train_dir");
   if (kind == kSynthetic || kind == kRealData) check_folder(config.summary_dir, "--summary_dir");
   if (!config.timeline.empty() && (kind == kSynthetic || kind == kRealData)) check_file(config.timeline, "--timeline");
+  if (!config.algorithm_cache.empty() && config.device == "gpu" && (kind == kSynthetic || kind == kRealData))
+    check_file(config.algorithm_cache, "--algorithm_cache");
   if (!config.result_json.empty()) {
     check_file(config.result_json, "--result_json");
     check_replaceable_result(config.result_json, "--result_json");

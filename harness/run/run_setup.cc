@@ -12,6 +12,7 @@
 #include "comm/gradient_exchange.h"
 #include "kernels/error_context.h"
 #include "kernels/threads.h"
+#include "harness/run/algorithm_cache.h"
 #include "harness/run/real_data.h"
 
 namespace cnnbench {
@@ -103,15 +104,20 @@ size_t host_memory_share(const Communicator& comm) {
 }  // namespace
 
 std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
-                                       const Communicator& comm, size_t host_memory_share) {
+                                       const Communicator& comm, const RunSetup& setup) {
   PlanOptions options;
   options.compute = settings.precision;
   options.input_nhwc = config.data_format == "NHWC";
   options.cuda_graphs = config.cuda_graphs;
   options.share_memory = config.share_memory;
   options.fuse = config.fuse_ops;
-  if (!is_device_backend(config.backend)) options.host_memory_budget = host_memory_share;
+  if (!is_device_backend(config.backend)) options.host_memory_budget = setup.host_memory_share;
+  options.search_choices = setup.search_choices.get();
+  const size_t known = setup.search_choices ? setup.search_choices->added() : 0;
   std::unique_ptr<Plan> plan = compile_plan(config.backend, graph, options);
+  if (setup.search_choices && setup.search_choices->added() > known)
+    if (const std::string why = save_algorithm_cache(config.algorithm_cache, *setup.search_choices); !why.empty())
+      std::fprintf(stderr, "cnnbench: note: rank %d: the search's choices were not kept: %s\n", comm.rank(), why.c_str());
   plan->set_label_smoothing(static_cast<float>(config.label_smoothing));
   plan->set_dropout_seed(dropout_seed(config, comm.rank()));
   return plan;
@@ -129,7 +135,9 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
     setup.settings.classes = head_classes(config, setup.settings);
     setup.graph = build_model(setup.settings.model, setup.settings.batch_size, setup.settings.classes);
     use_device_for_rank(config.backend, comm.local_rank());
-    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm, setup.host_memory_share);
+    if (!config.algorithm_cache.empty() && is_device_backend(config.backend))
+      setup.search_choices = read_algorithm_cache(config.algorithm_cache);
+    setup.plan = compile_run_plan(config, setup.settings, setup.graph, comm, setup);
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -13,6 +13,7 @@
 #include "harness/cli/run_settings.h"
 #include "harness/run/forward_overlap.h"
 #include "kernels/plan.h"
+#include "kernels/search_choices.h"
 
 namespace cnnbench {
 
@@ -22,6 +23,7 @@ struct RunSetup {
   std::unique_ptr<Plan> plan;
   int threads = 1;
   size_t host_memory_share = 0;  // on a CPU, the plan's limit: this rank's share of the host's MemAvailable (0: none)
+  std::unique_ptr<SearchChoices> search_choices;  // on a GPU with --algorithm_cache, the file's choices
 };
 
 // Throws ErrorsReported (already printed) if any rank cannot set up.
@@ -31,9 +33,11 @@ RunSetup set_up_run(const Config& config, Communicator& comm);
 // The seed of a rank's dropout masks: from --seed and the rank (each rank its own, as each its own images).
 uint64_t dropout_seed(const Config& config, int rank);
 // The plan for this run: its options from the flags, label smoothing, and dropout_seed().
-// On a CPU each rank may take `host_memory_share` bytes (RunSetup's: the ranks of a host agree on it).
+// On a CPU each rank may take the setup's host_memory_share bytes (the ranks of a host agree on
+// it); on a GPU the search reads and adds to the setup's search_choices, saved to --algorithm_cache
+// when it added any (a file that cannot be written is a note, and the run goes on).
 std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& settings, const Graph& graph,
-                                       const Communicator& comm, size_t host_memory_share);
+                                       const Communicator& comm, const RunSetup& setup);
 // Seeded initial weights, then rank 0's broadcast to all.
 void start_from_rank0_weights(Plan& plan, const Communicator& comm, uint64_t seed);
 // Whether ranks average gradients: more than one rank, training, not --variable_update=independent.

@@ -208,7 +208,7 @@ void run_training(const Config& config, Communicator& comm) {
   for (int64_t r = 0; r < repeats; ++r) {
     if (r > 0) {
       setup.plan.reset();
-      setup.plan = compile_run_plan(config, settings, graph, comm, setup.host_memory_share);
+      setup.plan = compile_run_plan(config, settings, graph, comm, setup);
       log.repeat_started(r + 1, repeats);
     }
     outcomes.push_back(run_once(config, comm, setup, batch, peak, log, timeline.get(), events_file.get(),

@@ -113,6 +113,7 @@ void CudaPlan::allocate_padded_filters() {
 int64_t CudaPlan::choose_input_padding() {
   if (padded_channels_ == 4 || padded_channels_ == 8) return padded_channels_;
   if (!timed_search_) return 4;
+  if (const int64_t kept = recall_padding()) return kept;  // search_recall.cc
   for (int i = 0; i < 2; ++i) {
     padding_ms_[i] = 0;
     for (const int u : consumers_[0]) {
@@ -121,7 +122,9 @@ int64_t CudaPlan::choose_input_padding() {
     }
   }
   release_search_memory();
-  return padding_ms_[1] > 0 && (padding_ms_[0] < 0 || padding_ms_[1] < 0.95f * padding_ms_[0]) ? 8 : 4;
+  const int64_t channels = padding_ms_[1] > 0 && (padding_ms_[0] < 0 || padding_ms_[1] < 0.95f * padding_ms_[0]) ? 8 : 4;
+  remember_padding(channels);
+  return channels;
 }
 
 // cuDNN Find's best forward and weight gradient (ms, summed) of a convolution of the input
@@ -235,6 +238,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
   const auto filter = filter_desc(node);
   const auto conv = conv_desc(node, search_math());
   ConvAlgos a;
+  if (timed_search_ && recall_algorithms(node, key, x->d, filter->d, y->d, a)) return algo_cache_[key] = a;
   constexpr int want = 10;  // every algorithm of a direction (8 forward, 6 data, 7 filter)
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t f[want];
@@ -300,6 +304,7 @@ ConvAlgos CudaPlan::choose_algorithms(const Node& node) {
         return ran;
       });
     }
+    remember_algorithms(key, a);  // search_recall.cc
   } else {  // heuristics: each result carries the workspace it needs
     set_search_limit();
     CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x->d, filter->d, conv->d, y->d, want, &got, f));

@@ -45,6 +45,7 @@ std::shared_ptr<FusedConv> CudaPlan::fused_conv(const FusedConvSpec& spec) {
   auto it = fused_convs_.find(key);
   if (it == fused_convs_.end()) {
     FusedGraph g;
+    if (recall_graph(spec, g)) return fused_convs_.emplace(key, std::move(g)).first->second.conv;  // search_recall.cc
     const bool explore = timed_search_ && engine_budget_sec_ > 0;
     const auto start = std::chrono::steady_clock::now();
     g.candidates = FusedConv::build_all(cudnn_, spec, explore ? 4 : 1, std::min(1.0, engine_budget_sec_), &g.refusal);
@@ -80,6 +81,9 @@ std::shared_ptr<FusedConv> CudaPlan::timed_fused_conv(const FusedConvSpec& spec,
   for (const auto& c : g.candidates)
     if (const float ms = time_graph(c, p); ms >= 0 && (best < 0 || ms < best)) best = ms, g.conv = c;
   g.ms = best;
+  g.engines_timed = g.candidates.size();
+  g.candidates.clear();  // the slower engines' plans (a runtime-fused engine's hold compiled kernels)
+  remember_graph(spec, g);
   return g.conv;
 }
 

@@ -28,8 +28,7 @@ bool CudaPlan::dgrad_relu_candidate(const Node& node) const {
 // ReLU's backward kernel in place), on the search's tensors.
 void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void* w, void* dy, void* relu_out,
                                  const std::function<bool()>& plain) {
-  FusedConvSpec spec = fused_spec(node, FusedConvSpec::data_gradient, false, false);
-  spec.relu_mask = true;
+  const FusedConvSpec spec = dgrad_relu_spec(node);
   FusedConv::Pointers p{};
   p[FusedConv::x] = dx;
   p[FusedConv::w] = w;
@@ -37,6 +36,12 @@ void CudaPlan::choose_dgrad_relu(const Node& node, ConvAlgos& a, void* dx, void*
   p[FusedConv::relu_out] = relu_out;
   a.dgrad_relu = graph_if_faster(spec, p, plain, &a.dgrad_relu_ms, &a.plain_dgrad_ms);
   if (a.dgrad_relu) a.workspace = std::max(a.workspace, a.dgrad_relu->workspace_bytes());
+}
+
+FusedConvSpec CudaPlan::dgrad_relu_spec(const Node& node) const {
+  FusedConvSpec spec = fused_spec(node, FusedConvSpec::data_gradient, false, false);
+  spec.relu_mask = true;
+  return spec;
 }
 
 int CudaPlan::masking_conv(int relu) {
@@ -54,13 +59,18 @@ bool CudaPlan::bias_relu_candidate(const Node& node) const {
          tensors_.stats_bn[node.id] < 0 && compute_capability() >= 80;
 }
 
+FusedConvSpec CudaPlan::bias_relu_spec(const Node& node) const {
+  FusedConvSpec spec = fused_spec(node, FusedConvSpec::forward, false, false);
+  spec.c = stored_shape(node.inputs[0]).c;  // a padded input's stored channels
+  spec.bias_relu = true;
+  return spec;
+}
+
 // The graph, as graph_if_faster() chooses against `plain` (the chosen convolution and add_bias()),
 // on the search's tensors x, w, y and the arena's bias.
 void CudaPlan::choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
                                 const std::function<bool()>& plain) {
-  FusedConvSpec spec = fused_spec(node, FusedConvSpec::forward, false, false);
-  spec.c = stored_shape(node.inputs[0]).c;  // a padded input's stored channels
-  spec.bias_relu = true;
+  const FusedConvSpec spec = bias_relu_spec(node);
   FusedConv::Pointers p{};
   p[FusedConv::x] = x;
   p[FusedConv::w] = w;

@@ -76,7 +76,8 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
       graphs_(options.cuda_graphs),
       share_memory_(options.share_memory),
       pad_input_(options.pad_input_channels),
-      padded_channels_(options.padded_channels) {
+      padded_channels_(options.padded_channels),
+      choices_(options.search_choices) {
   if (cuda::visible_devices() == 0)
     throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -100,6 +101,7 @@ CudaPlan::~CudaPlan() {
   if (stream_) cudaStreamSynchronize(stream_);
   nodes_.clear();
   fused_convs_.clear();  // cuDNN's execution plans before the handle they were made with
+  algo_cache_.clear();   // (ConvAlgos holds graphs too)
   if (cublas_) cublasDestroy(cublas_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);

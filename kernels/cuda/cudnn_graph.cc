@@ -129,12 +129,13 @@ FusedConv::~FusedConv() = default;
 // in fp16 (its support tables say "all tensors involved" of a convolution's main-loop fusion are
 // half).
 std::vector<std::shared_ptr<FusedConv>> FusedConv::build_all(cudnnHandle_t handle, const FusedConvSpec& s, size_t most,
-                                                             double budget_sec, std::string* why) {
+                                                             double budget_sec, std::string* why,
+                                                             const EngineChoice* only) {
   std::string first;
-  for (const cudnnDataType_t mid : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
-    if (auto f = build(handle, s, mid, most, budget_sec, why); !f.empty()) return f;
+  for (int mid = 0; mid < (s.prologue ? 2 : 1); ++mid) {  // fp32 between the ops, else (a prologue) fp16
+    if (only && only->mid != mid) continue;
+    if (auto f = build(handle, s, mid, most, budget_sec, why, only); !f.empty()) return f;
     if (first.empty() && why) first = *why;
-    if (!s.prologue) break;
   }
   if (why && !first.empty()) *why = first;
   return {};
@@ -145,10 +146,11 @@ std::shared_ptr<FusedConv> FusedConv::build(cudnnHandle_t handle, const FusedCon
   return plans.empty() ? nullptr : plans.front();
 }
 
-std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s,
-                                                         cudnnDataType_t mid, size_t most, double budget_sec,
-                                                         std::string* why) {
-  const auto start = std::chrono::steady_clock::now();
+std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, const FusedConvSpec& s, int mid_index,
+                                                         size_t most, double budget_sec, std::string* why,
+                                                         const EngineChoice* only) {
+  auto first_made = std::chrono::steady_clock::now();  // reset when the first plan is made
+  const cudnnDataType_t mid = mid_index == 0 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF;
   std::vector<std::shared_ptr<FusedConv>> out;
   try {
     const cudnnDataType_t half = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
@@ -250,8 +252,11 @@ std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, c
     // The engines cuDNN's heuristics rank for this graph (mode A, else B, else its fallback
     // list), those whose plans this device finalizes, in that order.
     std::string last = "no engine";
-    for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK}) {
+    const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK};
+    for (int mode_index = 0; mode_index < 3; ++mode_index) {
+      const cudnnBackendHeurMode_t mode = modes[mode_index];
       if (!out.empty()) break;
+      if (only && only->mode != mode_index) continue;
       BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
       set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristics graph");
       set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
@@ -282,7 +287,10 @@ std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, c
       }
       got = std::min(got, asked);  // the attribute's count: only `asked` were written
       for (int64_t i = 0; i < got && out.size() < most; ++i) {
-        const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (only && only->position != i) continue;
+        // the budget counts from the first plan made (building the graph and finalizing the
+        // first, which compiles a runtime-fused engine's kernels, take their own time)
+        const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_made).count();
         if (!out.empty() && spent > budget_sec) break;
         BackendDesc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         cudnnBackendDescriptor_t e = engine.get();
@@ -290,6 +298,10 @@ std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, c
         const bool described = cudnnBackendGetAttribute(configs[i]->get(), CUDNN_ATTR_ENGINECFG_ENGINE,
                                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) == CUDNN_STATUS_SUCCESS;
         if (described) cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+        if (only && only->engine != index) {
+          last = "the heuristics list another engine there now";
+          continue;
+        }
         if (s.deterministic) {  // an engine that may sum in another order each run is passed over
           cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
           int64_t count = 0;
@@ -316,14 +328,19 @@ std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, c
         std::shared_ptr<FusedConv> f(new FusedConv());
         f->spec_ = s;
         int64_t bytes = 0;
-        ok(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                    &bytes),
-           "plan workspace");
+        if (const cudnnStatus_t st = cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                              CUDNN_TYPE_INT64, 1, &n, &bytes);
+            st != CUDNN_STATUS_SUCCESS) {  // this engine only: the ones already made stay
+          last = "plan workspace: " + status_text(st);
+          continue;
+        }
         f->workspace_ = static_cast<size_t>(bytes);
         f->engine_ = "engine " + std::to_string(index);
+        f->choice_ = EngineChoice{mid_index, mode_index, i, index};
         f->plan_ = std::move(plan);
         f->config_ = std::move(configs[i]);
         out.push_back(std::move(f));
+        if (out.size() == 1) first_made = std::chrono::steady_clock::now();
       }
     }
     if (out.empty()) {
@@ -338,6 +355,9 @@ std::vector<std::shared_ptr<FusedConv>> FusedConv::build(cudnnHandle_t handle, c
     for (auto& f : out) f->graph_ = shared;
   } catch (const Refusal& r) {
     if (why) *why = r.what;
+    out.clear();
+  } catch (const std::exception& e) {  // a descriptor cuDNN would not create: the unfused way, not a failed run
+    if (why) *why = e.what();
     out.clear();
   }
   return out;

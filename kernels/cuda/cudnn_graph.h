@@ -35,6 +35,15 @@ struct FusedConvSpec {
   std::string key() const;
 };
 
+// Where a plan's engine configuration stood among cuDNN's heuristics for its graph: enough to
+// build that one alone again (the timed search's choices kept between runs, search_recall.cc).
+struct EngineChoice {
+  int mid = 0;           // the graph's intermediate type: 0 fp32, 1 fp16
+  int mode = 0;          // the heuristics' mode: 0 A, 1 B, 2 fallback
+  int64_t position = 0;  // in that mode's list
+  int64_t engine = -1;   // cuDNN's global engine index there, checked when built again
+};
+
 // A cuDNN backend descriptor, destroyed with its owner.
 class BackendDesc {
  public:
@@ -63,13 +72,15 @@ class FusedConv {
   // Up to `most` plans of the graph, in cuDNN's heuristics' order, each of an engine
   // configuration this device finalizes (the first is build()'s); empty, with the reason in
   // *why, where none. Past the first, finalizing stops once `budget_sec` is spent (runtime-fused
-  // engines compile their kernels then).
+  // engines compile their kernels then). With `only`, that engine configuration alone.
   static std::vector<std::shared_ptr<FusedConv>> build_all(cudnnHandle_t handle, const FusedConvSpec& spec,
-                                                           size_t most, double budget_sec, std::string* why);
+                                                           size_t most, double budget_sec, std::string* why,
+                                                           const EngineChoice* only = nullptr);
   ~FusedConv();
 
   size_t workspace_bytes() const { return workspace_; }
   const std::string& engine() const { return engine_; }  // "engine 12" (cuDNN's global index)
+  const EngineChoice& choice() const { return choice_; }
   const FusedConvSpec& spec() const { return spec_; }
   // Runs on the handle's stream; `pack` caches the variant pack of one call site's pointers.
   void run(cudnnHandle_t handle, const Pointers& pointers, void* workspace, std::unique_ptr<BackendDesc>& pack,
@@ -78,14 +89,15 @@ class FusedConv {
  private:
   FusedConv() = default;
   static std::vector<std::shared_ptr<FusedConv>> build(cudnnHandle_t handle, const FusedConvSpec& spec,
-                                                       cudnnDataType_t mid, size_t most, double budget_sec,
-                                                       std::string* why);
+                                                       int mid, size_t most, double budget_sec, std::string* why,
+                                                       const EngineChoice* only);
   FusedConvSpec spec_;
   std::unique_ptr<BackendDesc> plan_, config_;
   // the graph, its ops and tensors, shared by the plans of its engine configurations
   std::shared_ptr<std::vector<std::unique_ptr<BackendDesc>>> graph_;
   size_t workspace_ = 0;
   std::string engine_;
+  EngineChoice choice_;
 };
 
 // One call site of a FusedConv: its variant pack is built on the first launch and rebuilt only

@@ -237,8 +237,25 @@ class CudaPlan final : public Plan, public DevicePlan {
   Shape stored_shape(int node) const { return tensors_.stored_shape(graph_, node); }  // the input padded
   void* conv_weights(const Node& node);  // in the compute type, as cuDNN reads them (padded or the arena's)
 
+  // ---- the search's choices kept between runs (search_recall.cc) ----
+  std::string search_identity() const;
+  const std::string* recall(const std::string& key);  // null: not kept, or no PlanOptions::search_choices
+  void remember(const std::string& key, const std::string& value);
+  std::string conv_choice_key(const std::string& shape_key) const;
+  bool recall_algorithms(const Node& node, const std::string& shape_key, cudnnTensorDescriptor_t x,
+                         cudnnFilterDescriptor_t w, cudnnTensorDescriptor_t y, ConvAlgos& a);
+  void remember_algorithms(const std::string& shape_key, const ConvAlgos& a);
+  struct FusedGraph;
+  bool recall_graph(const FusedConvSpec& spec, FusedGraph& g);
+  void remember_graph(const FusedConvSpec& spec, const FusedGraph& g);
+  std::string padding_choice_key() const;
+  int64_t recall_padding();  // 0: none kept
+  void remember_padding(int64_t channels);
+
   // ---- conv + ReLU as one cuDNN graph (conv_epilogues.cc) ----
   bool bias_relu_candidate(const Node& node) const;
+  FusedConvSpec bias_relu_spec(const Node& node) const;
+  FusedConvSpec dgrad_relu_spec(const Node& node) const;
   void choose_bias_relu(const Node& node, ConvAlgos& a, void* x, void* w, void* y,
                         const std::function<bool()>& plain);
   bool dgrad_relu_candidate(const Node& node) const;
@@ -306,11 +323,15 @@ class CudaPlan final : public Plan, public DevicePlan {
   struct FusedGraph {
     std::shared_ptr<FusedConv> conv;  // null: refused
     std::string refusal;              // then cuDNN's reason
-    std::vector<std::shared_ptr<FusedConv>> candidates;  // its engines' plans, conv among them
+    std::vector<std::shared_ptr<FusedConv>> candidates;  // its engines' plans until timed, conv among them
     float ms = 0;                     // timed_fused_conv(): conv's median, ms (0: not timed)
+    size_t engines_timed = 0;         // how many engines that timing chose from (0: kept from an earlier search)
   };
   std::map<std::string, FusedGraph> fused_convs_;  // by FusedConvSpec::key()
   double engine_budget_sec_ = 20;  // fused_conv(): finalizing engines beyond each graph's first
+  SearchChoices* choices_ = nullptr;  // PlanOptions::search_choices
+  std::string identity_;              // search_identity(), once asked
+  int choices_read_ = 0, choices_added_ = 0;
   std::map<int, std::string> unfolded_;  // batch norm of a chain cuDNN refused -> why
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)
   std::vector<int64_t> param_offset_, buffer_offset_;

@@ -25,6 +25,9 @@ std::string CudaPlan::kernel_notes() const {
   std::snprintf(text, sizeof text, "convolution algorithms %s in %.1f s (%zu shapes)",
                 timed_search_ ? "timed" : "from cuDNN's heuristics", search_sec_, algo_cache_.size());
   std::string s = text;
+  if (choices_)  // PlanOptions::search_choices (--algorithm_cache)
+    s += "; " + std::to_string(choices_read_) + " choices read from earlier searches, " + std::to_string(choices_added_) +
+         " new";
   if (bias_relu > 0) s += "; " + std::to_string(bias_relu) + " convolutions add their bias and ReLU in a cuDNN graph";
   if (dgrad_relu > 0)
     s += "; " + std::to_string(dgrad_relu) + " data gradients do their input ReLU's backward in a cuDNN graph";
@@ -55,8 +58,10 @@ std::string CudaPlan::engine_text(const FusedConv& conv) const {
   const auto it = fused_convs_.find(conv.spec().key());
   if (it == fused_convs_.end() || it->second.ms <= 0) return conv.engine();
   char text[96];
-  const size_t n = it->second.candidates.size();
-  if (n == 1)
+  const size_t n = it->second.engines_timed;
+  if (n == 0)
+    std::snprintf(text, sizeof text, " (timed in an earlier search: %.3f ms)", it->second.ms);
+  else if (n == 1)
     std::snprintf(text, sizeof text, " (timed: its only engine, %.3f ms)", it->second.ms);
   else
     std::snprintf(text, sizeof text, " (timed: fastest of %zu engines, %.3f ms)", n, it->second.ms);
