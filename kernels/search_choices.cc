@@ -40,15 +40,18 @@ std::string SearchChoices::text() const {
 SearchChoices SearchChoices::parse(const std::string& text) {
   SearchChoices out;
   size_t line = 0;
+  // a file edited by hand may end its lines in CR LF, hold blank lines or lack the last line break
   for (size_t at = 0; at < text.size();) {
-    const size_t end = text.find('\n', at);
-    if (end == std::string::npos) throw std::invalid_argument("line " + std::to_string(line + 1) + " is cut short");
-    const std::string row = text.substr(at, end - at);
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string row = text.substr(at, end - at);
     at = end + 1;
+    if (!row.empty() && row.back() == '\r') row.pop_back();
     if (++line == 1) {
       if (row != kHeader) throw std::invalid_argument("line 1 is not \"" + std::string(kHeader) + "\"");
       continue;
     }
+    if (row.empty()) continue;
     const size_t a = row.find('\t'), b = a == std::string::npos ? a : row.find('\t', a + 1);
     if (b == std::string::npos || row.find('\t', b + 1) != std::string::npos || a == 0 || b == a + 1 ||
         row.find('\r') != std::string::npos)

@@ -232,7 +232,8 @@ struct ErrorsVsReference {
 // conv -> batch norm -> ReLU -> conv folded into cuDNN graphs (fp16, compute capability 8.0 and
 // later): the bottleneck case's four chains fold (layer_kernels() says which graphs run), and one
 // training step lands as close to the fp32 reference as the plan running every op alone does,
-// launched or as CUDA graphs (the cuDNN graphs' first run then inside a capture).
+// launched, or as CUDA graphs with cuDNN's heuristics' engines (the cuDNN graphs' first run then
+// inside a capture: a timed search would have run them before).
 // Why against the reference and not against the unfused plan: in these small networks gradients
 // behind a batch norm + ReLU are dominated by cancellation, so two correct fp16 plans differ by
 // several percent. scripts/emulate_conv_bn_fold.py (results/conv_bn_fold/emulation.txt) rounds
@@ -275,7 +276,9 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     options.compute = DType::f16;
     options.allow_tf32 = false;
     options.fuse = run > 0;
-    options.cuda_graphs = run == 2;  // the graphs' first launch inside a capture
+    options.cuda_graphs = run == 2;
+    // with cuDNN's heuristics the graphs' first launch is inside the capture (a timed search runs them before)
+    options.timed_algorithm_search = run != 2;
     auto plan = compile_plan("cuda", g, options);
     int graphs = 0, folded = 0;
     for (const Node& n : g.nodes) {
@@ -288,7 +291,9 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
         EXPECT_NE(k.find("summing a2_bn's statistics"), std::string::npos) << k;
         // the timed search ran the graph's engines and kept the fastest
         EXPECT_NE(k.find("fwd cuDNN graph engine"), std::string::npos) << k;
-        EXPECT_NE(k.find("(timed: "), std::string::npos) << k;
+        if (run == 1) {
+          EXPECT_NE(k.find("(timed: "), std::string::npos) << k;
+        }
         // the weight gradient: a graph with the same prologue, or cuDNN's plain one on the input recomputed
         EXPECT_TRUE(k.find("filter cuDNN graph") != std::string::npos || k.find("on its input recomputed") != std::string::npos)
             << k;

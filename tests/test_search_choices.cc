@@ -59,7 +59,9 @@ TEST(SearchChoices, TextThatIsNotChoicesIsRefusedNamingTheLine) {
   EXPECT_EQ(why(header + "gpu\tkey\t1 2\ngpu key 3\n"), "line 3 is not identity, key and value between two tabs");
   EXPECT_EQ(why(header + "gpu\tkey\t1\t2\n"), "line 2 is not identity, key and value between two tabs");
   EXPECT_EQ(why(header + "\tkey\t1\n"), "line 2 is not identity, key and value between two tabs");
-  EXPECT_EQ(why(header + "gpu\tkey\t1"), "line 2 is cut short");
+  // as a hand edit may leave it: CR LF, a blank line, no last line break
+  EXPECT_EQ(why("# cnnbench algorithm search choices, version 1\r\ngpu\tkey\t1\r\n\ngpu\tother\t2"), "read");
+  EXPECT_EQ(*SearchChoices::parse(header + "\ngpu\tkey\t1 2\r\n").find("gpu", "key"), "1 2");
 }
 
 TEST(SearchChoices, TakingAnotherWritersEntriesKeepsOwnValues) {
@@ -105,8 +107,18 @@ TEST(AlgorithmCache, SavesMergedAndNeverReplacesAFileThatIsNotOne) {
   const std::string why = save_algorithm_cache(result, rank0);
   EXPECT_NE(why.find("not replaced"), std::string::npos) << why;
   EXPECT_EQ(read_all(result), "{\"schema\": \"cnnbench.result/1\"}\n");
-  EXPECT_NE(save_algorithm_cache(dir + "/no/such/folder/choices.txt", rank0), "");
+  // a folder not there yet is made; one under a file cannot be
+  EXPECT_EQ(save_algorithm_cache(dir + "/new/folder/choices.txt", rank0), "");
+  EXPECT_EQ(*read_algorithm_cache(dir + "/new/folder/choices.txt")->find(h200, "conv a"), "1");
+  EXPECT_NE(save_algorithm_cache(result + "/choices.txt", rank0), "");
   EXPECT_THROW(read_algorithm_cache(dir), std::runtime_error) << "a folder";
+  // a link's file is rewritten, the link kept
+  std::filesystem::create_symlink(path, dir + "/link.txt");
+  SearchChoices rank2;
+  rank2.put(h100, "conv c", "3");
+  EXPECT_EQ(save_algorithm_cache(dir + "/link.txt", rank2), "");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.txt"));
+  EXPECT_EQ(read_algorithm_cache(path)->size(), 3u);
 }
 
 }  // namespace

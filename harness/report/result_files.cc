@@ -181,9 +181,7 @@ std::string write_new_file(const std::string& stem, const std::string& suffix, c
   fail(first, "1000 files of this name are there already");
 }
 
-void append_csv_row(const std::string& path, const std::vector<std::string>& header,
-                    const std::vector<std::string>& row) {
-  if (header.size() != row.size()) throw std::logic_error("CSV row and header differ in length");
+void with_file_lock(const std::string& path, const std::function<void()>& work) {
   errno = 0;
   const auto slash = path.rfind('/');
   const std::string lock_path = slash == std::string::npos ? "." + path + ".lock"
@@ -195,13 +193,21 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
     fail(lock_path, "cannot lock");
   }
   try {
-    const std::string existing = under_header(read_whole(path), header, path);
-    write_file_atomically(path, existing + csv_line(row));
+    work();
   } catch (...) {
     ::close(lock);
     throw;
   }
   ::close(lock);
+}
+
+void append_csv_row(const std::string& path, const std::vector<std::string>& header,
+                    const std::vector<std::string>& row) {
+  if (header.size() != row.size()) throw std::logic_error("CSV row and header differ in length");
+  with_file_lock(path, [&] {
+    const std::string existing = under_header(read_whole(path), header, path);
+    write_file_atomically(path, existing + csv_line(row));
+  });
 }
 
 }  // namespace cnnbench

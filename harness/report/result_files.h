@@ -6,6 +6,7 @@
 // a CSV whose header differs otherwise is refused rather than mixed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 std::string write_new_file(const std::string& stem, const std::string& suffix, const std::string& contents);
 void append_csv_row(const std::string& path, const std::vector<std::string>& header,
                     const std::vector<std::string>& row);
+// Runs `work` holding an exclusive lock (flock) on .NAME.lock beside `path`: read, merge and
+// rewrite without losing another process's write in between.
+void with_file_lock(const std::string& path, const std::function<void()>& work);
 // Throws as append_csv_row would if `path` (when it exists) cannot take rows under `header`:
 // for runs that check before hours of training, not after.
 void check_csv_header(const std::string& path, const std::vector<std::string>& header);

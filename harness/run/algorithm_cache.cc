@@ -44,10 +44,17 @@ std::unique_ptr<SearchChoices> read_algorithm_cache(const std::string& path) {
 
 std::string save_algorithm_cache(const std::string& path, const SearchChoices& choices) {
   try {
-    SearchChoices merged = choices;
-    const std::string now = existing_text(path);
-    if (!now.empty()) merged.take_missing(parse_or_refuse(path, now));
-    write_file_atomically(path, merged.text());
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    // a link's file is rewritten, not the link replaced by a file
+    const std::string target = fs::is_symlink(fs::symlink_status(path, ec)) ? fs::weakly_canonical(path).string() : path;
+    if (const fs::path parent = fs::path(target).parent_path(); !parent.empty()) make_folders(parent.string());
+    with_file_lock(target, [&] {  // other ranks and runs saving at once keep each other's lines
+      SearchChoices merged = choices;
+      const std::string now = existing_text(target);
+      if (!now.empty()) merged.take_missing(parse_or_refuse(path, now));
+      write_file_atomically(target, merged.text());
+    });
     return {};
   } catch (const std::exception& e) {
     return e.what();

@@ -1,8 +1,9 @@
 // harness/run/algorithm_cache.h — --algorithm_cache=FILE: the GPU plan's timed algorithm search
 // reads the choices an earlier run kept there and adds its own (kernels/search_choices.h). The
-// file is written whole to a temporary name and renamed into place, after merging what it holds
-// by then (ranks and runs sharing one file keep each other's entries); one that is not a cnnbench
-// choices file is refused before the search and never replaced.
+// file is written whole to a temporary name and renamed into place (its folder made first), after
+// merging what it holds by then under a lock beside it (ranks and runs sharing one file keep each
+// other's entries); one that is not a cnnbench choices file is refused before the search and never
+// replaced.
 #pragma once
 
 #include <memory>

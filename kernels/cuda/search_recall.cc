@@ -23,6 +23,12 @@ namespace cnnbench::cuda {
 
 namespace {
 
+// The kept values of a convolution: 6 algorithm and math numbers, the two graphs' flags and
+// medians, the workspace the search measured.
+constexpr int kConvValues = 13;
+
+bool whole_in(double v, double below) { return v >= 0 && v < below && v == static_cast<double>(static_cast<int>(v)); }
+
 // "a b c ..." -> exactly `n` numbers, or false.
 bool numbers(const std::string& text, double* out, int n) {
   std::istringstream in(text);
@@ -70,8 +76,14 @@ std::string CudaPlan::conv_choice_key(const std::string& shape_key) const {
 bool CudaPlan::recall_algorithms(const Node& node, const std::string& shape_key, cudnnTensorDescriptor_t x,
                                  cudnnFilterDescriptor_t w, cudnnTensorDescriptor_t y, ConvAlgos& a) {
   const std::string* value = recall(conv_choice_key(shape_key));
-  double v[12];
-  if (!value || !numbers(*value, v, 12)) return false;
+  double v[kConvValues];
+  if (!value || !numbers(*value, v, kConvValues)) return false;
+  // numbers cuDNN has names for (a math type it does not know would fail the descriptor, not the choice)
+  const double maths = CUDNN_FMA_MATH + 1;
+  if (!whole_in(v[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT) || !whole_in(v[2], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT) ||
+      !whole_in(v[4], CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) || !whole_in(v[1], maths) || !whole_in(v[3], maths) ||
+      !whole_in(v[5], maths) || !(v[12] >= 0 && v[12] < 0x1p50))
+    return false;
   set_search_limit();
   ConvAlgos r;
   r.forward = static_cast<cudnnConvolutionFwdAlgo_t>(v[0]);
@@ -89,13 +101,16 @@ bool CudaPlan::recall_algorithms(const Node& node, const std::string& shape_key,
       cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, w, y, data->d, x, r.backward_data, &bytes[2]) !=
           CUDNN_STATUS_SUCCESS)
     return false;
-  r.workspace = *std::max_element(bytes, bytes + 3);
+  // the workspace the search measured (Find's), where cuDNN's figure for the shape is smaller
+  r.workspace = std::max(static_cast<size_t>(v[12]), *std::max_element(bytes, bytes + 3));
   if (r.workspace > search_limit_) return false;
+  // a graph that won is used only as its kept engine (timed then); one rebuilt untimed is not
   const auto graph = [this, &r](bool kept, const FusedConvSpec& spec) -> std::shared_ptr<FusedConv> {
     if (!kept) return nullptr;
     std::shared_ptr<FusedConv> g = fused_conv(spec);
-    if (g && g->workspace_bytes() <= search_limit_) r.workspace = std::max(r.workspace, g->workspace_bytes());
-    return g && g->workspace_bytes() <= search_limit_ ? g : nullptr;
+    if (!g || fused_convs_[spec.key()].ms <= 0 || g->workspace_bytes() > search_limit_) return nullptr;
+    r.workspace = std::max(r.workspace, g->workspace_bytes());
+    return g;
   };
   if (v[6] != 0 && !bias_relu_candidate(node)) return false;
   if (v[9] != 0 && !dgrad_relu_candidate(node)) return false;
@@ -116,7 +131,7 @@ void CudaPlan::remember_algorithms(const std::string& shape_key, const ConvAlgos
   v << a.forward << ' ' << a.forward_math << ' ' << a.backward_filter << ' ' << a.filter_math << ' '
     << a.backward_data << ' ' << a.data_math << ' ' << (a.bias_relu ? 1 : 0) << ' ' << ms_text(a.bias_relu_ms) << ' '
     << ms_text(a.plain_ms) << ' ' << (a.dgrad_relu ? 1 : 0) << ' ' << ms_text(a.dgrad_relu_ms) << ' '
-    << ms_text(a.plain_dgrad_ms);
+    << ms_text(a.plain_dgrad_ms) << ' ' << a.workspace;
   remember(conv_choice_key(shape_key), v.str());
 }
 
@@ -125,12 +140,15 @@ void CudaPlan::remember_algorithms(const std::string& shape_key, const ConvAlgos
 bool CudaPlan::recall_graph(const FusedConvSpec& spec, FusedGraph& g) {
   const std::string* value = recall("graph " + spec.key());
   double v[5];
-  if (!value || !numbers(*value, v, 5) || v[4] <= 0) return false;
+  if (!value || !numbers(*value, v, 5) || !whole_in(v[0], 2) || !whole_in(v[1], 3) || !whole_in(v[2], 1e6) ||
+      !whole_in(v[3], 1e6) || !(v[4] > 0 && v[4] < 1e6))
+    return false;
   const EngineChoice only{static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int64_t>(v[2]),
                           static_cast<int64_t>(v[3])};
   std::string why;
   std::vector<std::shared_ptr<FusedConv>> built = FusedConv::build_all(cudnn_, spec, 1, 0, &why, &only);
-  if (built.empty()) return false;
+  set_search_limit();
+  if (built.empty() || built.front()->workspace_bytes() > search_limit_) return false;  // then timed anew
   g.conv = built.front();
   g.ms = static_cast<float>(v[4]);
   ++choices_read_;
@@ -147,7 +165,8 @@ void CudaPlan::remember_graph(const FusedConvSpec& spec, const FusedGraph& g) {
 
 std::string CudaPlan::padding_choice_key() const {
   const Shape& in = graph_.input().out;
-  std::string key = std::string("input padding ") + dtype_name(type_) + ":" + std::to_string(in.n) + "x" +
+  std::string key = std::string("input padding ") + dtype_name(type_) + (deterministic_ ? ":deterministic" : "") + ":" +
+                    std::to_string(in.n) + "x" +
                     std::to_string(in.c) + "x" + std::to_string(in.h) + "x" + std::to_string(in.w);
   for (const int u : consumers_[0]) key.append(":").append(fmt_key(in, graph_.nodes[u]));
   return key;
