@@ -165,9 +165,8 @@ void CudaPlan::remember_graph(const FusedConvSpec& spec, const FusedGraph& g) {
 
 std::string CudaPlan::padding_choice_key() const {
   const Shape& in = graph_.input().out;
-  std::string key = std::string("input padding ") + dtype_name(type_) + (deterministic_ ? ":deterministic" : "") + ":" +
-                    std::to_string(in.n) + "x" +
-                    std::to_string(in.c) + "x" + std::to_string(in.h) + "x" + std::to_string(in.w);
+  std::string key = std::string("input padding ") + dtype_name(type_) + (deterministic_ ? ":deterministic" : "");
+  for (const int64_t d : {in.n, in.c, in.h, in.w}) key.append(d == in.n ? ":" : "x").append(std::to_string(d));
   for (const int u : consumers_[0]) key.append(":").append(fmt_key(in, graph_.nodes[u]));
   return key;
 }
