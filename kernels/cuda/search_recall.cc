@@ -166,7 +166,8 @@ void CudaPlan::remember_graph(const FusedConvSpec& spec, const FusedGraph& g) {
 std::string CudaPlan::padding_choice_key() const {
   const Shape& in = graph_.input().out;
   std::string key = std::string("input padding ") + dtype_name(type_) + (deterministic_ ? ":deterministic" : "");
-  for (const int64_t d : {in.n, in.c, in.h, in.w}) key.append(d == in.n ? ":" : "x").append(std::to_string(d));
+  const int64_t dims[4] = {in.n, in.c, in.h, in.w};
+  for (int i = 0; i < 4; ++i) key.append(i == 0 ? ":" : "x").append(std::to_string(dims[i]));
   for (const int u : consumers_[0]) key.append(":").append(fmt_key(in, graph_.nodes[u]));
   return key;
 }
