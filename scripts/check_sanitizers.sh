@@ -19,8 +19,9 @@ case "$mode" in
     build=build-asan sanitize=address,undefined
     if ((subset)); then
       targets=(cnnbench test_config test_data test_tfrecord test_compare test_result_files test_stats test_loss_scaling
-               test_mpi_allreduce test_mpi_forward_overlap test_cli test_memory_plan test_checkpoint test_bucket_plan)
-      tests='^(test_mpi_allreduce_np2|test_mpi_forward_overlap_np2|MemoryPlan\.|Models/OnednnMemoryPlan\..*/resnet20_b8_fp32|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|CliMpi\.PowerSgd|Checkpoint\.|RankState|PowerSgdState|BucketPlan|Compare|Significance|Stats|ResultFiles|LossScal|file_faults|fault_sigSTOP_mpi)'
+               test_mpi_allreduce test_mpi_forward_overlap test_cli test_memory_plan test_checkpoint test_bucket_plan
+               test_search_choices)
+      tests='^(test_mpi_allreduce_np2|test_mpi_forward_overlap_np2|MemoryPlan\.|Models/OnednnMemoryPlan\..*/resnet20_b8_fp32|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|CliMpi\.PowerSgd|Checkpoint\.|RankState|PowerSgdState|BucketPlan|Compare|Significance|Stats|ResultFiles|LossScal|SearchChoices|AlgorithmCache|file_faults|fault_sigSTOP_mpi)'
     else
       targets=(all) tests=.
     fi

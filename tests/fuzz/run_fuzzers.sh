@@ -20,7 +20,7 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 fi
 build=$1 seconds=$2 runs=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
-fuzzers=${FUZZERS:-"fuzz_flags fuzz_config_toml fuzz_cifar10 fuzz_idx fuzz_jpeg fuzz_jpeg_folder fuzz_tfrecord fuzz_image_example fuzz_checkpoint fuzz_result_json fuzz_results_csv"}
+fuzzers=${FUZZERS:-"fuzz_flags fuzz_config_toml fuzz_cifar10 fuzz_idx fuzz_jpeg fuzz_jpeg_folder fuzz_tfrecord fuzz_image_example fuzz_checkpoint fuzz_result_json fuzz_results_csv fuzz_algorithm_cache"}
 work=${FUZZ_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/cnnbench_fuzz_run.XXXXXX")}
 mkdir -p "$work"
 

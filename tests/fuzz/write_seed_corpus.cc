@@ -14,6 +14,7 @@
 #include "harness/data/image_example.h"
 #include "harness/data/tfrecord.h"
 #include "harness/run/checkpoint.h"
+#include "kernels/search_choices.h"
 
 using namespace cnnbench;
 namespace fs = std::filesystem;
@@ -147,5 +148,18 @@ int main(int argc, char** argv) {
   for (const char* name : {"resnet20_b32_1rank.json", "resnet20_b32_2ranks_mpi.json"})
     put(out / "result_json" / name, slurp(source / "results/baseline" / name));
   put(out / "results_csv/results.csv", slurp(source / "results/baseline/results.csv"));
+
+  // the search's choices as a GPU plan keeps them (kernels/cuda/search_recall.cc's keys and values)
+  SearchChoices choices;
+  const std::string h200 = "NVIDIA H200 sm_90 cuDNN 91900 driver 58015", h100 = "NVIDIA H100 80GB HBM3 sm_90 cuDNN 91900 driver 58015";
+  choices.put(h200, "conv f16:256x64x224x224:64 3x3 s1 p1", "1 1 1 1 1 1 1 2.1000 2.6000 1 3.0000 3.4000 16777216");
+  choices.put(h200, "graph fwd:256:64:224:224:64:3:3:224:224:1:1:1:bias_relu_out", "0 0 2 12 2.1000");
+  choices.put(h200, "input padding f16:256x3x224x224:256x3x224x224:64 3x3 s1 p1", "8 4.1000 2.2000");
+  choices.put(h100, "conv f16:tf32:32x256x56x56:64 1x1", "6 0 1 1 0 2 0 0.0000 0.0000 0 0.0000 0.0000 0");
+  put(out / "algorithm_cache/two_gpus.txt", choices.text());
+  std::string crlf;
+  for (const char c : choices.text()) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  put(out / "algorithm_cache/edited_crlf.txt", crlf + "\r\n");
+  put(out / "algorithm_cache/not_one.json", "{\"schema\": \"cnnbench.result/1\"}\n");
   return 0;
 }
