@@ -247,9 +247,7 @@ struct ErrorsVsReference {
 TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
   SKIP_WITHOUT_GPU();
   if (cuda::compute_capability() < 80) GTEST_SKIP() << "cuDNN folds batch norms into convolutions from 8.0";
-  OpCase bottleneck;
-  for (const OpCase& c : all_cases())
-    if (c.name == "tiny_bottleneck_blocks") bottleneck = c;
+  const OpCase bottleneck = op_case("tiny_bottleneck_blocks");
   const Graph g = bottleneck.build();
   PlanOptions options;
   options.input_grad = true;

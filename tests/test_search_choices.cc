@@ -17,11 +17,6 @@ namespace {
 const std::string h200 = "NVIDIA H200 sm_90 cuDNN 91900 driver 13000";
 const std::string h100 = "NVIDIA H100 80GB HBM3 sm_90 cuDNN 91900 driver 13000";
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST(SearchChoices, TextReadsBackAsWrittenAndOnlyForItsIdentity) {
   SearchChoices c;
   c.put(h200, "conv f16:256x64x224x224:64 3x3", "1 1 0 1 1 1 0 0.0000 0.0000 0 0.0000 0.0000");
@@ -106,7 +101,7 @@ TEST(AlgorithmCache, SavesMergedAndNeverReplacesAFileThatIsNotOne) {
   }
   const std::string why = save_algorithm_cache(result, rank0);
   EXPECT_NE(why.find("not replaced"), std::string::npos) << why;
-  EXPECT_EQ(read_all(result), "{\"schema\": \"cnnbench.result/1\"}\n");
+  EXPECT_EQ(slurp_file(result), "{\"schema\": \"cnnbench.result/1\"}\n");
   // a folder not there yet is made; one under a file cannot be
   EXPECT_EQ(save_algorithm_cache(dir + "/new/folder/choices.txt", rank0), "");
   EXPECT_EQ(*read_algorithm_cache(dir + "/new/folder/choices.txt")->find(h200, "conv a"), "1");

@@ -87,6 +87,7 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
   CUBLAS_CHECK(cublasCreate(&cublas_));
   CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
+  if (choices_ && timed_search_) identity_ = search_identity();  // search_recall.cc
   CUBLAS_CHECK(cublasSetMathMode(cublas_, type_ == DType::f32 && !tf32_ ? CUBLAS_PEDANTIC_MATH
                                                                         : CUBLAS_DEFAULT_MATH));
   try {

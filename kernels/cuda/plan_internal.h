@@ -330,7 +330,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::map<std::string, FusedGraph> fused_convs_;  // by FusedConvSpec::key()
   double engine_budget_sec_ = 20;  // fused_conv(): finalizing engines beyond each graph's first
   SearchChoices* choices_ = nullptr;  // PlanOptions::search_choices
-  std::string identity_;              // search_identity(), once asked
+  std::string identity_;              // search_identity() where choices_ and a timed search, else empty
   int choices_read_ = 0, choices_added_ = 0;
   std::map<int, std::string> unfolded_;  // batch norm of a chain cuDNN refused -> why
   // the device arenas: tensor k of layout_.params at param_offset_[k] (aligned; gaps are zero)

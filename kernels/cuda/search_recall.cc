@@ -54,14 +54,11 @@ std::string CudaPlan::search_identity() const {
 }
 
 const std::string* CudaPlan::recall(const std::string& key) {
-  if (!choices_ || !timed_search_) return nullptr;
-  if (identity_.empty()) identity_ = search_identity();
-  return choices_->find(identity_, key);
+  return identity_.empty() ? nullptr : choices_->find(identity_, key);
 }
 
 void CudaPlan::remember(const std::string& key, const std::string& value) {
-  if (!choices_ || !timed_search_) return;
-  if (identity_.empty()) identity_ = search_identity();
+  if (identity_.empty()) return;
   choices_->put(identity_, key, value);
   ++choices_added_;
 }
