@@ -93,20 +93,24 @@ __global__ void backward_partials_kernel(const __half* x, const __half* dz, cons
 }
 
 // Per channel: the splits' sums, then the parameter gradients and dx = A g + B x + C. A block
-// takes 32 channels; its 8 row lanes sum every 8th split, and the lanes are added in order.
+// takes 32 channels; its 32 split lanes sum every 32nd split, and the lanes are added in order.
+// 32 lanes, not fewer: a 64-channel chain is 2 blocks on the whole GPU, and each thread's chain of
+// dependent loads (1024 splits / lanes) is the kernel's whole time.
+constexpr int split_lanes = 32;
 __global__ void backward_coefficients_kernel(const float* partials, const float* mean, const float* inv_std,
                                              const float* gamma, float* dgamma, float* dbeta, float* coefficients,
                                              int64_t rows, int64_t channels, int64_t splits) {
-  __shared__ double sg[8][32], sgx[8][32];
+  __shared__ double sg[split_lanes][32], sgx[split_lanes][32];
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
   double g = 0, gx = 0;
   if (c < channels)
-    for (int64_t s = threadIdx.y; s < splits; s += 8) g += partials[s * channels + c], gx += partials[(splits + s) * channels + c];
+    for (int64_t s = threadIdx.y; s < splits; s += split_lanes)
+      g += partials[s * channels + c], gx += partials[(splits + s) * channels + c];
   sg[threadIdx.y][threadIdx.x] = g;
   sgx[threadIdx.y][threadIdx.x] = gx;
   __syncthreads();
   if (threadIdx.y != 0 || c >= channels) return;
-  for (int l = 1; l < 8; ++l) g += sg[l][threadIdx.x], gx += sgx[l][threadIdx.x];
+  for (int l = 1; l < split_lanes; ++l) g += sg[l][threadIdx.x], gx += sgx[l][threadIdx.x];
   dbeta[c] = static_cast<float>(g);
   dgamma[c] = static_cast<float>(gx);
   const double m = static_cast<double>(rows), is = inv_std[c], k = gamma[c] * is;
@@ -207,7 +211,7 @@ void bn_relu_backward(const void* x, const void* dz, const void* scale, const vo
   backward_partials_kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
       xh, dzh, sh, bh, saved_mean, saved_inv_std, partials, rows, static_cast<int>(channels), splits);
   CUDA_CHECK(cudaGetLastError());
-  backward_coefficients_kernel<<<static_cast<unsigned>((channels + 31) / 32), dim3(32, 8), 0, stream>>>(
+  backward_coefficients_kernel<<<static_cast<unsigned>((channels + 31) / 32), dim3(32, split_lanes), 0, stream>>>(
       partials, saved_mean, saved_inv_std, gamma, dgamma, dbeta, coefficients, rows, channels, splits);
   CUDA_CHECK(cudaGetLastError());
   const int64_t packs = rows * channels / W;
