@@ -4,6 +4,7 @@
 // Runs where a GPU is visible; skipped with the runtime's reason elsewhere. (Every op case of
 // test_cuda_vs_ref runs on the shared arena too.) And the timed search kept between runs
 // (--algorithm_cache), which borrows memory before the arena.
+#include <cmath>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -179,9 +180,32 @@ std::vector<std::string> conv_kernels(const Plan& plan, const Graph& graph) {
   return out;
 }
 
+// Three SGD steps from the same parameters and images; the losses.
+std::vector<double> three_step_losses(Plan& plan, const Graph& graph) {
+  init_parameters(plan.layout(), plan.parameters().data(), plan.buffers().data(), 5);
+  plan.device()->upload_state();
+  const int64_t batch = graph.input().out.n, classes = graph.logits().out.c;
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>((i * 3) % classes);
+  const auto images = testing::random_vector<float>(graph.input().out.elements(), 17);
+  std::vector<double> losses;
+  for (int step = 0; step < 3; ++step) {
+    plan.set_input(images.data());
+    plan.forward(Mode::training);
+    LossResult r = plan.loss(labels.data());
+    plan.backward();
+    plan.sgd_step(SgdConfig{0.9f, 0.0f, false}, 0.01f);
+    plan.device()->synchronize(&r);
+    losses.push_back(r.loss);
+  }
+  return losses;
+}
+
 // --algorithm_cache: a second plan of the same model reads every choice the first one's timed
 // search made (algorithms, graph engines, the input's padding), adds none and runs the same
-// kernels; a kept choice that no longer holds (an algorithm cuDNN does not have) is searched again.
+// kernels; one that replays CUDA graphs with those choices (kernels no search launched in this
+// process) trains as the first; a kept choice that no longer holds (an algorithm cuDNN does not
+// have) is searched again.
 TEST(CudaSearch, ASecondPlanReadsTheFirstOnesChoices) {
   SKIP_WITHOUT_GPU();
   for (const auto& [model, batch] : {std::pair<std::string, int64_t>{"resnet20", 8}, {"vgg11", 2}}) {
@@ -201,6 +225,15 @@ TEST(CudaSearch, ASecondPlanReadsTheFirstOnesChoices) {
     EXPECT_NE(second->kernel_notes().find(" choices read from earlier searches, 0 new"), std::string::npos)
         << second->kernel_notes();
     EXPECT_EQ(conv_kernels(*second, graph), conv_kernels(*first, graph)) << model;
+    PlanOptions graphed_options = options;
+    graphed_options.cuda_graphs = true;
+    const auto graphed = compile_plan("cuda", graph, graphed_options);
+    EXPECT_EQ(choices.added(), made) << model << ": the CUDA-graph plan added choices";
+    const std::vector<double> launched = three_step_losses(*first, graph), replayed = three_step_losses(*graphed, graph);
+    for (size_t i = 0; i < launched.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(replayed[i])) << model << " step " << i;
+      EXPECT_NEAR(replayed[i], launched[i], 1e-2 * std::abs(launched[i]) + 1e-3) << model << " step " << i;
+    }
     // one convolution's forward algorithm made one cuDNN does not have: that shape is searched again
     std::istringstream lines(choices.text());
     std::string text, line;

@@ -275,7 +275,7 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     options.allow_tf32 = false;
     options.fuse = run > 0;
     options.cuda_graphs = run == 2;
-    // with cuDNN's heuristics the graphs' first launch is inside the capture (a timed search runs them before)
+    // cuDNN's heuristics: engines that no search launched, first run by the plain step before the capture
     options.timed_algorithm_search = run != 2;
     auto plan = compile_plan("cuda", g, options);
     int graphs = 0, folded = 0;
@@ -300,10 +300,14 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     }
     EXPECT_EQ(folded, run > 0 ? 4 : 0);
     EXPECT_EQ(graphs, run > 0 ? 6 : 0) << "a1, a2, a3, b1, b2, b3";
-    std::copy(params.begin(), params.end(), plan->parameters().begin());
-    std::copy(statistics.begin(), statistics.end(), plan->buffers().begin());
-    plan->device()->upload_state();
-    step(*plan);
+    // CUDA graphs: a pass runs plainly once before it is captured, so the step measured is the
+    // second, from the same state again, and replays what the capture recorded
+    for (int again = run == 2 ? 1 : 0; again >= 0; --again) {
+      std::copy(params.begin(), params.end(), plan->parameters().begin());
+      std::copy(statistics.begin(), statistics.end(), plan->buffers().begin());
+      plan->device()->upload_state();
+      step(*plan);
+    }
     plan->device()->download_state();
     ErrorsVsReference& e = runs[run];
     e.outputs = output_of(*plan);

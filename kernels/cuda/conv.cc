@@ -336,6 +336,9 @@ void CudaPlan::search_convolutions() {
     }
   }
   release_search_memory();
+  // engines built for a graph that no search timed (a chain's forward asked for without the
+  // statistics a later chain added): the plan keeps the first, not all four plans' kernels
+  for (auto& [key, g] : fused_convs_) g.candidates.clear();
   search_sec_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -111,6 +111,11 @@ void CudaPlan::time_folded_graphs(const Node& node) {
       p[FusedConv::sqsum] = reinterpret_cast<float*>(small.as<uint16_t>() + 2 * c) + k;
     }
     timed_fused_conv(g->spec(), p);
+    // the arena is already planned without the batch norm's and ReLU's outputs: no fallback here
+    const FusedGraph& timed = fused_convs_[g->spec().key()];
+    if (timed.ms < 0 && timed.conv->workspace_bytes() <= search_limit_)
+      throw std::runtime_error("every engine cuDNN offered for the folded batch norm's graph (" + g->spec().key() +
+                               ") failed to run; --fuse_ops=false runs the chain unfolded");
   }
   if (in_bn < 0) return;
   p[FusedConv::w] = grad_half(node.id, 0);

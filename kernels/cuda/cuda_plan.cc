@@ -184,12 +184,15 @@ bool CudaPlan::device_phase_times(StepPhases* phases) const {
 // launch the captured graph. A gradient hook (an NCCL reducer's bucket launches) is captured
 // too where the reducer gave capture hooks (set_capture_hooks): its launches join the capture,
 // it ends them before the capture ends, and it hears of every later replay, since the hooks'
-// host code runs only while capturing. Backward with hooks runs once plainly before its capture.
+// host code runs only while capturing. Every list runs once plainly before its capture: NCCL
+// sets up its connections then, and a kernel's first launch (a cuDNN graph's engine compiled at
+// run time, an algorithm read from --algorithm_cache that no search ran) fails outside a capture,
+// where its error names it, rather than inside one.
 void CudaPlan::run(const std::vector<Step>& steps, double LayerTime::*phase, int which) {
   const bool hooked = hook_ && which == 2;
   const bool capturable = graphs_ && !layer_timing_ && (!hook_ || (join_hook_ && replayed_hook_));
   if (which == 2) graph_marked_backward_ = false;
-  if (capturable && (!hooked || ran_plainly_[which])) {
+  if (capturable && ran_plainly_[which]) {
     if (!graph_exec_[which]) {
       cudaGraph_t graph = nullptr;
       CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));

@@ -92,9 +92,10 @@ class FusedConv {
                                                        int mid, size_t most, double budget_sec, std::string* why,
                                                        const EngineChoice* only);
   FusedConvSpec spec_;
-  std::unique_ptr<BackendDesc> plan_, config_;
-  // the graph, its ops and tensors, shared by the plans of its engine configurations
+  // the graph, its ops and tensors, shared by the plans of its engine configurations (declared
+  // first: destroyed after the plan and configuration made from it)
   std::shared_ptr<std::vector<std::unique_ptr<BackendDesc>>> graph_;
+  std::unique_ptr<BackendDesc> plan_, config_;
   size_t workspace_ = 0;
   std::string engine_;
   EngineChoice choice_;

@@ -352,7 +352,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::vector<Step> forward_training_, forward_inference_, backward_;
   std::function<void(double)> wait_hook_;  // set_wait_hook(): called while wait() polls
   std::function<void()> join_hook_, replayed_hook_;  // set_capture_hooks()
-  bool ran_plainly_[3] = {};  // a list with hooks runs once without capture first (NCCL sets up its connections)
+  bool ran_plainly_[3] = {};  // each list runs once without capture first (run() says why)
   bool graph_marked_backward_ = false;  // this step's backward graph recorded marks_[2] before the allreduces' join
 };
 
