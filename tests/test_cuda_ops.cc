@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu_ops.h"
+#include "cuda_test_util.h"
 #include "gpu_skip.h"
 #include "kernels/cuda/conv_bn_kernels.h"
 #include "kernels/cuda/device.h"
@@ -24,61 +25,6 @@
 
 namespace cnnbench {
 namespace {
-
-std::vector<float> random_values(size_t n, uint64_t seed, float scale = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-template <typename T>
-cuda::DeviceBuffer on_device(const std::vector<T>& host) {
-  cuda::DeviceBuffer b(host.size() * sizeof(T));
-  b.upload(host.data(), host.size() * sizeof(T));
-  return b;
-}
-
-template <typename T>
-std::vector<T> to_host(const cuda::DeviceBuffer& b, size_t n) {
-  std::vector<T> host(n);
-  b.download(host.data(), n * sizeof(T));
-  return host;
-}
-
-// host floats <-> the device's elements of `type`, `offset` elements into a buffer
-cuda::DeviceBuffer upload_as(DType type, const std::vector<float>& v, int64_t offset) {
-  const size_t es = dtype_size(type);
-  cuda::DeviceBuffer b((v.size() + offset) * es);
-  std::vector<uint8_t> bytes((v.size() + offset) * es, 0);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (type == DType::f32) std::memcpy(&bytes[(i + offset) * es], &v[i], 4);
-    const uint16_t h = type == DType::f16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
-    if (type != DType::f32) std::memcpy(&bytes[(i + offset) * es], &h, 2);
-  }
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
-
-std::vector<float> download_as(DType type, const cuda::DeviceBuffer& b, size_t n, int64_t offset) {
-  const size_t es = dtype_size(type);
-  std::vector<uint8_t> bytes((n + offset) * es);
-  b.download(bytes.data(), bytes.size());
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t h = 0;
-    if (type == DType::f32) std::memcpy(&v[i], &bytes[(i + offset) * es], 4);
-    if (type != DType::f32) std::memcpy(&h, &bytes[(i + offset) * es], 2);
-    if (type == DType::f16) v[i] = f16_to_f32(h);
-    if (type == DType::bf16) v[i] = bf16_to_f32(h);
-  }
-  return v;
-}
-
-float round_to(DType type, float x) {
-  return type == DType::f16 ? f16_to_f32(f32_to_f16(x)) : type == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
-}
 
 TEST(CudaBuild, LinksTheLibrariesItWasBuiltFor) {
   const cuda::BuildInfo info = cuda::build_info();

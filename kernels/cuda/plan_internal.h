@@ -106,6 +106,7 @@ struct NodeState {
   // a folded batch norm: its output's sum and sum of squares (fp32; a convolution's own where its
   // graph sums statistics nobody reads), its scale and bias (fp16)
   DeviceBuffer stat_sums, scale_bias;
+  DeviceBuffer pool_index;  // an overlapping max pool: each output element's window maximum's place (pool.cc)
 };
 
 std::string where(const Node& node);
@@ -285,7 +286,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   void compile_bn_add_relu(const Node& bn, const Node& add);  // batch_norm.cc, from compile_add()
   void compile_relu(const Node& node);        // elementwise_ops.cc
   void compile_pool(const Node& node);        // pool.cc
-  bool tiled_max_pool(const Node& node) const;  // pool.cc
+  bool tiled_max_pool(const Node& node) const;    // pool.cc
+  bool indexed_max_pool(const Node& node) const;  // pool.cc: overlapping windows, our kernels
   int masking_pool(int relu) const;             // pool.cc: the max pool doing a ReLU's backward, or -1
   void compile_linear(const Node& node);      // linear_loss.cc
   void compile_add(const Node& node);         // elementwise_ops.cc

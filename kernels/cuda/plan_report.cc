@@ -89,6 +89,8 @@ std::string CudaPlan::layer_kernels(int id) const {
     return "tiled max pool (cnnbench's kernels)" +
            (masking_pool(node.inputs[0]) == id ? ", doing " + graph_.nodes[node.inputs[0]].name + "'s backward"
                                                : std::string());
+  if (node.kind == OpKind::max_pool && indexed_max_pool(node))
+    return "max pool keeping its windows' maxima's places (cnnbench's kernels)";
   if (node.kind != OpKind::conv) return {};
   static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
                                     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};

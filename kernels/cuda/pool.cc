@@ -10,13 +10,23 @@
 namespace cnnbench::cuda {
 
 // cuDNN's NHWC max pooling took 14 ms of VGG16's 94 ms fp16 step (b256, H100): windows that
-// tile the input get kernels of their own (pool_kernels.h); overlapping ones (ResNet's 3x3/2)
-// stay cuDNN's.
+// tile the input get kernels of their own (pool_kernels.h). So do overlapping ones (ResNet's
+// 3x3/2: cuDNN's backward took 1.5 ms at b256 on an H100, 333 GB/s) where a gradient flows back:
+// the forward keeps each window's maximum's place (one byte an output element, beside the
+// arena) and the backward gathers from it.
 bool CudaPlan::tiled_max_pool(const Node& node) const {
   const Shape& in = graph_.nodes[node.inputs[0]].out;
   return node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
          node.out.h * node.pool.kernel == in.h && node.out.w * node.pool.kernel == in.w &&
          cuda::max_pool_tiled_fits(node.out.n, node.out.c, node.out.h, node.out.w);
+}
+
+// Overlapping windows whose input wants a gradient: kernels of ours (pool_kernels.h), the
+// windows' maxima's places kept from forward to backward.
+bool CudaPlan::indexed_max_pool(const Node& node) const {
+  const Shape& in = graph_.nodes[node.inputs[0]].out;
+  return node.kind == OpKind::max_pool && !tiled_max_pool(node) && wants_grad(node.inputs[0]) &&
+         cuda::max_pool_indexed_fits(in.n, in.c, in.h, in.w, node.out.h, node.out.w, node.pool.kernel);
 }
 
 // A ReLU run in place whose output only a tiling max pool reads (VGG's conv -> ReLU -> pool):
@@ -55,13 +65,19 @@ void CudaPlan::compile_pool(const Node& node) {
   int n, c, h, w;
   CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(s.pool->d, xd->d, &n, &c, &h, &w));
   if (h != node.out.h || w != node.out.w) throw std::logic_error("cuDNN's pooling output shape differs from the graph's");
-  const bool tiled = tiled_max_pool(node);
+  const bool tiled = tiled_max_pool(node), indexed = indexed_max_pool(node);
   const Shape i = src.out, o = node.out;
-  const int64_t kk = node.pool.kernel;
+  const int64_t kk = node.pool.kernel, ss = node.pool.stride, pp = node.pool.pad;
+  if (indexed) s.pool_index = DeviceBuffer(static_cast<size_t>(o.elements()));
   if (tiled)
     push_forward(node.id, [this, &node, i, o, kk] {
       cuda::max_pool_forward_tiled(out_[node.inputs[0]], out_[node.id], i.n, i.c, i.h, i.w, o.h, o.w, kk, type_,
                                    stream_);
+    });
+  else if (indexed)
+    push_forward(node.id, [this, &node, &s, i, o, kk, ss, pp] {
+      cuda::max_pool_forward_indexed(out_[node.inputs[0]], out_[node.id], s.pool_index.as<uint8_t>(), i.n, i.c, i.h,
+                                     i.w, o.h, o.w, kk, ss, pp, type_, stream_);
     });
   else
     push_forward(node.id, [this, &node, &s, xd] {
@@ -76,6 +92,13 @@ void CudaPlan::compile_pool(const Node& node) {
     push_backward(node.id, [this, &node, i, o, kk, acc, relu_mask] {
       cuda::max_pool_backward_tiled(out_[node.inputs[0]], diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w,
                                     o.h, o.w, kk, acc, relu_mask, type_, stream_);
+    });
+    return;
+  }
+  if (indexed) {
+    push_backward(node.id, [this, &node, &s, i, o, kk, ss, pp, acc] {
+      cuda::max_pool_backward_indexed(s.pool_index.as<uint8_t>(), diff_[node.id], diff_[node.inputs[0]], i.n, i.c,
+                                      i.h, i.w, o.h, o.w, kk, ss, pp, acc, type_, stream_);
     });
     return;
   }

@@ -1,7 +1,8 @@
-// kernels/cuda/pool_kernels.h — max pooling whose windows tile the input (kernel == stride, no
-// padding: VGG's 2x2/2), forward and backward, on NHWC activations of the plan's compute type.
-// One thread a window and 16 bytes of channels (8 halves, 4 floats; one element where the
-// channels or a pointer do not allow it). Asynchronous on `stream`; each checks its launch.
+// kernels/cuda/pool_kernels.h — max pooling, forward and backward, on NHWC activations of the
+// plan's compute type: windows that tile the input (kernel == stride, no padding: VGG's 2x2/2),
+// and windows that overlap (ResNet's 3x3/2 with padding, Inception's 3x3/1 and 3x3/2). A thread
+// takes 16 bytes of channels (8 halves, 4 floats; one element where the channels or a pointer do
+// not allow it). Asynchronous on `stream`; each checks its launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,5 +26,19 @@ bool max_pool_tiled_fits(int64_t n, int64_t c, int64_t out_h, int64_t out_w);
 void max_pool_backward_tiled(const void* x, const void* dy, void* dx, int64_t n, int64_t c, int64_t h, int64_t w,
                              int64_t out_h, int64_t out_w, int64_t kernel, bool accumulate, bool relu_mask,
                              DType type, cudaStream_t stream);
+
+// Overlapping windows (any square kernel up to 15, stride and padding; padding never wins). The
+// forward also writes, per output element, its window's first maximum's place in the window
+// (row-major, as the reference picks; 255 where the window has none: NaN and -inf only), one
+// byte each; the backward then gathers for every input element the gradients of the windows
+// that picked it, in window order: every dx element written once (or added to), no atomics.
+// Both take the input's and the output's elements < 2^31 (max_pool_indexed_fits()).
+bool max_pool_indexed_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_h, int64_t out_w, int64_t kernel);
+void max_pool_forward_indexed(const void* x, void* y, uint8_t* index, int64_t n, int64_t c, int64_t h, int64_t w,
+                              int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad, DType type,
+                              cudaStream_t stream);
+void max_pool_backward_indexed(const uint8_t* index, const void* dy, void* dx, int64_t n, int64_t c, int64_t h,
+                               int64_t w, int64_t out_h, int64_t out_w, int64_t kernel, int64_t stride, int64_t pad,
+                               bool accumulate, DType type, cudaStream_t stream);
 
 }  // namespace cnnbench::cuda
