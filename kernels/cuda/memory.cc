@@ -30,9 +30,12 @@ int64_t CudaPlan::largest_batch_for_descriptors() const {
 void CudaPlan::check_tensors_fit() {
   tensor_bytes_ = tensors_.arena_bytes;
   unshared_tensor_bytes_ = tensors_.unshared_bytes;
+  size_t beside = 0;  // overlapping max pools' windows' places, a byte an output element (pool.cc)
+  for (const Node& node : graph_.nodes)
+    if (indexed_max_pool(node)) beside += static_cast<size_t>(node.out.elements());
   size_t free = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (tensor_bytes_ > free) throw OutOfMemory(tensor_bytes_, free, total);
+  if (tensor_bytes_ + beside > free) throw OutOfMemory(tensor_bytes_ + beside, free, total);
   const int64_t batch = graph_.batch_size(), limit = largest_batch_for_descriptors();
   if (batch > limit)
     throw std::invalid_argument("backend 'cuda': batch " + std::to_string(batch) + " gives tensors of more than 2^31 elements, " +

@@ -69,22 +69,26 @@ void CudaPlan::compile_pool(const Node& node) {
   const Shape i = src.out, o = node.out;
   const int64_t kk = node.pool.kernel, ss = node.pool.stride, pp = node.pool.pad;
   if (indexed) s.pool_index = DeviceBuffer(static_cast<size_t>(o.elements()));
+  Launch cudnn_forward = [this, &node, &s, xd] {
+    const float one = 1.0f, zero = 0.0f;
+    CUDA_CHECK(
+        cudnnPoolingForward(cudnn_, s.pool->d, &one, xd->d, out_[node.inputs[0]], &zero, s.out->d, out_[node.id]));
+  };
   if (tiled)
     push_forward(node.id, [this, &node, i, o, kk] {
       cuda::max_pool_forward_tiled(out_[node.inputs[0]], out_[node.id], i.n, i.c, i.h, i.w, o.h, o.w, kk, type_,
                                    stream_);
     });
-  else if (indexed)
-    push_forward(node.id, [this, &node, &s, i, o, kk, ss, pp] {
-      cuda::max_pool_forward_indexed(out_[node.inputs[0]], out_[node.id], s.pool_index.as<uint8_t>(), i.n, i.c, i.h,
-                                     i.w, o.h, o.w, kk, ss, pp, type_, stream_);
-    });
+  else if (indexed)  // inference (evaluation) keeps no places: cuDNN's forward
+    push_forward(
+        node.id,
+        [this, &node, &s, i, o, kk, ss, pp] {
+          cuda::max_pool_forward_indexed(out_[node.inputs[0]], out_[node.id], s.pool_index.as<uint8_t>(), i.n, i.c,
+                                         i.h, i.w, o.h, o.w, kk, ss, pp, type_, stream_);
+        },
+        cudnn_forward);
   else
-    push_forward(node.id, [this, &node, &s, xd] {
-      const float one = 1.0f, zero = 0.0f;
-      CUDA_CHECK(cudnnPoolingForward(cudnn_, s.pool->d, &one, xd->d, out_[node.inputs[0]], &zero, s.out->d,
-                                     out_[node.id]));
-    });
+    push_forward(node.id, std::move(cudnn_forward));
   if (!wants_grad(src.id)) return;
   const bool acc = accumulates(node, 0);
   if (tiled) {
