@@ -4,8 +4,7 @@
 // takes a new choice on saving and keeps every line it had; a file that does not read is not
 // saved over, and its bytes stay as they were.
 #include <cstdint>
-#include <fstream>
-#include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -13,15 +12,6 @@
 #include "harness/run/algorithm_cache.h"
 
 using namespace cnnbench;
-
-namespace {
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::scratch_dir() + "/choices.txt";
@@ -34,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::runtime_error& e) {
     fuzz::expect_one_line(e.what(), path);
     fuzz::expect(!save_algorithm_cache(path, mine).empty(), "a file that does not read was saved over");
-    fuzz::expect(bytes_of(path) == std::string(reinterpret_cast<const char*>(data), size),
+    fuzz::expect(fuzz::read_bytes(path) == std::string(reinterpret_cast<const char*>(data), size),
                  "a file that does not read was changed");
     return 0;
   }

@@ -1,6 +1,6 @@
 // tests/fuzz/fuzz_files.h — what the harnesses share: a scratch folder of the process's own (in
-// /dev/shm where there is one, so an input costs no disk I/O), writing bytes to a file in it, and
-// the oracle for errors: one line that names the file.
+// /dev/shm where there is one, so an input costs no disk I/O), writing bytes to a file in it and
+// reading a file's bytes back, and the oracle for errors: one line that names the file.
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace cnnbench::fuzz {
@@ -48,6 +50,11 @@ inline void write_bytes(const std::string& path, const void* data, size_t size) 
     done += static_cast<size_t>(n);
   }
   ::close(fd);
+}
+
+inline std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A bad input may be refused, but only with one line that says where: anything else is a bug the

@@ -5,11 +5,11 @@
 #include <cstdio>  // before jpeglib.h (through test_files.h), which needs FILE and size_t
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "../test_files.h"
+#include "fuzz_files.h"
 #include "fuzz_plan.h"
 #include "harness/data/image_example.h"
 #include "harness/data/tfrecord.h"
@@ -24,13 +24,6 @@ namespace {
 void put(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string args(const std::vector<std::string>& list) {  // fuzz_flags: NUL-separated
@@ -56,7 +49,7 @@ std::string idx_input(int modes, const std::string& images, const std::string& l
 
 std::string gzipped(const fs::path& scratch, const std::string& bytes) {
   testing::write_file(scratch.string(), bytes, true);
-  return slurp(scratch);
+  return fuzz::read_bytes(scratch);
 }
 
 }  // namespace
@@ -81,7 +74,7 @@ int main(int argc, char** argv) {
 
   for (const char* preset : {"resnet20_synthetic.toml", "resnet50_synthetic.toml", "vgg16_synthetic.toml",
                              "cifar10_resnet20.toml", "fashion_mnist.toml"})
-    put(out / "config_toml" / preset, slurp(source / "configs" / preset));
+    put(out / "config_toml" / preset, fuzz::read_bytes(source / "configs" / preset));
 
   put(out / "cifar10/two_records.bin", cifar_records(2));
   put(out / "cifar10/one_record.bin", cifar_records(1));
@@ -97,16 +90,16 @@ int main(int argc, char** argv) {
 
   const fs::path jpeg_scratch = out / "scratch.jpeg";
   testing::write_jpeg(jpeg_scratch.string(), 40, 24, 1);
-  put(out / "jpeg/rgb_40x24.JPEG", slurp(jpeg_scratch));
+  put(out / "jpeg/rgb_40x24.JPEG", fuzz::read_bytes(jpeg_scratch));
   testing::write_jpeg(jpeg_scratch.string(), 9, 33, 2, /*grey=*/true);
-  put(out / "jpeg/grey_9x33.JPEG", slurp(jpeg_scratch));
+  put(out / "jpeg/grey_9x33.JPEG", fuzz::read_bytes(jpeg_scratch));
   fs::remove(jpeg_scratch);
 
   // ImageNet shards: Examples as build_imagenet_data.py writes them (one with a bounding box), and
   // a shard of two records written by the shards' own writer
   ImageExample example;
   testing::write_jpeg(jpeg_scratch.string(), 48, 36, 3);
-  example.jpeg = slurp(jpeg_scratch);
+  example.jpeg = fuzz::read_bytes(jpeg_scratch);
   fs::remove(jpeg_scratch);
   example.label = 7;
   example.synset = "n01440764";
@@ -142,12 +135,12 @@ int main(int argc, char** argv) {
   const fs::path ckpt_dir = out / "scratch_checkpoints";
   const std::string written =
       write_checkpoint(ckpt_dir.string(), plan, CheckpointInfo{fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt, ""});
-  put(out / "checkpoint/checkpoint-epoch-0003.ckpt", slurp(written));
+  put(out / "checkpoint/checkpoint-epoch-0003.ckpt", fuzz::read_bytes(written));
   fs::remove_all(ckpt_dir);
 
   for (const char* name : {"resnet20_b32_1rank.json", "resnet20_b32_2ranks_mpi.json"})
-    put(out / "result_json" / name, slurp(source / "results/baseline" / name));
-  put(out / "results_csv/results.csv", slurp(source / "results/baseline/results.csv"));
+    put(out / "result_json" / name, fuzz::read_bytes(source / "results/baseline" / name));
+  put(out / "results_csv/results.csv", fuzz::read_bytes(source / "results/baseline/results.csv"));
 
   // the search's choices as a GPU plan keeps them (kernels/cuda/search_recall.cc's keys and values)
   SearchChoices choices;
