@@ -30,12 +30,12 @@ int64_t CudaPlan::largest_batch_for_descriptors() const {
 void CudaPlan::check_tensors_fit() {
   tensor_bytes_ = tensors_.arena_bytes;
   unshared_tensor_bytes_ = tensors_.unshared_bytes;
-  size_t beside = 0;  // overlapping max pools' windows' places, a byte an output element (pool.cc)
+  pool_index_bytes_ = 0;  // overlapping max pools' windows' places, a byte an output element (pool.cc)
   for (const Node& node : graph_.nodes)
-    if (indexed_max_pool(node)) beside += static_cast<size_t>(node.out.elements());
+    if (indexed_max_pool(node)) pool_index_bytes_ += static_cast<size_t>(node.out.elements());
   size_t free = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (tensor_bytes_ + beside > free) throw OutOfMemory(tensor_bytes_ + beside, free, total);
+  if (batch_bytes() > free) throw OutOfMemory(batch_bytes(), free, total);
   const int64_t batch = graph_.batch_size(), limit = largest_batch_for_descriptors();
   if (batch > limit)
     throw std::invalid_argument("backend 'cuda': batch " + std::to_string(batch) + " gives tensors of more than 2^31 elements, " +
@@ -53,8 +53,12 @@ void CudaPlan::place_tensors() {
   }
 }
 
-size_t CudaPlan::working_memory_bytes() const { return tensor_bytes_ + workspace_.bytes(); }
-size_t CudaPlan::unshared_working_memory_bytes() const { return unshared_tensor_bytes_ + workspace_.bytes(); }
+// The bytes that grow with the batch: the arena, and the pools' places allocated beside it.
+size_t CudaPlan::batch_bytes() const { return tensor_bytes_ + pool_index_bytes_; }
+size_t CudaPlan::working_memory_bytes() const { return batch_bytes() + workspace_.bytes(); }
+size_t CudaPlan::unshared_working_memory_bytes() const {
+  return unshared_tensor_bytes_ + pool_index_bytes_ + workspace_.bytes();
+}
 
 int64_t CudaPlan::peak_device_memory_bytes() const { return peak_device_bytes_; }
 
@@ -72,11 +76,10 @@ std::string CudaPlan::out_of_memory(const OutOfMemory& e) const {
   std::string s = "GPU out of memory at batch " + std::to_string(batch) + ": " + gib(static_cast<double>(e.asked)) +
                   " asked with " + gib(static_cast<double>(e.free)) + " free of " + gib(static_cast<double>(e.total));
   if (tensor_bytes_ == 0 || batch <= 0) return s;
-  const double per_image = static_cast<double>(tensor_bytes_) / static_cast<double>(batch);
-  // the arena may have what the request lacks: room for it is its own bytes less the shortfall
-  const double arena = static_cast<double>(tensor_bytes_);
-  const int64_t fits = largest_batch_that_fits(batch, arena, arena - static_cast<double>(e.asked - std::min(e.asked, e.free)));
-  s += " (activations and gradients: " + gib(static_cast<double>(tensor_bytes_)) + ", " +
+  const double grows = static_cast<double>(batch_bytes()), per_image = grows / static_cast<double>(batch);
+  // what grows with the batch may hold what the request lacks: its room is its bytes less the shortfall
+  const int64_t fits = largest_batch_that_fits(batch, grows, grows - static_cast<double>(e.asked - std::min(e.asked, e.free)));
+  s += " (activations and gradients: " + gib(static_cast<double>(batch_bytes())) + ", " +
        std::to_string(static_cast<int64_t>(per_image / (1 << 20))) + " MiB per image)";
   s += fits >= 1 ? "; the largest batch that fits is about " + std::to_string(std::min(fits, largest_batch_for_descriptors()))
                  : "; not even batch 1 fits beside what this plan holds";

@@ -134,6 +134,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   void backward() override;
   void sgd_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count) override;  // sgd.cc
   bool gradients_finite() override;                           // sgd.cc
+  size_t batch_bytes() const;                                 // memory.cc
   size_t working_memory_bytes() const override;               // memory.cc
   size_t unshared_working_memory_bytes() const override;      // memory.cc
   void read_output(int node, float* dst) override;            // plan_state.cc
@@ -317,7 +318,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   DeviceBuffer d_images_, d_labels_, d_totals_, d_flag_, d_logits_, staging_, scratch_;
   DeviceBuffer workspace_, search_workspace_, search_tensors_[4];
   DeviceBuffer d_tensors_;  // every activation and its gradient (memory.cc)
-  size_t tensor_bytes_ = 0, unshared_tensor_bytes_ = 0;
+  size_t tensor_bytes_ = 0, unshared_tensor_bytes_ = 0, pool_index_bytes_ = 0;
   int64_t peak_device_bytes_ = 0;
   size_t workspace_bytes_ = 0, search_limit_ = 0;
   std::map<std::string, ConvAlgos> algo_cache_;
