@@ -188,6 +188,62 @@ TEST(NothingLost, ResultJsonReplacesOnlyACnnbenchResult) {
   EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["timed_steps"], 2);
 }
 
+// --timeline replaces a trace of its own, never another file (a results.csv or notes given by
+// mistake): refused before the first step, the file left as it was.
+TEST(NothingLost, TimelineReplacesOnlyACnnbenchTrace) {
+  const std::string dir = idx_dir("lost_timeline");
+  const std::string trivial = "--model=trivial --batch_size=2 --num_batches=1";
+  CliRun r = run_cnnbench(trivial, dir);  // a results.csv and a result JSON to aim at by mistake
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ofstream(dir + "/notes.txt") << "a user's notes";
+  std::string json;
+  for (const auto& e : fs::directory_iterator(dir + "/cnnbench_results"))
+    if (e.path().extension() == ".json") json = "cnnbench_results/" + e.path().filename().string();
+  ASSERT_FALSE(json.empty());
+  const auto before = snapshot(dir);
+  for (const std::string& target : {std::string("notes.txt"), std::string("cnnbench_results/results.csv"), json}) {
+    for (const std::string& args : {trivial, idx + "--num_batches=1"}) {
+      r = run_cnnbench(args + " --timeline=" + target, dir);
+      EXPECT_EQ(r.exit_code, 2) << args << r.output;
+      EXPECT_NE(r.output.find("cnnbench: --timeline: " + target + " exists and is not a cnnbench timeline: not replaced"),
+                std::string::npos)
+          << r.output;
+      EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << r.output;
+      EXPECT_EQ(snapshot(dir), before) << target;
+    }
+  }
+  // a trace of its own is replaced, as asked
+  r = run_cnnbench(trivial + " --timeline=t.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=3 --timeline=t.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  timeline        t.json ("), std::string::npos) << r.output;
+  EXPECT_NE(slurp_file(dir + "/t.json").find("\"step\":2"), std::string::npos);
+}
+
+// A results.csv (allreduce.csv, input.csv) whose header this version cannot append under is
+// refused before the run, in every mode, not after it with the run's figures lost.
+TEST(NothingLost, ACsvOfOtherColumnsIsRefusedBeforeTheRun) {
+  const std::string dir = idx_dir("lost_csv_header");
+  fs::create_directories(dir + "/L");
+  for (const char* csv : {"results.csv", "allreduce.csv", "input.csv"})
+    std::ofstream(dir + "/L/" + csv) << "foo,bar\n1,2\n";
+  const auto before = snapshot(dir);
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"--model=trivial --batch_size=2 --num_batches=1", "results.csv"},
+      {idx + "--num_batches=1", "results.csv"},
+      {"--mode=allreduce --allreduce_max_mb=0.01", "allreduce.csv"},
+      {idx + "--mode=input --num_batches=2", "input.csv"}};
+  for (const auto& [args, csv] : runs) {
+    const CliRun r = run_cnnbench(args + " --benchmark_log_dir=L", dir);
+    EXPECT_EQ(r.exit_code, 2) << args << r.output;
+    EXPECT_NE(r.output.find("L/" + csv + ": its header differs from this version's columns"), std::string::npos)
+        << args << r.output;
+    EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << args << r.output;
+    EXPECT_EQ(snapshot(dir), before) << args;
+  }
+}
+
 TEST(NothingLost, OutputsThatCannotBeWrittenStopTheRunBeforeItsFirstStep) {
   const std::string dir = idx_dir("lost_outputs");
   std::ofstream(dir + "/F") << "a file";

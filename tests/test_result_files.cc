@@ -55,6 +55,17 @@ TEST(ResultFiles, CsvWithFewerColumnsGainsTheNewOnes) {
   EXPECT_EQ(slurp(damaged), "a,b\n1,2,3\n");
 }
 
+// A results.csv a spreadsheet saved (a UTF-8 byte-order mark, CRLF line ends) has the same
+// header: its row is appended in the file's style, nothing else changed.
+TEST(ResultFiles, CsvSavedByASpreadsheetTakesRowsInItsStyle) {
+  const std::string path = fresh_dir("csv_spreadsheet") + "/results.csv";
+  std::ofstream(path) << "\xEF\xBB\xBF" "a,b\r\n1,2\r\n";
+  append_csv_row(path, {"a", "b"}, {"3", "x,y"});
+  EXPECT_EQ(slurp(path), "\xEF\xBB\xBF" "a,b\r\n1,2\r\n3,\"x,y\"\r\n");
+  check_csv_header(path, {"a", "b"});
+  EXPECT_THROW(check_csv_header(path, {"a", "c"}), std::runtime_error);
+}
+
 TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
   const std::string dir = fresh_dir("atomic");
   write_file_atomically(dir + "/r.json", "first");

@@ -397,7 +397,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .unless([](const Config& c) { return c.summary_dir.empty() ? "only with --summary_dir" : ""; })
                     .probe(kSynthetic, "2", "out:summaries", "--summary_dir=sum"));
-    v.push_back(TEXT_FLAG(timeline, , "write a Chrome trace (Perfetto, chrome://tracing) of every rank's steps, buckets and updates")
+    v.push_back(TEXT_FLAG(timeline, , "write a Chrome trace (Perfetto, chrome://tracing) of every rank's steps, buckets and updates; "
+                          "an existing file is replaced only if it is such a trace")
                     .reads(training_runs)
                     .probe(kSynthetic, "t.json", "path"));
     v.push_back(BOOL_FLAG(layer_timing, "print forward/backward time per layer")

@@ -41,7 +41,7 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path) 
   // One physical line at a time, so that a row knows the line it starts on: a line that begins
   // while no row is under way starts the next one.
   int line = 1;
-  size_t at = 0;
+  size_t at = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a spreadsheet's UTF-8 byte-order mark is not the first field's
   try {
     while (at < text.size()) {
       const size_t newline = text.find('\n', at);

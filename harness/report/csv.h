@@ -18,7 +18,8 @@ struct CsvError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Every row of `text`, blank lines skipped, fields kept exactly (spaces included). Throws
+// Every row of `text`, blank lines skipped, fields kept exactly (spaces included; a leading UTF-8
+// byte-order mark and CRLF line ends are not part of any field). Throws
 // CsvError naming path and line for a quote inside an unquoted field, text after a closing
 // quote, or a quoted field that never ends.
 std::vector<CsvRow> parse_csv(const std::string& text, const std::string& path);

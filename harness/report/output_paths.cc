@@ -1,10 +1,14 @@
 #include "harness/report/output_paths.h"
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 
 #include "harness/cli/bounded_file.h"
+#include "harness/report/result_fields.h"
+#include "harness/report/result_files.h"
 
 namespace cnnbench {
 namespace {
@@ -37,6 +41,9 @@ void check_file(const std::string& path, const std::string& flag) {
   if (!parent.empty()) check_folder(parent.string(), flag);
 }
 
+// The start every trace write_timeline() writes begins with, in this version and earlier ones.
+constexpr std::string_view kTimelineStart = R"({"displayTimeUnit":"ms","otherData":{"origin_us":)";
+
 }  // namespace
 
 std::string epochs_csv_path(const std::string& json_path) {
@@ -60,6 +67,16 @@ void check_replaceable_result(const std::string& path, const std::string& flag) 
     refuse(flag, path, "exists and is not a cnnbench result: not replaced (name another file)");
 }
 
+void check_replaceable_timeline(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
+  std::string start(kTimelineStart.size(), '\0');
+  std::ifstream file;
+  if (fs::is_regular_file(path, ec)) file.open(path, std::ios::binary);  // a FIFO is not opened: it would wait
+  if (!file.is_open() || !file.read(start.data(), static_cast<std::streamsize>(start.size())) || start != kTimelineStart)
+    refuse(flag, path, "exists and is not a cnnbench timeline: not replaced (name another file)");
+}
+
 void check_output_paths(const Config& config) {
   const RunKind kind = run_kind(config);
   if (kind == kNoRun) return;
@@ -74,7 +91,15 @@ void check_output_paths(const Config& config) {
   }
   if (kind == kRealData) check_folder(config.train_dir, "--train_dir");
   if (kind == kSynthetic || kind == kRealData) check_folder(config.summary_dir, "--summary_dir");
-  if (!config.timeline.empty() && (kind == kSynthetic || kind == kRealData)) check_file(config.timeline, "--timeline");
+  // the CSV this run appends its row to: a header this version cannot append under is refused
+  // now, not after the run
+  const bool allreduce = kind == kAllreduce, input = kind == kInput;
+  check_csv_header(config.benchmark_log_dir + (allreduce ? "/allreduce.csv" : input ? "/input.csv" : "/results.csv"),
+                   allreduce ? allreduce_csv_header() : input ? input_csv_header() : csv_header());
+  if (!config.timeline.empty() && (kind == kSynthetic || kind == kRealData)) {
+    check_file(config.timeline, "--timeline");
+    check_replaceable_timeline(config.timeline, "--timeline");
+  }
   if (!config.algorithm_cache.empty() && config.device == "gpu" && (kind == kSynthetic || kind == kRealData))
     check_file(config.algorithm_cache, "--algorithm_cache");
   if (!config.result_json.empty()) {

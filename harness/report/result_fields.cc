@@ -205,6 +205,15 @@ std::vector<std::string> csv_header() {
   return header;
 }
 
+std::vector<std::string> allreduce_csv_header() {
+  return {"time_utc", "backend", "ranks", "hosts", "type", "bytes", "time_sec", "algbw_gbps", "busbw_gbps", "wrong"};
+}
+
+std::vector<std::string> input_csv_header() {
+  return {"time_utc",   "model",          "format", "ranks", "workers_per_rank", "batch_size", "cpus_allowed",
+          "images_per_sec", "images_per_sec_per_worker"};
+}
+
 std::vector<std::string> csv_row(const nlohmann::json& doc, const std::string& json_file) {
   std::vector<std::string> row;
   for (const ResultField& f : result_fields()) {

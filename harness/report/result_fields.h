@@ -53,6 +53,10 @@ nlohmann::json model_fields(const RunSettings& settings, const Graph& graph);
 nlohmann::json result_fields_json();
 
 std::vector<std::string> csv_header();
+// The columns of allreduce.csv (--mode=allreduce, a row a message size) and input.csv
+// (--mode=input): defined here so that a run checks the file it will append to before it starts.
+std::vector<std::string> allreduce_csv_header();
+std::vector<std::string> input_csv_header();
 // The results.csv row of a result document: each column the value at its field's JSON path
 // (integers and text as they are, other numbers as csv_number, true/false; empty where the
 // document has no such field), json_file the given path.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "harness/cli/bounded_file.h"
 #include "harness/report/csv.h"
@@ -42,16 +43,27 @@ std::optional<std::string> widened(const std::string& existing, const std::vecto
   return out;
 }
 
+// A CSV saved by a spreadsheet: a UTF-8 byte-order mark before its header, CRLF line ends.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+bool crlf_lines(const std::string& text) {
+  const size_t eol = text.find('\n');
+  return eol != std::string::npos && eol > 0 && text[eol - 1] == '\r';
+}
+
 // `existing` (a whole CSV, or empty) ready for a row under `header`: the header alone for an
-// empty file, an older prefix header widened; throws for any other header.
+// empty file, an older prefix header widened; throws for any other header. A header saved with
+// a byte-order mark or CRLF line ends is the same header: the file is kept in its style.
 std::string under_header(std::string existing, const std::vector<std::string>& header, const std::string& path) {
   const std::string header_line = csv_line(header);
   if (existing.empty()) return header_line;
-  const std::string first = existing.substr(0, existing.find('\n') + 1);
+  const size_t bom = existing.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0;
+  const bool crlf = crlf_lines(existing);
+  std::string first = existing.substr(bom, existing.find('\n') + 1 - bom);
+  if (crlf) first.erase(first.size() - 2, 1);
   if (first != header_line) {
     std::optional<std::string> wider;
     try {
-      wider = widened(existing, header, path);
+      wider = widened(existing.substr(bom), header, path);  // rewritten in this version's style
     } catch (const CsvError&) {
     }
     if (!wider)
@@ -59,7 +71,7 @@ std::string under_header(std::string existing, const std::vector<std::string>& h
                                "write to another file (--benchmark_log_dir)");
     existing = *wider;
   }
-  if (existing.back() != '\n') existing += '\n';  // a file edited by hand
+  if (existing.back() != '\n') existing += crlf ? "\r\n" : "\n";  // a file edited by hand
   return existing;
 }
 
@@ -206,7 +218,12 @@ void append_csv_row(const std::string& path, const std::vector<std::string>& hea
   if (header.size() != row.size()) throw std::logic_error("CSV row and header differ in length");
   with_file_lock(path, [&] {
     const std::string existing = under_header(read_whole(path), header, path);
-    write_file_atomically(path, existing + csv_line(row));
+    std::string line = csv_line(row);
+    if (crlf_lines(existing)) {  // in the file's style
+      line.back() = '\r';
+      line += '\n';
+    }
+    write_file_atomically(path, existing + line);
   });
 }
 

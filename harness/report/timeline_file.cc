@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
+#include "harness/report/output_paths.h"
 #include "harness/report/result_files.h"
 
 namespace cnnbench {
@@ -30,14 +32,14 @@ std::string timeline_line(const std::string& path, const Timeline& timeline) {
                      dropped ? fmt::format("; the {} after those not recorded", dropped) : "");
 }
 
-void write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path) {
+bool write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path) {
   double origin = timeline.first_us();  // times from the first event of any rank: viewers start at 0
   comm.allreduce_min(&origin, 1);
   if (!std::isfinite(origin)) origin = 0;
   origin -= 1;  // the first event at 1 us: DevTools leaves ts 0 (the metadata's) out of a trace's bounds
   const std::vector<std::string> ranks = comm.gather_strings(timeline.events_json(origin));
   const std::vector<std::string> hosts = comm.gather_strings(comm.host());
-  if (comm.rank() != 0) return;
+  if (comm.rank() != 0) return false;
   std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"origin_us\":" + fmt::format("{:.3f}", origin) +
                     "},\"traceEvents\":[\n";
   bool first = true;
@@ -60,7 +62,14 @@ void write_timeline(const Communicator& comm, const Timeline& timeline, const st
   for (const std::string& events : ranks)
     if (!events.empty()) add(events);
   out += "\n]}\n";
+  try {  // checked before the run too; a file may have appeared since: it is kept, the trace is not written
+    check_replaceable_timeline(path, "--timeline");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnnbench: %s; the trace was not written\n", e.what());
+    return false;
+  }
   write_file_atomically(path, out);
+  return true;
 }
 
 }  // namespace cnnbench

@@ -20,8 +20,10 @@ std::unique_ptr<Timeline> start_timeline(const Communicator& comm, const std::st
 // the cap when there were any.
 std::string timeline_line(const std::string& path, const Timeline& timeline);
 
-// Collective. Throws std::runtime_error on rank 0 when the file cannot be written (an old file
-// at `path` is left as it was).
-void write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path);
+// Collective. Rank 0 writes the trace and returns true; where a file that is not a cnnbench trace
+// appeared at `path` since the run began, it says so on stderr, keeps it, and returns false.
+// Throws std::runtime_error on rank 0 when the file cannot be written (an old file at `path` is
+// left as it was).
+bool write_timeline(const Communicator& comm, const Timeline& timeline, const std::string& path);
 
 }  // namespace cnnbench

@@ -10,6 +10,7 @@
 
 #include "comm/gradient_reducer.h"
 #include "comm/wire_cast.h"
+#include "harness/report/result_fields.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
 #include "harness/run/run_setup.h"
@@ -199,8 +200,7 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
   make_folders(config.benchmark_log_dir);
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
   write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  const std::vector<std::string> header = {"time_utc", "backend", "ranks", "hosts", "type",
-                                           "bytes", "time_sec", "algbw_gbps", "busbw_gbps", "wrong"};
+  const std::vector<std::string> header = allreduce_csv_header();
   for (const SizeResult& r : sizes)
     append_csv_row(config.benchmark_log_dir + "/allreduce.csv", header,
                    {context.time_utc, comm.backend(), std::to_string(comm.size()), std::to_string(comm.hosts()),

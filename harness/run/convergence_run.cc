@@ -71,8 +71,6 @@ void run_convergence(const Config& config, Communicator& comm) {
                                            settings.model.name, setup.graph.num_classes()));
     if (data.train_count / comm.size() < settings.batch_size)
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
-    // the row written at the end must fit: refused now, not after the training
-    if (leader) check_csv_header(config.benchmark_log_dir + "/results.csv", csv_header());
     if (!config.baseline.empty()) baseline = read_baseline(config.baseline);  // before, not after, the training
   } catch (const std::exception& e) {
     error = e.what();
@@ -257,7 +255,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   double capacity = train_input.images_per_sec_capacity();
   comm.allreduce_sum(&capacity, 1);
   const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec);
-  if (timeline) write_timeline(comm, *timeline, config.timeline);
+  const bool traced = timeline && write_timeline(comm, *timeline, config.timeline);
   const int hosts = comm.hosts();
   if (!leader) return;
   fmt::print("{}\n", input.line());
@@ -274,7 +272,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   const std::string json_path = write_convergence_results(outcome, names);
   fmt::print("Results: {} (JSON), {} (per epoch), {}/results.csv (row appended)\n", json_path, names.epochs_csv,
              config.benchmark_log_dir);
-  if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
+  if (traced) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (events_file) fmt::print("Summaries: {} ({} events)\n", events_file->path(), events_file->events());
   if (!history.empty() && history.back().evaluated)
     fmt::print("final test top-1 accuracy: {:.4f}\n", history.back().test_top1);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/run_settings.h"
+#include "harness/report/result_fields.h"
 #include "harness/report/result_files.h"
 #include "harness/report/run_context.h"
 #include "harness/report/tf_log.h"
@@ -148,9 +149,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   make_folders(config.benchmark_log_dir);
   // a setting that is not UTF-8 (a Latin-1 path) is written as U+FFFD, never lost to an exception
   write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  append_csv_row(config.benchmark_log_dir + "/input.csv",
-                 {"time_utc", "model", "format", "ranks", "workers_per_rank", "batch_size", "cpus_allowed",
-                  "images_per_sec", "images_per_sec_per_worker"},
+  append_csv_row(config.benchmark_log_dir + "/input.csv", input_csv_header(),
                  {context.time_utc, model.name, doc["run"]["format"].get<std::string>(), std::to_string(comm.size()),
                   std::to_string(workers), std::to_string(settings.batch_size), std::to_string(cpus_allowed()),
                   fmt::format("{:.6g}", rate), fmt::format("{:.6g}", rate / all_workers)});

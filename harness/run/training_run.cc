@@ -219,7 +219,7 @@ void run_training(const Config& config, Communicator& comm) {
   }
   const RepeatSpeeds repeat = repeat_speeds(speeds, waits);
   const RunOutcome& reported = outcomes[repeat.median_index];
-  if (timeline) write_timeline(comm, *timeline, config.timeline);
+  const bool traced = timeline && write_timeline(comm, *timeline, config.timeline);
   if (!leader) return;
 
   print_summary(stdout, reported.summary, settings);
@@ -236,7 +236,7 @@ void run_training(const Config& config, Communicator& comm) {
   if (repeats > 1) inputs.repeats = &repeat;
   const std::string json_path = write_results(inputs);
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
-  if (timeline) fmt::print("{}", timeline_line(config.timeline, *timeline));
+  if (traced) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (events_file) {
     const int64_t last = repeats * config.num_batches;
     events_file->scalar("total_images_per_sec", last, reported.summary.images_per_sec);
