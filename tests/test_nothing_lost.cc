@@ -101,6 +101,16 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("seed 1 (this run: 7)"), std::string::npos) << r.output;
   EXPECT_EQ(snapshot(dir + "/T"), before);
+  // and on a training set of another size (its steps would be other epochs there)
+  fs::create_directories(dir + "/half");
+  testing::write_idx_dataset(dir + "/half", "train", 64, false);
+  testing::write_idx_dataset(dir + "/half", "t10k", 32, false);
+  r = run_cnnbench("--model=small_cnn --data_dir=half --batch_size=32 --num_intra_threads=1 --num_data_workers=1 "
+                   "--num_epochs=4 --train_dir=T --resume",
+                   dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("train_examples 128 (this run: 64)"), std::string::npos) << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
   // resuming the complete run says so and touches nothing
   r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T --resume", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;

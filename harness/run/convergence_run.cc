@@ -84,7 +84,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
-  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate);
+  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count);
   if (!config.train_dir.empty()) {
     const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, comm);
     if (opened.complete) {

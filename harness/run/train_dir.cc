@@ -38,7 +38,8 @@ void remove_checkpoints(const std::string& dir) {
 
 }  // namespace
 
-nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate) {
+nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
+                            int64_t train_examples) {
   // resolved values, not the flags' text: "0.10;82" and "0.1;82" are one schedule, and "auto" is
   // the data set's recipe
   std::string schedule;
@@ -55,6 +56,7 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
     learning_rate *= static_cast<double>(settings.global_batch) / static_cast<double>(config.learning_rate_base_batch);
   nlohmann::json id = {{"model", settings.model.name},
                        {"dataset", settings.dataset},
+                       {"train_examples", std::to_string(train_examples)},
                        {"seed", std::to_string(config.seed)},
                        {"global_batch", std::to_string(settings.global_batch)},
                        {"precision", std::string(dtype_name(settings.precision))},
@@ -92,8 +94,10 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
     differ("seed", std::to_string(theirs.seed), text_of(ours.at("seed")));
     return out;
   }
-  for (const auto& [key, value] : ours.items())
+  for (const auto& [key, value] : ours.items()) {
+    if (key == "train_examples" && !theirs.run.contains(key)) continue;  // recorded since 2026-11-27
     differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : "", text_of(value));
+  }
   for (const auto& [key, value] : theirs.run.items())
     if (!ours.contains(key)) differ(key, text_of(value), "");
   return out;

@@ -21,12 +21,15 @@
 
 namespace cnnbench {
 
-// What a checkpoint records of its run: the settings that shape the weights, as text.
-nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate);
+// What a checkpoint records of its run: the settings that shape the weights, as text, and the
+// number of training examples (a step count means its epochs on that many examples).
+nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
+                            int64_t train_examples);
 
 // "model small_cnn (this run: resnet20), seed 1 (this run: 2)": where `theirs` (a checkpoint's)
 // differs from `ours`; empty when they agree. A checkpoint of an earlier version records no
-// identity: only its model and seed are compared then.
+// identity: only its model and seed are compared then; one written before a key was added
+// (train_examples) is not compared on it.
 std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::json& ours);
 
 struct TrainDirStart {
