@@ -329,6 +329,36 @@ TEST(Compare, CsvRowsUseTheirJsonOrElseTheirSummary) {
   EXPECT_NE(run.out.find("summary: a CSV row whose JSON is not at hand"), std::string::npos) << run.out;
 }
 
+// A run is counted once however its file is reached: a copied folder reads its own copies (not
+// the files its rows name elsewhere, which would count each run twice), and two files with the
+// same bytes are one run. A row whose JSON a later run replaced (the same --result_json) keeps
+// its own run, from its summary, and the later run is counted through its own row.
+TEST(Compare, ARunIsCountedOnceAndARowKeepsItsRun) {
+  const std::string dir = fresh_dir("compare_once");
+  make_folders(dir + "/runs");
+  write_result(dir + "/runs/a.json", 0.1, 1);
+  append_row(dir + "/runs/results.csv", settings_with(), 320, 1, 30, dir + "/runs/a.json");  // as --result_json names it
+  std::filesystem::copy(dir + "/runs", dir + "/copy");
+  std::filesystem::copy_file(dir + "/copy/a.json", dir + "/copy/a_again.json");
+  EXPECT_EQ(compare_results(dir + "/copy", dir + "/runs", {}).base_runs, 1);
+
+  make_folders(dir + "/replaced");
+  nlohmann::json later = result_doc(settings_with({{"batch_size_per_rank", "16"}}), step_times(0.05, 3));
+  later["context"]["time_utc"] = "2026-11-27T18:00:02Z";
+  write_json(dir + "/replaced/r.json", later);
+  append_row(dir + "/replaced/results.csv", settings_with({{"time_utc", "2026-11-27T18:00:01Z"}}), 320, 1, 30,
+             "replaced/r.json");
+  append_row(dir + "/replaced/results.csv",
+             settings_with({{"time_utc", "2026-11-27T18:00:02Z"}, {"batch_size_per_rank", "16"}}), 320, 1, 30,
+             "replaced/r.json");
+  const CompareReport r = compare_results(dir + "/replaced", dir + "/replaced", {});
+  EXPECT_EQ(r.base_runs, 2);
+  ASSERT_EQ(r.matched.size(), 2u);
+  int from_summary = 0;
+  for (const auto& m : r.matched) from_summary += !m.from_samples;
+  EXPECT_EQ(from_summary, 1) << "the b32 row's run, from its summary";
+}
+
 TEST(Compare, JsonReportForScripts) {
   const std::string dir = fresh_dir("compare_json");
   const std::string base = write_result(dir + "/base.json", 0.1, 1);
@@ -704,11 +734,15 @@ nlohmann::json convergence_doc(double seconds, const Settings& changes = {}) {
   return doc;
 }
 
-// A folder of convergence results, one per entry of `seconds`.
+// A folder of convergence results, one per entry of `seconds`, each a run of its own (its own
+// start time: files with the same bytes are one run's copies, counted once).
 std::string accuracy_folder(const std::string& dir, const std::vector<double>& seconds) {
   make_folders(dir);
-  for (size_t i = 0; i < seconds.size(); ++i)
-    write_json(dir + "/run" + std::to_string(i) + ".json", convergence_doc(seconds[i]));
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    nlohmann::json doc = convergence_doc(seconds[i]);
+    doc["context"]["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+    write_json(dir + "/run" + std::to_string(i) + ".json", doc);
+  }
   return dir;
 }
 

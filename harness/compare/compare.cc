@@ -218,7 +218,7 @@ std::string format_report(const CompareReport& r) {
       summaries = summaries || !c.from_samples;
     }
     out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
-    if (summaries) out += "summary: a CSV row whose JSON is not at hand: mean img/s and Welch's t-test on its summary\n";
+    if (summaries) out += "summary: a CSV row whose JSON is not at hand (gone, or holding a later run): mean img/s and Welch's t-test on its summary\n";
   }
   if (!r.matched.empty() && !r.accuracy.empty()) out += "\n";
   out += format_accuracy_rows(r.accuracy);

@@ -53,8 +53,10 @@ std::string json_message(const json::exception& e) {
   return m.rfind("[json.exception", 0) == 0 && end != std::string::npos ? m.substr(end + 2) : m;
 }
 
-json parse_json(const std::string& path) {
+// `digest` (when asked): the text's length and hash, the same for every copy of a file.
+json parse_json(const std::string& path, std::string* digest = nullptr) {
   const std::string text = read_text(path, max_result_json_bytes, "a cnnbench result");
+  if (digest) *digest = fmt::format("{}:{:x}", text.size(), std::hash<std::string>{}(text));
   // of the per-step arrays only steps.time_sec is read: the others are dropped as they are
   // parsed, so a long run's JSON costs its text and one number a step, not nine
   std::string top_key;
@@ -184,15 +186,17 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
 }
 
 // A CSV row names its JSON as the run saw it (relative to the run's folder, usually the
-// folder above the CSV's, or the CSV's own): look there, then next to the CSV.
+// folder above the CSV's, or the CSV's own): look next to the CSV first (a folder copied
+// elsewhere reads its own copies, not the files it was copied from), then where the row says.
 std::optional<std::string> find_json(const std::string& json_file, const std::string& csv_path) {
   if (json_file.empty()) return std::nullopt;
   const fs::path named(json_file), csv_dir = fs::path(csv_path).parent_path();
-  std::vector<fs::path> candidates = {named};
+  std::vector<fs::path> candidates;
   if (named.is_relative()) {
-    candidates.push_back(csv_dir / named);
     candidates.push_back(csv_dir / named.filename());
+    candidates.push_back(csv_dir / named);
   }
+  candidates.push_back(named);
   for (const fs::path& c : candidates) {
     std::error_code ec;
     if (fs::is_regular_file(c, ec)) return c.string();
@@ -204,6 +208,24 @@ std::string canonical(const std::string& path) {
   std::error_code ec;
   const fs::path p = fs::weakly_canonical(path, ec);
   return ec ? path : p.string();
+}
+
+// `read`: the files already read (their canonical paths and their texts' digests), so that one
+// run is counted once however many rows name its file, and however many copies of it are read.
+bool first_reading(const std::string& path, const std::string& digest, std::set<std::string>& read) {
+  const bool new_path = read.insert("path " + canonical(path)).second;
+  const bool new_text = read.insert("text " + digest).second;
+  return new_path && new_text;
+}
+
+// Whether the JSON a row names still holds the row's run: the same start time. A run given the
+// same --result_json replaces the file, and the rows of the runs before it keep their own.
+bool holds_row_run(const json& doc, const std::string& row_time_utc) {
+  if (row_time_utc.empty() || !doc.is_object()) return true;
+  const auto context = doc.find("context");
+  if (context == doc.end() || !context->is_object()) return true;
+  const auto time = context->find("time_utc");
+  return time == context->end() || !time->is_string() || time->get<std::string>() == row_time_utc;
 }
 
 // The header names every column compare reads, each once. Other columns are not checked: a
@@ -269,7 +291,7 @@ RunSpeeds speed_row(const Cell& at, const std::string& where) {
   return run;
 }
 
-// `read`: canonical paths of JSON files already read, so that one run is never counted twice.
+// `read`: as first_reading() keeps it.
 std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& read,
                                 std::vector<AccuracyRun>& accuracy_runs) {
   std::vector<CsvRow> rows;
@@ -296,19 +318,27 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
       std::optional<AccuracyRun> run = accuracy_row(at, where);
       if (!run) continue;
       if (const auto json_path = find_json(at("json_file"), path)) {
-        if (read.insert(canonical(*json_path)).second)
-          if (auto from_json = parse_convergence(parse_json(*json_path), *json_path)) accuracy_runs.push_back(*from_json);
-        continue;
+        std::string digest;
+        const json doc = parse_json(*json_path, &digest);
+        if (holds_row_run(doc, at("time_utc"))) {
+          if (first_reading(*json_path, digest, read))
+            if (auto from_json = parse_convergence(doc, *json_path)) accuracy_runs.push_back(*from_json);
+          continue;
+        }
       }
       accuracy_runs.push_back(std::move(*run));
       continue;
     }
     RunSpeeds run = speed_row(at, where);
     if (const auto json_path = find_json(at("json_file"), path)) {
-      if (read.insert(canonical(*json_path)).second) runs.push_back(read_result_json(*json_path));
-      continue;
+      std::string digest;
+      const json doc = parse_json(*json_path, &digest);
+      if (holds_row_run(doc, at("time_utc"))) {
+        if (first_reading(*json_path, digest, read)) runs.push_back(parse_result(doc, *json_path));
+        continue;
+      }
     }
-    runs.push_back(std::move(run));  // the JSON is gone: the row's summary is all there is
+    runs.push_back(std::move(run));  // the JSON is gone, or holds a later run now: the row's summary is all there is
   }
   return runs;
 }
@@ -331,8 +361,9 @@ ResultSet read_folder(const std::string& dir) {
   if (ec) fail(dir, "cannot list: " + ec.message());
   std::sort(jsons.begin(), jsons.end());
   for (const std::string& path : jsons) {
-    if (!read.insert(canonical(path)).second) continue;
-    const json doc = parse_json(path);
+    std::string digest;
+    const json doc = parse_json(path, &digest);
+    if (!first_reading(path, digest, read)) continue;
     const std::string schema = schema_of(doc);
     if (schema == convergence_schema) {
       if (auto run = parse_convergence(doc, path))
