@@ -63,6 +63,9 @@ class GradientExchange {
   virtual void set_before_abort(std::function<void()> /*f*/) {}
   // What one rank sends per step (PowerSGD: once past its warm-up), in bytes.
   virtual size_t sent_bytes_per_step() const = 0;
+  // What this rank has sent so far, in bytes, counted as it goes (PowerSGD's warm-up steps send
+  // whole gradients); -1 where every step sends sent_bytes_per_step().
+  virtual int64_t bytes_sent() const { return -1; }
   // Elements of all buckets together: the gradients (with a device plan's alignment gaps).
   size_t gradient_elements() const {
     size_t elements = 0;

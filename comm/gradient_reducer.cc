@@ -110,6 +110,8 @@ void GradientReducer::communicate() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       comm_sec_ += seconds;
+      bytes_sent_ += static_cast<int64_t>(sent * (powersgd_ ? sizeof(float) : wire_type_size(wire_)) +
+                                          (forward_priority_ ? votes_.size() * sizeof(float) : 0));
       started_at_[b] = start;
       ended_at_[b] = end;
       reduced_[b] = 1;

@@ -9,6 +9,7 @@
 // forward priority (--overlap_forward) in the order the ranks agree on bucket by bucket.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -53,6 +54,7 @@ class GradientReducer final : public GradientExchange {
   std::string state() const override { return powersgd_ ? powersgd_->state() : std::string(); }
   void restore_state(const std::string& state) override;
   size_t sent_bytes_per_step() const override;
+  int64_t bytes_sent() const override { return bytes_sent_.load(); }
 
  private:
   void communicate();
@@ -76,6 +78,7 @@ class GradientReducer final : public GradientExchange {
   // per bucket, this step: when its reduction started and ended
   std::vector<std::chrono::steady_clock::time_point> started_at_, ended_at_;
   double comm_sec_ = 0;  // this step
+  std::atomic<int64_t> bytes_sent_{0};  // every step so far, the votes included
   bool forward_priority_ = false;
   bool stop_ = false;
   std::exception_ptr error_;

@@ -194,6 +194,31 @@ TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   EXPECT_GT(doc["summary"]["comm_mean_sec"].get<double>(), 0.0);
 }
 
+// The MiB sent per step is what the timed steps sent: PowerSGD's uncompressed steps reaching into
+// them (a warm-up shorter than --powersgd_warmup_steps) send whole gradients, and the run says so.
+TEST(CliMpi, PowerSgdSentBytesAreWhatTheTimedStepsSent) {
+  const std::string dir = fresh_dir("cli_powersgd_sent");
+  const std::string run = "--model=resnet20 --batch_size=8 --num_batches=3 --num_warmup_batches=1 --num_intra_threads=1 "
+                          "--compression=powersgd ";
+  auto sent = [&](const std::string& args, const std::string& json) {
+    const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                       run + args + " --result_json=" + json, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto doc = nlohmann::json::parse(slurp_file(dir + "/" + json));
+    const double whole = doc["model"]["parameters"].get<double>() * 4 / (1 << 20);
+    return std::make_pair(doc["run"]["sent_mib_per_step"].get<double>() / whole, r.output);
+  };
+  const auto [uncompressed, said] = sent("--powersgd_warmup_steps=100", "whole.json");
+  EXPECT_NEAR(uncompressed, 1.0, 0.01);
+  EXPECT_NE(said.find("cnnbench: note: --powersgd_warmup_steps: its 100 uncompressed steps outlast the 1 warm-up "
+                      "steps: 3 of the 3 timed steps send whole gradients"),
+            std::string::npos)
+      << said;
+  const auto [compressed, quiet] = sent("--powersgd_warmup_steps=1", "compressed.json");
+  EXPECT_LT(compressed, 0.2);
+  EXPECT_EQ(quiet.find("--powersgd_warmup_steps:"), std::string::npos) << quiet;
+}
+
 TEST(CliMpi, RanksThatDisagreeAreRefused) {
   const std::string dir = fresh_dir("cli_disagree");
   std::ofstream(dir + "/a.toml") << "batch_size = 8\n";

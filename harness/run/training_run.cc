@@ -101,11 +101,13 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   StepLoopEvents events;
   events.timeline = timeline;
   double waited_before = 0;
+  int64_t sent_before = -1;  // bytes this rank had sent when the timed steps began (-1: not counted)
   std::chrono::steady_clock::time_point timed_start;
   events.warmup_started = [&] { log.warmup_started(); };
   events.warmup_done = [&] {
     log.warmup_done();
     waited_before = runqueue_wait_sec(compute_thread_ids());
+    sent_before = reducer ? reducer->bytes_sent() : -1;
     timed_start = std::chrono::steady_clock::now();
   };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
@@ -154,7 +156,12 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   summary.rank_skew = fastest > 0 ? slowest / fastest - 1 : 0;
   summary.buckets = reducer ? static_cast<int>(reducer->buckets().size()) : 0;
   if (reducer) {
-    summary.sent_mib_per_step = static_cast<double>(reducer->sent_bytes_per_step()) / (1 << 20);
+    // what the timed steps sent, where counted: PowerSGD's uncompressed steps may reach into them
+    const int64_t sent_after = reducer->bytes_sent();
+    summary.sent_mib_per_step =
+        sent_before >= 0 && sent_after >= sent_before && !local.empty()
+            ? static_cast<double>(sent_after - sent_before) / static_cast<double>(local.size()) / (1 << 20)
+            : static_cast<double>(reducer->sent_bytes_per_step()) / (1 << 20);
     summary.gradient_mib = static_cast<double>(reducer->gradient_elements() * sizeof(float)) / (1 << 20);
   }
   if (scaler) {
@@ -188,6 +195,14 @@ void run_training(const Config& config, Communicator& comm) {
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan),
              graph);
+  // a warm-up shorter than PowerSGD's (--num_warmup_batches given): timed steps send whole gradients
+  if (leader && exchange_gradients && config.compression == "powersgd" &&
+      settings.warmup_steps < config.powersgd_warmup_steps)
+    fmt::print(stderr,
+               "cnnbench: note: --powersgd_warmup_steps: its {} uncompressed steps outlast the {} warm-up steps: "
+               "{} of the {} timed steps send whole gradients (the MiB sent per step is what the timed steps sent)\n",
+               config.powersgd_warmup_steps, settings.warmup_steps,
+               std::min(settings.timed_steps, config.powersgd_warmup_steps - settings.warmup_steps), settings.timed_steps);
 
   const Shape& in = graph.input().out;
   // each rank trains on its own images, as data parallelism does
