@@ -387,6 +387,19 @@ TEST(CliMpi, ConvergenceRunReportsScalingAgainstItsBaseline) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cnnbench: --baseline: missing.json: cannot read"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Epoch 1/"), std::string::npos) << "refused before training: " << r.output;
+  // a baseline of another workload gives no efficiency worth the name: refused, naming what differs
+  r = run_cnnbench("--model=small_cnn --data_dir=. --batch_size=16 --num_intra_threads=1 --num_epochs=1 "
+                   "--num_data_workers=1 --baseline=one.json --result_json=four.json",
+                   dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: --baseline: one.json ran another workload (batch_size_per_rank 32 (this run: 16))"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Epoch 1/"), std::string::npos) << "refused before training: " << r.output;
+  r = run_cnnbench("--model=small_cnn --batch_size=32 --num_batches=2 --baseline=one.json", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mode convergence (this run: training)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("synthetic false (this run: true)"), std::string::npos) << r.output;
 }
 
 // Time to accuracy: small_cnn on a learnable idx data set (20 steps of 32 an epoch) reaches 50%

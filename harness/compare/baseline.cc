@@ -35,6 +35,9 @@ BaselineSpeed read_baseline(const std::string& path) {
     const auto doc = nlohmann::json::parse(text, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json& key) {
       return !(depth == 1 && event == nlohmann::json::parse_event_t::key && key == "steps");
     });
+    for (const char* key : {"model", "dataset", "synthetic", "mode", "backend", "precision", "batch_size_per_rank"})
+      if (const auto v = doc.at("run").find(key); v != doc.at("run").end())
+        b.workload[key] = v->is_string() ? v->get<std::string>() : v->dump();
     b.ranks = static_cast<int>(number(doc.at("run").at("ranks"), "run.ranks",
                                       {1, static_cast<double>(max_global_batch), true, "a whole number", ""}));
     if (const auto summary = doc.find("summary"); summary != doc.end()) {
@@ -54,6 +57,24 @@ BaselineSpeed read_baseline(const std::string& path) {
   if (!(b.images_per_sec > 0) || !std::isfinite(b.images_per_sec))
     throw std::runtime_error(where + " holds no speed to compare with");
   return b;
+}
+
+std::map<std::string, std::string> baseline_workload(const RunSettings& s, const std::string& mode,
+                                                     const std::string& backend) {
+  return {{"model", s.model.name},      {"dataset", s.dataset}, {"synthetic", s.synthetic ? "true" : "false"},
+          {"mode", mode},               {"backend", backend},   {"precision", dtype_name(s.precision)},
+          {"batch_size_per_rank", std::to_string(s.batch_size)}};
+}
+
+void check_baseline_workload(const BaselineSpeed& b, const std::string& path,
+                             const std::map<std::string, std::string>& ours) {
+  std::string differs;
+  for (const auto& [key, value] : ours)
+    if (const auto theirs = b.workload.find(key); theirs != b.workload.end() && theirs->second != value)
+      differs += (differs.empty() ? "" : ", ") + key + " " + printable(theirs->second) + " (this run: " + value + ")";
+  if (!differs.empty())
+    throw std::runtime_error("--baseline: " + printable(path, 4096) + " ran another workload (" + differs +
+                             "): a scaling efficiency compares one workload on other numbers of ranks");
 }
 
 void apply_baseline(RunSummary& s, const std::string& path, int ranks) {

@@ -103,9 +103,10 @@ double BaselineSpeed::efficiency(double images_per_sec_here, int ranks_here) con
 }
 
 std::string BaselineSpeed::text(double images_per_sec_here, int ranks_here) const {
-  return fmt::format("{:.1f}% efficiency: {:.2f} img/s on {} ranks vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})",
+  return fmt::format("{:.1f}% efficiency: {:.2f} img/s on {} rank{} vs {:.2f} img/s on {} (per rank {:.2f} vs {:.2f})",
                      100 * efficiency(images_per_sec_here, ranks_here), images_per_sec_here, ranks_here,
-                     images_per_sec, ranks, images_per_sec_here / ranks_here, images_per_sec / ranks);
+                     ranks_here == 1 ? "" : "s", images_per_sec, ranks, images_per_sec_here / ranks_here,
+                     images_per_sec / ranks);
 }
 
 void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) {
@@ -169,7 +170,7 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
                s.skipped_steps, s.skipped_steps == 1 ? "" : "s");
   if (s.baseline_ranks > 0)
     fmt::print(out, "  scaling         {}\n",
-               BaselineSpeed{s.baseline_images_per_sec, s.baseline_ranks}.text(s.images_per_sec, settings.ranks));
+               BaselineSpeed{s.baseline_images_per_sec, s.baseline_ranks, {}}.text(s.images_per_sec, settings.ranks));
   std::fflush(out);
 }
 

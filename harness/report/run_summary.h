@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,9 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
 struct BaselineSpeed {
   double images_per_sec = 0;
   int ranks = 0;
+  // the baseline's workload as its "run" fields say it (model, dataset, synthetic, mode,
+  // backend, precision, batch_size_per_rank), as text; a field its version did not write is absent
+  std::map<std::string, std::string> workload;
   // images/sec on `ranks` against ranks x the baseline's images/sec per rank
   double efficiency(double images_per_sec_here, int ranks_here) const;
   // "95.0% efficiency: 7.60 img/s on 2 ranks vs 4.00 img/s on 1 (per rank 3.80 vs 4.00)"

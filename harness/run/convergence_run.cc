@@ -71,7 +71,10 @@ void run_convergence(const Config& config, Communicator& comm) {
                                            settings.model.name, setup.graph.num_classes()));
     if (data.train_count / comm.size() < settings.batch_size)
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
-    if (!config.baseline.empty()) baseline = read_baseline(config.baseline);  // before, not after, the training
+    if (!config.baseline.empty()) {  // before, not after, the training
+      baseline = read_baseline(config.baseline);
+      check_baseline_workload(*baseline, config.baseline, baseline_workload(settings, "convergence", config.backend));
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -186,7 +186,9 @@ void run_training(const Config& config, Communicator& comm) {
   // a --baseline that cannot be read is refused now (exit 2), not after the run
   std::string baseline_error;
   try {
-    if (!config.baseline.empty()) read_baseline(config.baseline);
+    if (!config.baseline.empty())
+      check_baseline_workload(read_baseline(config.baseline), config.baseline,
+                              baseline_workload(settings, settings.training ? "training" : "forward-only", config.backend));
   } catch (const std::exception& e) {
     baseline_error = e.what();
   }
