@@ -123,6 +123,28 @@ TEST(Cli, OutOfRangeNumbersAreOneLineAndExit2) {
 
 // --device=gpu trains where a GPU is visible; elsewhere (CPU-only builds and machines without a
 // GPU alike) it is one clear line and exit 2, with nothing written.
+// The gradient exchange's flags on a run that exchanges none (one rank) get a note, and the
+// results record what applied: no compression, no hierarchy; such a run pairs with a plain one.
+TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
+  const std::string dir = fresh_dir("cli_exchange_one_rank");
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=2 ";
+  CliRun r = run_cnnbench(run + "--compression=fp16 --hierarchical_allreduce --result_json=a/flags.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* flag : {"--compression", "--hierarchical_allreduce"})
+    EXPECT_NE(r.output.find(std::string("cnnbench: note: ") + flag + ": a run on one rank exchanges no gradients; ignored"),
+              std::string::npos)
+        << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/a/flags.json"));
+  EXPECT_EQ(doc["run"]["compression"], "none");
+  EXPECT_EQ(doc["run"]["hierarchical_allreduce"], false);
+  r = run_cnnbench(run + "--result_json=b/plain.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;
+  r = run_cnnbench("compare a/flags.json b/plain.json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 configuration compared"), std::string::npos) << r.output;
+}
+
 TEST(Cli, GpuRunOrOneClearLineWithoutAGpu) {
   const std::string dir = fresh_dir("cli_gpu");
   const CliRun r = run_cnnbench("--model=trivial --device=gpu --num_batches=3", dir);

@@ -1,5 +1,6 @@
 #include "harness/report/result_fields.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -171,8 +172,9 @@ nlohmann::json run_fields(const Config& config, const RunSettings& s, const RunF
           {"allreduce", f.allreduce},
           {"fusion_threshold_mb", config.fusion_threshold_mb},
           {"first_layers_bucket_mb", config.first_layers_bucket_mb},
-          {"compression", config.compression},
-          {"hierarchical_allreduce", config.hierarchical_allreduce},
+          // what applied: a run that exchanges no gradients (allreduce "none") sends none compressed
+          {"compression", f.allreduce == "none" ? std::string("none") : config.compression},
+          {"hierarchical_allreduce", f.allreduce != "none" && config.hierarchical_allreduce},
           {"overlap_forward", f.overlap_forward}};
 }
 
@@ -222,12 +224,10 @@ std::vector<std::string> csv_row(const nlohmann::json& doc, const std::string& j
       row.push_back(json_file);
       continue;
     }
-    const nlohmann::json::json_pointer at("/" + [&] {
-      std::string p = f.json_path;
-      for (char& c : p)
-        if (c == '.') c = '/';
-      return p;
-    }());
+    std::string pointer = "/";
+    pointer += f.json_path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::json::json_pointer at(pointer);
     if (!doc.contains(at)) {
       row.emplace_back();
       continue;

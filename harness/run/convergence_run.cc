@@ -137,6 +137,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   TfLog log(leader ? stdout : nullptr, shown, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan),
              setup.graph);
+  note_unused_exchange_flags(config, comm, settings);
   if (leader)
     fmt::print("Training on {} ({}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
                config.data_dir, data.describe_train(), train_input.steps_per_epoch(), data.test_count, total_epochs,

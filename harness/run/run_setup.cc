@@ -206,6 +206,17 @@ std::string devices_text(const Communicator& comm, const Plan& plan) {
   return fmt::format("{} ranks x {} on {} host{}", comm.size(), device, comm.hosts(), comm.hosts() == 1 ? "" : "s");
 }
 
+void note_unused_exchange_flags(const Config& config, const Communicator& comm, const RunSettings& settings) {
+  if (comm.rank() != 0 || exchanges_gradients(comm, config, settings)) return;
+  const char* why = comm.size() == 1                          ? "a run on one rank exchanges no gradients"
+                    : !settings.training                      ? "a forward-only run exchanges no gradients"
+                                                              : "--variable_update=independent exchanges no gradients";
+  for (const char* flag :
+       {"compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb", "first_layers_bucket_mb"})
+    if (std::find(config.given.begin(), config.given.end(), flag) != config.given.end())
+      fmt::print(stderr, "cnnbench: note: --{}: {}; ignored\n", flag, why);
+}
+
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
                          const Plan& plan) {
   std::string note = is_device_backend(config.backend)

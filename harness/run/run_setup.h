@@ -53,6 +53,10 @@ std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm,
 // reducer or the flag).
 std::unique_ptr<ForwardOverlap> attach_forward_overlap(Plan& plan, GradientExchange* reducer, const Config& config,
                                                        Timeline* timeline);
+// Notes (rank 0, stderr) for the gradient exchange's flags given to a run that exchanges no
+// gradients, saying why (one rank, forward only, --variable_update=independent); its results
+// record them as not applied.
+void note_unused_exchange_flags(const Config& config, const Communicator& comm, const RunSettings& settings);
 // "Devices" and "Backend" lines of the header.
 std::string devices_text(const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,

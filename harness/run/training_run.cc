@@ -197,6 +197,7 @@ void run_training(const Config& config, Communicator& comm) {
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan),
              graph);
+  note_unused_exchange_flags(config, comm, settings);
   // a warm-up shorter than PowerSGD's (--num_warmup_batches given): timed steps send whole gradients
   if (leader && exchange_gradients && config.compression == "powersgd" &&
       settings.warmup_steps < config.powersgd_warmup_steps)
