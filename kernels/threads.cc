@@ -25,9 +25,17 @@ std::vector<int>& recorded_thread_ids() {
   return ids;
 }
 
+// The calling thread's mask before configure_threads() pinned it (the main thread is the
+// OpenMP team's first): what the process was given, which its own mask no longer says.
+int& cpus_before_pinning() {
+  static int cpus = 0;
+  return cpus;
+}
+
 }  // namespace
 
 int available_cpus() {
+  if (cpus_before_pinning() > 0) return cpus_before_pinning();
   const auto cpus = allowed_cpus();
   return cpus.empty() ? 1 : static_cast<int>(cpus.size());
 }
@@ -46,6 +54,7 @@ int configure_threads(int count) {
   // Pin only when the process owns exactly as many CPUs as threads: with a wider mask (an
   // oversubscribed or unbound launch) several ranks would pin onto the same first CPUs.
   if (!cpus.empty() && count == static_cast<int>(cpus.size())) {
+    if (cpus_before_pinning() == 0) cpus_before_pinning() = count;
 #pragma omp parallel num_threads(count)
     {
       cpu_set_t one;

@@ -10,7 +10,8 @@ namespace cnnbench {
 // count <= 0 means one thread per CPU the process may run on. Returns the count used.
 int configure_threads(int count);
 
-// CPUs in the process's affinity mask.
+// CPUs in the process's affinity mask (as it was before configure_threads() pinned the calling
+// thread to one of them).
 int available_cpus();
 
 // The kernel thread ids of the compute threads configure_threads set up (the OpenMP team, the
