@@ -1,4 +1,5 @@
 // Statistics as tf_cnn_benchmarks computes them, on samples whose answers are known.
+#include "harness/report/convergence_record.h"
 #include "harness/report/run_summary.h"
 #include "harness/report/stats.h"
 #include "test_util.h"
@@ -15,6 +16,26 @@ TEST(Stats, SpeedStatsMatchNumpy) {
   const SpeedStats one = speed_stats({7});
   EXPECT_EQ(one.stderr_, 0.0);
   EXPECT_EQ(one.jitter, 0.0);
+}
+
+// The input pipeline's verdict: waiting above 5% of the time is input-bound; the line names the
+// workers that would keep up only where more are needed than ran (the workers' rate counts their
+// busy time, so a wait with enough of them is the files or a short run's first batches).
+TEST(Stats, InputVerdictNamesTheWorkersNeededOnlyWhereMoreAre) {
+  // 4 workers making 100 images/s in all, compute at 400 images/s of its 8 s not waiting: 16 needed
+  InputVerdict v = input_verdict(100, 4, 3200, 10, 2);
+  EXPECT_TRUE(v.input_bound);
+  EXPECT_EQ(v.workers_needed, 16);
+  EXPECT_NE(v.line().find("input-bound (about 16 workers would keep up)"), std::string::npos) << v.line();
+  // the same wait with workers that make 1000 images/s: not a lack of workers
+  v = input_verdict(1000, 4, 3200, 10, 2);
+  EXPECT_TRUE(v.input_bound);
+  EXPECT_EQ(v.workers_needed, 2);
+  EXPECT_NE(v.line().find("input-bound, though its 4 workers decode fast enough"), std::string::npos) << v.line();
+  EXPECT_EQ(v.line().find("would keep up"), std::string::npos) << v.line();
+  v = input_verdict(100, 4, 3200, 10, 0.4);
+  EXPECT_FALSE(v.input_bound);
+  EXPECT_NE(v.line().find("of the time: not input-bound"), std::string::npos) << v.line();
 }
 
 TEST(Stats, PercentilesInterpolateLinearly) {

@@ -19,8 +19,13 @@ std::string InputVerdict::line() const {
                      "waiting for input {:.1f}% of the time: {}",
                      pipeline_images_per_sec, workers, pipeline_images_per_sec / std::max(1, workers),
                      compute_images_per_sec, 100 * stall_fraction,
-                     input_bound ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
-                                 : "not input-bound");
+                     !input_bound ? std::string("not input-bound")
+                     : workers_needed > workers
+                         ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
+                         // the workers' rate counts their busy time: what they wait for is the files, or the start
+                         : fmt::format("input-bound, though its {} workers decode fast enough: the wait is reading the "
+                                       "files or, in a short run, the pipeline's first batches",
+                                       workers));
 }
 
 nlohmann::json InputVerdict::to_json() const {
