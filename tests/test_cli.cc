@@ -454,11 +454,17 @@ TEST(Cli, TimeToAccuracyInTheLogJsonAndResultsCsv) {
   }
   EXPECT_EQ(doc["run"]["mode"], "convergence");
 
-  r = run_cnnbench(common + "--init_learning_rate=0.02 --stop_at_top_1_accuracy=0.5 --result_json=stop.json", dir);
+  const std::string stop = common + "--init_learning_rate=0.02 --stop_at_top_1_accuracy=0.5 --train_dir=S ";
+  r = run_cnnbench(stop + "--result_json=stop.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   doc = nlohmann::json::parse(slurp_file(dir + "/stop.json"));
   EXPECT_EQ(doc["epochs"].size(), doc["time_to_accuracy"]["epochs"].get<size_t>());  // stopped where it reached it
   EXPECT_EQ(doc["time_to_accuracy"]["reached"], true);
+  // a resume of the stopped run says why it is complete
+  r = run_cnnbench(stop + "--resume --result_json=stop_again.json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": the run is complete: it reached --stop_at_top_1_accuracy after "), std::string::npos)
+      << r.output;
 
   r = run_cnnbench(common + "--init_learning_rate=1e-9 --num_epochs=1 --target_top_1_accuracy=0.99 "
                             "--result_json=never.json",

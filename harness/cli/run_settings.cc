@@ -1,6 +1,7 @@
 #include "harness/cli/run_settings.h"
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 
 namespace cnnbench {
@@ -17,7 +18,10 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   const auto model = config.data_name.empty() ? find_model(config.model) : find_model(config.model, config.data_name);
   if (!model) {
     std::string known;
-    for (const ModelInfo& m : model_zoo()) known += (known.empty() ? "" : ", ") + m.name;
+    std::vector<std::string> names;  // a name a data set's variant shares (alexnet on cifar10) once
+    for (const ModelInfo& m : model_zoo())
+      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+    for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
     throw ConfigError("--model: unknown model '" + printable(config.model) + "' (known: " + known + ")");
   }
   s.model = *model;

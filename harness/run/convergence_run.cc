@@ -91,7 +91,12 @@ void run_convergence(const Config& config, Communicator& comm) {
   if (!config.train_dir.empty()) {
     const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, comm);
     if (opened.complete) {
-      if (leader)
+      if (leader && opened.resumed->stopped_at_target)
+        fmt::print("{}: the run is complete: it reached --stop_at_top_1_accuracy after {} epoch{} ({} steps): "
+                   "nothing to train\n",
+                   opened.resumed->path, opened.resumed->epochs_done, opened.resumed->epochs_done == 1 ? "" : "s",
+                   opened.resumed->steps_done);
+      else if (leader)
         fmt::print("{}: the run is complete ({} epochs, {} steps done of {}): nothing to train\n",
                    opened.resumed->path, opened.resumed->epochs_done, opened.resumed->steps_done, total_steps);
       return;

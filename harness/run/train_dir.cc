@@ -86,8 +86,10 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
   std::string out;
   auto differ = [&](const std::string& key, const std::string& their_value, const std::string& our_value) {
     if (their_value == our_value) return;
-    out += fmt::format("{}{} {} (this run: {})", out.empty() ? "" : ", ", key, their_value.empty() ? "none" : their_value,
-                       our_value.empty() ? "none" : our_value);
+    // no classes key: the model's own head (run_identity)
+    const std::string unset = key == "classes" ? "the model's own" : "none";
+    out += fmt::format("{}{} {} (this run: {})", out.empty() ? "" : ", ", key, their_value.empty() ? unset : their_value,
+                       our_value.empty() ? unset : our_value);
   };
   if (!theirs.run.is_object()) {  // an earlier version's checkpoint
     differ("model", theirs.model, text_of(ours.at("model")));
