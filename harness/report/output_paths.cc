@@ -4,7 +4,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <string_view>
 
 #include "harness/cli/bounded_file.h"
 #include "harness/report/result_fields.h"
@@ -40,9 +39,6 @@ void check_file(const std::string& path, const std::string& flag) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) check_folder(parent.string(), flag);
 }
-
-// The start every trace write_timeline() writes begins with, in this version and earlier ones.
-constexpr std::string_view kTimelineStart = R"({"displayTimeUnit":"ms","otherData":{"origin_us":)";
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "harness/cli/config.h"
 
@@ -21,6 +22,9 @@ void check_output_paths(const Config& config);
 // Throws unless `path` does not exist or is a cnnbench result JSON ("schema": "cnnbench.*").
 void check_replaceable_result(const std::string& path, const std::string& flag);
 
+// How every trace write_timeline() writes begins, in this version and earlier ones: what makes
+// an existing file one that --timeline may replace.
+inline constexpr std::string_view kTimelineStart = R"({"displayTimeUnit":"ms","otherData":{"origin_us":)";
 // Throws unless `path` does not exist or is a trace --timeline wrote.
 void check_replaceable_timeline(const std::string& path, const std::string& flag);
 

@@ -40,8 +40,7 @@ bool write_timeline(const Communicator& comm, const Timeline& timeline, const st
   const std::vector<std::string> ranks = comm.gather_strings(timeline.events_json(origin));
   const std::vector<std::string> hosts = comm.gather_strings(comm.host());
   if (comm.rank() != 0) return false;
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"origin_us\":" + fmt::format("{:.3f}", origin) +
-                    "},\"traceEvents\":[\n";
+  std::string out = std::string(kTimelineStart) + fmt::format("{:.3f}", origin) + "},\"traceEvents\":[\n";
   bool first = true;
   auto add = [&](const std::string& event) {
     out += first ? "" : ",\n";
