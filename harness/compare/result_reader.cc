@@ -212,6 +212,9 @@ std::string canonical(const std::string& path) {
 
 // `read`: the files already read (their canonical paths and their texts' digests), so that one
 // run is counted once however many rows name its file, and however many copies of it are read.
+bool read_before(const std::string& path, const std::set<std::string>& read) {
+  return read.count("path " + canonical(path)) > 0;
+}
 bool first_reading(const std::string& path, const std::string& digest, std::set<std::string>& read) {
   const bool new_path = read.insert("path " + canonical(path)).second;
   const bool new_text = read.insert("text " + digest).second;
@@ -361,6 +364,7 @@ ResultSet read_folder(const std::string& dir) {
   if (ec) fail(dir, "cannot list: " + ec.message());
   std::sort(jsons.begin(), jsons.end());
   for (const std::string& path : jsons) {
+    if (read_before(path, read)) continue;  // through a CSV row: not parsed again
     std::string digest;
     const json doc = parse_json(path, &digest);
     if (!first_reading(path, digest, read)) continue;
