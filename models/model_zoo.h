@@ -47,11 +47,16 @@ Graph build_resnet(int depth, int64_t batch_size, ResNetVersion version = ResNet
 Graph build_cifar_resnet(int depth, int64_t batch_size); // 20, 32, 44, 56, 110 (option A)
 // The same layout on channels x size x size images (Fashion-MNIST: 1 x 28 x 28), named `name`.
 Graph build_cifar_resnet(int depth, int64_t batch_size, int64_t channels, int64_t size, const std::string& name);
+// tf_cnn_benchmarks' pre-activation CIFAR-10 ResNet of that depth (resnet20_v2 ...)
+Graph build_cifar_resnet_v2(int depth, int64_t batch_size);
 Graph build_googlenet(int64_t batch_size);               // tf_cnn_benchmarks' (no batch norm)
 Graph build_inception3(int64_t batch_size);              // tf_cnn_benchmarks' Inception v3 (299 x 299)
+Graph build_inception4(int64_t batch_size);              // tf_cnn_benchmarks' Inception v4 (299 x 299)
 Graph build_mobilenet(int64_t batch_size);               // tf_cnn_benchmarks' MobileNet v2
 Graph build_alexnet(int64_t batch_size);                 // tf_cnn_benchmarks' ImageNet AlexNet (227 x 227)
 Graph build_alexnet_cifar10(int64_t batch_size);         // tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN)
+Graph build_overfeat(int64_t batch_size);                // tf_cnn_benchmarks' OverFeat (231 x 231)
+Graph build_lenet(int64_t batch_size);                   // tf_cnn_benchmarks' LeNet-5 (28 x 28 colour)
 // CIFAR-10 DenseNet of `depth` (3n + 4) layers growing by `growth` channels a layer (tf_cnn_benchmarks')
 Graph build_cifar_densenet(int depth, int64_t growth, int64_t batch_size, const std::string& name);
 Graph build_trivial(int64_t batch_size);

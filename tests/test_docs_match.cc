@@ -114,6 +114,19 @@ TEST(Docs, FlagsPageListsExactlyTheFlagsOfHelp) {
   EXPECT_EQ(minus(page, help), std::set<std::string>{}) << "in docs/flags.md, no such flag";
 }
 
+// The model table on docs/flags.md is --list_models' output, line for line: a model added to the
+// zoo shows on the page, with its parameters and multiply-adds as the binary counts them.
+TEST(Docs, FlagsPageShowsTheModelsAsListModelsPrintsThem) {
+  const CliRun list = run_cnnbench("--list_models", fresh_dir("docs_models"));
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  const std::string page = slurp_file(std::string(CNNBENCH_SOURCE_DIR) + "/docs/flags.md");
+  const size_t start = page.find("```\nmodel ");
+  ASSERT_NE(start, std::string::npos) << "docs/flags.md: no fenced block starting with --list_models' header";
+  const size_t end = page.find("```", start + 4);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(page.substr(start + 4, end - start - 4), list.output) << "paste `cnnbench --list_models` into docs/flags.md";
+}
+
 // The JSON path -> CSV column rows of the page's sections on the schema `schema`.
 std::map<std::string, std::string> page_fields(const std::string& schema) {
   std::map<std::string, std::string> fields;

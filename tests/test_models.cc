@@ -79,6 +79,23 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   growing from 16 by k a layer. 40_k12 (c = 160, 304, 448 after the blocks): 1,020,634; 100_k12:
 //   6,981,994; 100_k24: 27,253,738 (Huang et al. 2017: 1.0 M, 7.0 M, 27.2 M). MACs: each layer
 //   at 32^2, 16^2 or 8^2 positions, 0.265, 1.770 and 6.889 G.
+// - inception4 (models/inception_model.py there, Inceptionv4Model): the convolutions without bias,
+//   each with batch norm (scale and shift), the 1536 -> 1000 layer: 42,679,816 parameters, as
+//   timm's inception_v4 counts them, and 12.254 GMACs at 299 x 299; both also counted from
+//   tf_cnn_benchmarks' column lists by an independent script (the convolutions' k_h k_w c_in c_out
+//   at each output position).
+// - overfeat (models/overfeat_model.py there): convolutions 11x11x3x96, 5x5x96x256, 3x3x256x512,
+//   3x3x512x1024, 3x3x1024x1024 with biases (15,987,584), fully connected 36864 -> 3072 -> 4096 ->
+//   1000 with biases (129,933,288): 145,920,872; 2.801 GMACs (56^2, 24^2 and 12^2 positions).
+// - lenet (models/lenet_model.py there, on 3 x 28 x 28): 5x5x3x32 + 32, 5x5x32x64 + 64 (53,696),
+//   3136 -> 512 -> 1000 with biases (2,119,144): 2,172,840; 0.0140 GMACs (28^2 and 14^2 positions).
+// - resnet20_v2 ... resnet110_v2 (models/resnet_model.py there, ResnetCifar10Model 'v2'): the
+//   option A network's convolutions (resnet20: 267,696 weights) and linear layer (650) with other
+//   batch norms: the stem's 16 channels, each block's pre-activation over its input and the one
+//   after its first convolution, the last one over 64: resnet20 16 + 3 x 32 + (16 + 32) + 2 x 64
+//   + (32 + 64) + 2 x 128 + 64 = 704 channels, 1,408 parameters, 32 more than v1's 688 channels
+//   (1,376): 269,754, and 32 more than v1 at every depth (each later block's two batch norms
+//   cover 2 x width on both). MACs as v1.
 INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                          ::testing::Values(Expected{"resnet50_v1.5", 25557032, 4.089},
                                            Expected{"resnet50_v1", 25557032, 3.858},
@@ -93,7 +110,15 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"alexnet", 61838248, 0.8388},
                                            Expected{"densenet40_k12", 1020634, 0.2648},
                                            Expected{"densenet100_k12", 6981994, 1.7695},
-                                           Expected{"densenet100_k24", 27253738, 6.8893}),
+                                           Expected{"densenet100_k24", 27253738, 6.8893},
+                                           Expected{"inception4", 42679816, 12.254},
+                                           Expected{"overfeat", 145920872, 2.8014},
+                                           Expected{"lenet", 2172840, 0.014034},
+                                           Expected{"resnet20_v2", 269754, 0.0405},
+                                           Expected{"resnet32_v2", 464186, 0.0689},
+                                           Expected{"resnet44_v2", 658618, 0.0973},
+                                           Expected{"resnet56_v2", 853050, 0.1257},
+                                           Expected{"resnet110_v2", 1727994, 0.2533}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
 
 // --model=alexnet --data_name=cifar10 is tf_cnn_benchmarks' CIFAR-10 AlexNet (models/alexnet_model.py
@@ -130,9 +155,12 @@ TEST(ModelZoo, InitIsReproducible) {
   EXPECT_TRUE(std::equal(a->parameters().begin(), a->parameters().end(), b->parameters().begin()));
 }
 
-// A whole CIFAR ResNet through both backends: the complete graph, not only single ops.
-TEST(ModelZoo, Resnet20MatchesReferenceEndToEnd) {
-  const Graph g = build_model("resnet20", 4);
+// A whole CIFAR ResNet, v1 and pre-activation, through both backends: the complete graph, not
+// only single ops.
+class CifarResnetEndToEnd : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CifarResnetEndToEnd, MatchesReference) {
+  const Graph g = build_model(GetParam(), 4);
   auto reference = compile_plan("ref", g), fast = compile_plan("onednn", g);
   init_parameters(reference->layout(), reference->parameters().data(), reference->buffers().data(), 9);
   std::copy(reference->parameters().begin(), reference->parameters().end(), fast->parameters().begin());
@@ -152,6 +180,9 @@ TEST(ModelZoo, Resnet20MatchesReferenceEndToEnd) {
   std::vector<float> g_fast(fast->gradients().begin(), fast->gradients().end());
   EXPECT_TRUE(testing::close("all gradients", g_fast, g_ref, 1e-3));
 }
+
+INSTANTIATE_TEST_SUITE_P(ModelZoo, CifarResnetEndToEnd, ::testing::Values("resnet20", "resnet20_v2"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return testing::param_name(info.param); });
 
 // The batch norm + add + ReLU triples a GPU plan fuses: one at the end of every v1 block (the
 // projection blocks' too), none in pre-activation blocks or networks without residual sums;
