@@ -59,7 +59,8 @@ Graph build_overfeat(int64_t batch_size);                // tf_cnn_benchmarks' O
 Graph build_lenet(int64_t batch_size);                   // tf_cnn_benchmarks' LeNet-5 (28 x 28 colour)
 // CIFAR-10 DenseNet of `depth` (3n + 4) layers growing by `growth` channels a layer (tf_cnn_benchmarks')
 Graph build_cifar_densenet(int depth, int64_t growth, int64_t batch_size, const std::string& name);
-Graph build_trivial(int64_t batch_size);
+Graph build_trivial(int64_t batch_size);                 // tf_cnn_benchmarks' (227 x 227)
+Graph build_trivial_cifar10(int64_t batch_size);         // tf_cnn_benchmarks' CIFAR-10 one (32 x 32)
 Graph build_small_cnn(int64_t batch_size);               // 28x28 grey, 10 classes
 
 }  // namespace cnnbench

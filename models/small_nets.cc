@@ -7,12 +7,21 @@
 
 namespace cnnbench {
 
-Graph build_trivial(int64_t batch_size) {
-  GraphBuilder b("trivial", {batch_size, 3, 224, 224});
+namespace {
+
+// models/trivial_model.py there: the image flattened, fully connected to 1 and then 4096 units
+// (no activation between), then the classes.
+Graph trivial(int64_t batch_size, int64_t size, int64_t classes) {
+  GraphBuilder b("trivial", {batch_size, 3, size, size});
   int x = b.linear(b.input(), 1, "fc1");
   x = b.linear(x, 4096, "fc2");
-  return b.finish(b.linear(x, 1000, "fc3"));
+  return b.finish(b.linear(x, classes, "fc3"));
 }
+
+}  // namespace
+
+Graph build_trivial(int64_t batch_size) { return trivial(batch_size, 227, 1000); }  // TrivialModel: 224 + 3
+Graph build_trivial_cifar10(int64_t batch_size) { return trivial(batch_size, 32, 10); }
 
 // models/lenet_model.py there: 5x5 convolutions of 32 and 64 channels ('SAME', bias, ReLU), each
 // followed by a 2x2 stride-2 max pool, a fully connected layer of 512 with ReLU, then the classes.

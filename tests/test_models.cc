@@ -79,6 +79,9 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   growing from 16 by k a layer. 40_k12 (c = 160, 304, 448 after the blocks): 1,020,634; 100_k12:
 //   6,981,994; 100_k24: 27,253,738 (Huang et al. 2017: 1.0 M, 7.0 M, 27.2 M). MACs: each layer
 //   at 32^2, 16^2 or 8^2 positions, 0.265, 1.770 and 6.889 G.
+// - trivial (models/trivial_model.py there, TrivialModel on 224 + 3): 227 x 227 x 3 = 154,587
+//   inputs to 1 unit (154,588), 1 -> 4096 (8,192), 4096 -> 1000 (4,097,000): 4,259,780 parameters,
+//   4,254,683 multiply-adds.
 // - inception4 (models/inception_model.py there, Inceptionv4Model): the convolutions without bias,
 //   each with batch norm (scale and shift), the 1536 -> 1000 layer: 42,679,816 parameters, as
 //   timm's inception_v4 counts them, and 12.254 GMACs at 299 x 299; both also counted from
@@ -111,6 +114,7 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"densenet40_k12", 1020634, 0.2648},
                                            Expected{"densenet100_k12", 6981994, 1.7695},
                                            Expected{"densenet100_k24", 27253738, 6.8893},
+                                           Expected{"trivial", 4259780, 0.0042547},
                                            Expected{"inception4", 42679816, 12.254},
                                            Expected{"overfeat", 145920872, 2.8014},
                                            Expected{"lenet", 2172840, 0.014034},
@@ -136,6 +140,19 @@ TEST(ModelZoo, AlexnetForCifar10) {
   EXPECT_EQ(find_model("alexnet", "imagenet")->image_size, 227);
   EXPECT_EQ(find_model("alexnet")->dataset, "imagenet") << "the name alone is ImageNet's, as in tf_cnn_benchmarks";
   EXPECT_EQ(find_model("resnet50", "cifar10")->dataset, "imagenet") << "one model per name: that one";
+}
+
+// --model=trivial --data_name=cifar10 is tf_cnn_benchmarks' TrivialCifar10Model: 3,072 inputs to
+// 1 unit (3,073), 1 -> 4096 (8,192), 4096 -> 10 (40,970): 52,235 parameters.
+TEST(ModelZoo, TrivialForCifar10) {
+  const auto info = find_model("trivial", "cifar10");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->dataset, "cifar10");
+  const Graph g = build_model(*info, 2);
+  EXPECT_EQ(g.param_count(), 52235);
+  EXPECT_EQ(g.input().out, (Shape{2, 3, 32, 32}));
+  EXPECT_EQ(g.logits().out, (Shape{2, 10, 1, 1}));
+  EXPECT_EQ(find_model("trivial")->image_size, 227);
 }
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {

@@ -48,22 +48,24 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ZooRuns,
                                            "overfeat", "lenet", "resnet20_v2", "resnet110_v2"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return testing::param_name(info.param); });
 
-// --model=alexnet --data_name=cifar10 trains tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN) on 2 ranks.
-TEST(ZooRunsCifar, AlexnetWithDataNameCifar10) {
-  for (const std::string precision : {"", "--use_fp16"}) {
-    if (!precision.empty() && !cpu_computes_bf16()) continue;
-    const std::string dir = fresh_dir("zoo_alexnet_cifar10" + precision);
-    const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
-                                       "--model=alexnet --data_name=cifar10 --batch_size=2 --num_batches=2 "
-                                       "--num_warmup_batches=1 --num_intra_threads=1 --variable_update=horovod "
-                                       "--result_json=r.json " + precision,
-                                       dir);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
-    EXPECT_EQ(doc["run"]["dataset"], "cifar10");
-    EXPECT_EQ(doc["model"]["parameters"], 1756426);
-    for (const auto& loss : doc["steps"]["loss"]) EXPECT_TRUE(loss.is_number() && std::isfinite(loss.get<double>()));
-  }
+// --model=alexnet --data_name=cifar10 trains tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN) on 2 ranks,
+// and --model=trivial --data_name=cifar10 its CIFAR-10 trivial, at its own default rate.
+TEST(ZooRunsCifar, ModelsWithDataNameCifar10) {
+  for (const auto& [model, parameters] : {std::pair<std::string, int64_t>{"alexnet", 1756426}, {"trivial", 52235}})
+    for (const std::string precision : {"", "--use_fp16"}) {
+      if (!precision.empty() && !cpu_computes_bf16()) continue;
+      const std::string dir = fresh_dir("zoo_" + model + "_cifar10" + precision);
+      const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                         "--model=" + model + " --data_name=cifar10 --batch_size=2 --num_batches=2 "
+                                         "--num_warmup_batches=1 --num_intra_threads=1 --variable_update=horovod "
+                                         "--result_json=r.json " + precision,
+                                         dir);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
+      EXPECT_EQ(doc["run"]["dataset"], "cifar10") << model;
+      EXPECT_EQ(doc["model"]["parameters"], parameters) << model;
+      for (const auto& loss : doc["steps"]["loss"]) EXPECT_TRUE(loss.is_number() && std::isfinite(loss.get<double>()));
+    }
 }
 
 // The CIFAR-10 models learn in the convergence mode: on 2 ranks, a learnable data set in

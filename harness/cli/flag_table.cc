@@ -97,7 +97,7 @@ const std::vector<FlagSpec>& flag_specs() {
                           if (!c.data_name.empty()) one_of(c.data_name, {"imagenet", "cifar10", "fashion_mnist"}),
                           "data set: imagenet, cifar10, fashion_mnist (default: the model's; it must be the model's)")
                     .reads(S | D | I)
-                    .probe(kSynthetic, "cifar10", "exit"));
+                    .probe(kSynthetic, "cifar10", "json:model.parameters"));  // trivial's CIFAR-10 form
     v.push_back(TEXT_FLAG(data_dir, , "folder of real data; absent = synthetic data")
                     .reads(S | D | I)
                     .probe(kSynthetic, ".", "json:schema", "--model=small_cnn --batch_size=16"));
@@ -126,7 +126,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .probe(kSynthetic, "0.01", "json:steps.loss", "--optimizer=lars"));
     v.push_back(REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
                           "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet), 0.1 (CIFAR-10, Fashion-MNIST), "
-                          "trivial 0.0005")
+                          "trivial 0.0005 (its CIFAR-10 form 0.005), googlenet, inception3/4, mobilenet, alexnet, overfeat, lenet 0.005")
                     .within(0, max_learning_rate)
                     .reads(training_runs)
                     .unless(not_training)
