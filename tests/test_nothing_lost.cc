@@ -268,6 +268,25 @@ TEST(NothingLost, OutputsThatCannotBeWrittenStopTheRunBeforeItsFirstStep) {
   EXPECT_EQ(slurp_file(dir + "/F"), "a file");
 }
 
+// A folder nobody can write in (procfs: permission bits would not tell root so) is found before
+// the first step, for every output the run would write there, not after the run as its results
+// are lost.
+TEST(NothingLost, OutputsInAFolderThatCannotBeWrittenStopTheRunBeforeItsFirstStep) {
+  if (!fs::exists("/proc/self/status")) GTEST_SKIP() << "no procfs here to stand for an unwritable folder";
+  const std::string dir = idx_dir("lost_unwritable");
+  const std::string trivial = "--model=trivial --batch_size=2 --num_batches=1 ";
+  for (const std::string& args : {trivial + "--benchmark_log_dir=/proc/cnnbench_results",
+                                  trivial + "--result_json=/proc/cnnbench/r.json", trivial + "--summary_dir=/proc/tb",
+                                  trivial + "--timeline=/proc/t.json", idx + "--num_batches=1 --train_dir=/proc/td",
+                                  std::string("--mode=allreduce --allreduce_max_mb=0.01 --benchmark_log_dir=/proc/x")}) {
+    const CliRun r = run_cnnbench(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args << r.output;
+    EXPECT_NE(r.output.find("cannot be written: no file can be made in /proc"), std::string::npos) << args << r.output;
+    EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << args << r.output;
+    EXPECT_EQ(r.output.find("Epoch"), std::string::npos) << args << r.output;
+  }
+}
+
 TEST(NothingLost, ADivergedRunEndsNamingTheStepAndWritesNoResult) {
   const std::string dir = fresh_dir("lost_diverged");
   CliRun r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20", dir);

@@ -1,5 +1,10 @@
 #include "harness/report/output_paths.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,18 +23,36 @@ namespace fs = std::filesystem;
   throw std::runtime_error(flag + ": " + printable(path, 4096) + " " + why);
 }
 
-// `path` is a folder, or can be made one: the first part of it that exists is a folder.
+// The run can create files in the existing folder `dir` (the results' folder, or where it will be
+// made): tried with a file made and removed at once, since permission bits say nothing for root,
+// a read-only mount or /proc. Found now, not when the run's results are written.
+void check_writable(const fs::path& dir, const std::string& flag, const std::string& path) {
+  const fs::path probe = dir / (".cnnbench-write-check-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == EEXIST) return;  // another rank of this host probing the same folder
+    refuse(flag, path, "cannot be written: no file can be made in " + printable(dir.string(), 4096) + " (" +
+                           std::strerror(error) + "); results would be lost after the run");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// `path` is a folder, or can be made one: the first part of it that exists is a folder the run
+// can write in.
 void check_folder(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
   std::error_code ec;
   for (fs::path p = fs::path(path); !p.empty(); p = p.parent_path()) {
     if (fs::exists(p, ec)) {
-      if (fs::is_directory(p, ec)) return;
+      if (fs::is_directory(p, ec)) return check_writable(p, flag, path);
       if (p == fs::path(path)) refuse(flag, path, "is a file, not a folder");
       refuse(flag, path, "cannot be made: " + printable(p.string(), 4096) + " is a file");
     }
     if (p == p.parent_path()) return;
   }
+  check_writable(".", flag, path);  // a relative path none of which exists yet: made in the working folder
 }
 
 // A file the run writes: not a folder, its folder possible.
@@ -37,7 +60,7 @@ void check_file(const std::string& path, const std::string& flag) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) refuse(flag, path, "is a folder, not a file");
   const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) check_folder(parent.string(), flag);
+  check_folder(parent.empty() ? "." : parent.string(), flag);
 }
 
 }  // namespace
@@ -84,6 +107,8 @@ void check_output_paths(const Config& config) {
     const fs::file_status status = fs::status(path, ec);
     if (fs::exists(status) && !fs::is_regular_file(status))
       refuse("--benchmark_log_dir", path, "is not a regular file: results cannot be appended to it");
+    if (fs::exists(status) && ::access(path.c_str(), W_OK) != 0)
+      refuse("--benchmark_log_dir", path, std::string("cannot be appended to (") + std::strerror(errno) + ")");
   }
   if (kind == kRealData) check_folder(config.train_dir, "--train_dir");
   if (kind == kSynthetic || kind == kRealData) check_folder(config.summary_dir, "--summary_dir");
