@@ -782,6 +782,15 @@ TEST(Cli, TfRecordShardsTrainForNumBatchesAndSayIfInputBound) {
   EXPECT_NE(r.output.find("shards/train-00001-of-00003: record at byte 0: the data's CRC does not match"),
             std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
+
+  // a shard missing from the set: refused before the first step, not a run on two thirds
+  std::filesystem::remove(dir + "/shards/train-00001-of-00003");
+  r = run_cnnbench(run + "--result_json=part.json", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("shards: 1 of 3 train shards missing, the first train-00001-of-00003"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/part.json"));
 }
 
 }  // namespace

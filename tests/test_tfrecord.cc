@@ -252,6 +252,61 @@ TEST(MakeTfRecords, WritesNamedShardsOfExamplesAndRefusesToOverwrite) {
   std::fclose(sink);
 }
 
+// A folder's shards are one whole set or none: a shard missing, a second set, an index past the
+// set or an empty shard is refused naming it; files named otherwise are not shards.
+TEST(TfRecordShardSet, OnlyAWholeSetIsTakenAndPartsAreNamed) {
+  const Shards s = make_shards("shard_set");
+  auto refusal = [&](const std::string& subset) -> std::string {
+    try {
+      find_tfrecord_shards(s.dir, subset);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  spit(s.dir + "/train-00000-of-00004.md5", "d41d8cd98f00b204e9800998ecf8427e\n");
+  EXPECT_EQ(refusal("train"), "");
+  EXPECT_EQ(find_tfrecord_shards(s.dir, "train").size(), 4u) << "a .md5 beside a shard is no shard";
+  const std::string third = s.dir + "/train-00002-of-00004";
+  fs::rename(third, s.dir + "/aside");
+  EXPECT_NE(refusal("train").find("1 of 4 train shards missing, the first train-00002-of-00004"), std::string::npos)
+      << refusal("train");
+  EXPECT_EQ(list_tfrecord_shards(s.dir, "train").size(), 3u);
+  EXPECT_EQ(refusal("validation"), "") << "each split is its own set";
+  fs::rename(s.dir + "/aside", third);
+  spit(s.dir + "/train-00000-of-00002", slurp(third));
+  EXPECT_NE(refusal("train").find("train shards of 2 sets (1 of -of-00002, 4 of -of-00004)"), std::string::npos)
+      << refusal("train");
+  fs::remove(s.dir + "/train-00000-of-00002");
+  spit(s.dir + "/train-00004-of-00004", slurp(third));
+  EXPECT_NE(refusal("train").find("train-00004-of-00004: index past the set's 4 shards"), std::string::npos)
+      << refusal("train");
+  fs::remove(s.dir + "/train-00004-of-00004");
+  spit(third, "");
+  EXPECT_NE(refusal("train").find("train-00002-of-00004: an empty shard"), std::string::npos) << refusal("train");
+}
+
+// A conversion that stops (a file among the images that is no JPEG) leaves no shards behind, so
+// the folder never holds part of a set and a second try can write it.
+TEST(MakeTfRecords, AConversionThatStopsLeavesNoShards) {
+  const std::string root = fresh_dir("make_tfrecords_stops");
+  testing::write_jpeg_folders(root + "/jpeg", 3, 5);
+  spit(root + "/jpeg/val/n01001/zz_not_a.JPEG", "not a JPEG at all");
+  std::FILE* sink = std::tmpfile();
+  EXPECT_EQ(make_tfrecords_command({root + "/jpeg", root + "/shards", "--train_shards=4", "--validation_shards=2",
+                                    "--threads=2"},
+                                   sink, sink),
+            2);
+  EXPECT_TRUE(list_tfrecord_shards(root + "/shards", "train").empty());
+  EXPECT_TRUE(list_tfrecord_shards(root + "/shards", "validation").empty());
+  fs::remove(root + "/jpeg/val/n01001/zz_not_a.JPEG");
+  EXPECT_EQ(make_tfrecords_command({root + "/jpeg", root + "/shards", "--train_shards=4", "--validation_shards=2"},
+                                   sink, sink),
+            0);
+  std::fclose(sink);
+  EXPECT_EQ(find_tfrecord_shards(root + "/shards", "train").size(), 4u);
+}
+
 // Labels of every batch of an epoch, and the first image's first value of each batch.
 std::vector<int32_t> epoch_labels(BatchPipeline& p, int64_t epoch, std::vector<float>* firsts = nullptr) {
   std::vector<int32_t> labels;

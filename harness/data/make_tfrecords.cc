@@ -131,11 +131,23 @@ int make_tfrecords_command(const std::vector<std::string>& args, std::FILE* out,
     const JpegFolder train = scan_jpeg_folder(o.root + "/train");
     const JpegFolder val = scan_jpeg_folder(o.root + "/val", &train.classes);
     fs::create_directories(o.out);
-    if (!find_tfrecord_shards(o.out, "train").empty() || !find_tfrecord_shards(o.out, "validation").empty())
+    if (!list_tfrecord_shards(o.out, "train").empty() || !list_tfrecord_shards(o.out, "validation").empty())
       throw std::runtime_error(o.out + ": holds TFRecord shards already (remove them or choose another folder)");
     const auto start = std::chrono::steady_clock::now();
-    const Written t = write_subset(train, o.out, "train", o.train_shards, o.threads);
-    const Written v = write_subset(val, o.out, "validation", o.validation_shards, o.threads);
+    Written t, v;
+    try {
+      t = write_subset(train, o.out, "train", o.train_shards, o.threads);
+      v = write_subset(val, o.out, "validation", o.validation_shards, o.threads);
+    } catch (const std::exception&) {
+      // the folder held no shards before: every shard in it is this run's, and part of a set is
+      // no data set; removed, so that a second try can write the folder afresh
+      for (const char* subset : {"train", "validation"})
+        for (const std::string& path : list_tfrecord_shards(o.out, subset)) {
+          std::error_code ec;
+          fs::remove(path, ec);
+        }
+      throw;
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print(out, "{}: train {} images in {} shards, validation {} images in {} shards, {} classes, {:.1f} MB in {:.1f} s\n",
                o.out, t.images, t.shards, v.images, v.shards, train.classes.size(), (t.bytes + v.bytes) / 1e6, seconds);

@@ -1,8 +1,11 @@
 #include "harness/data/tfrecord_pipeline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "harness/data/image_example.h"
@@ -10,17 +13,71 @@
 
 namespace cnnbench {
 
-std::vector<std::string> find_tfrecord_shards(const std::string& dir, const std::string& subset) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ShardName {
+  int64_t index = -1, of = -1;  // -1: not a shard's name
+};
+
+// "<subset>-00002-of-00004" -> {2, 4}
+ShardName parse_shard_name(const std::string& name, const std::string& subset) {
+  const std::string head = subset + "-";
+  if (!name.starts_with(head)) return {};
+  const size_t at = name.find("-of-", head.size());
+  if (at == std::string::npos) return {};
+  const std::string index = name.substr(head.size(), at - head.size()), of = name.substr(at + 4);
+  auto number = [](const std::string& digits) -> int64_t {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoll(digits);
+  };
+  return {number(index), number(of)};
+}
+
+}  // namespace
+
+std::vector<std::string> list_tfrecord_shards(const std::string& dir, const std::string& subset) {
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.starts_with(subset + "-") && name.find("-of-") != std::string::npos &&
-        !name.ends_with(".tmp"))
-      found.push_back(entry.path().string());
+    const ShardName n = parse_shard_name(entry.path().filename().string(), subset);
+    if (entry.is_regular_file() && n.index >= 0 && n.of >= 0) found.push_back(entry.path().string());
   }
   std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<std::string> find_tfrecord_shards(const std::string& dir, const std::string& subset) {
+  const std::vector<std::string> found = list_tfrecord_shards(dir, subset);
+  std::map<int64_t, std::vector<int64_t>> sets;  // -of-M -> indices
+  for (const std::string& path : found) {
+    const ShardName n = parse_shard_name(fs::path(path).filename().string(), subset);
+    sets[n.of].push_back(n.index);
+  }
+  if (sets.size() > 1) {
+    std::string counts;
+    for (const auto& [of, indices] : sets) counts += fmt::format("{}{} of -of-{:05d}", counts.empty() ? "" : ", ", indices.size(), of);
+    throw std::runtime_error(fmt::format("{}: {} shards of {} sets ({}): one set to a folder", dir, subset,
+                                         sets.size(), counts));
+  }
+  for (const auto& [of, indices] : sets) {
+    std::vector<bool> seen(static_cast<size_t>(of), false);
+    for (int64_t i : indices)
+      if (i >= of) throw std::runtime_error(fmt::format("{}: {}-{:05d}-of-{:05d}: index past the set's {} shards", dir, subset, i, of, of));
+      else seen[static_cast<size_t>(i)] = true;
+    std::vector<std::string> missing;
+    for (int64_t i = 0; i < of; ++i)
+      if (!seen[static_cast<size_t>(i)]) missing.push_back(fmt::format("{}-{:05d}-of-{:05d}", subset, i, of));
+    if (!missing.empty())
+      throw std::runtime_error(fmt::format("{}: {} of {} {} shards missing, the first {}: a run would use part of the "
+                                           "data (copy the whole set)", dir, missing.size(), of, subset, missing[0]));
+  }
+  std::error_code ec;
+  for (const std::string& path : found)
+    if (fs::file_size(path, ec) == 0 && !ec)
+      throw std::runtime_error(path + ": an empty shard (0 bytes; a copy or conversion that failed?): a run would use "
+                               "part of the data");
   return found;
 }
 

@@ -15,7 +15,14 @@
 
 namespace cnnbench {
 
-// `dir`'s shards of `subset` ("train" or "validation"): files named <subset>-*-of-*, sorted.
+// `dir`'s files named as shards of `subset` ("train" or "validation"): <subset>-NNNNN-of-MMMMM
+// (digits of any width, nothing after them: a .md5 or .tmp beside a shard is not one), sorted,
+// whether or not they make a whole set.
+std::vector<std::string> list_tfrecord_shards(const std::string& dir, const std::string& subset);
+// The same, checked to be one whole set: a single -of-M, every index 0..M-1 once, no shard of 0
+// bytes. Anything else throws std::runtime_error naming what is missing or mixed, so that a run
+// never trains or evaluates on part of the data (a shard left out of a copy, a conversion that
+// stopped, two sets in one folder).
 std::vector<std::string> find_tfrecord_shards(const std::string& dir, const std::string& subset);
 
 struct TfRecordShards {
