@@ -133,6 +133,49 @@ class EventFiles(unittest.TestCase):
                 for (_, a), (_, b) in zip(theirs, points):
                     self.assertAlmostEqual(a, b, delta=1e-6 * max(1, abs(b)), msg=tag)
 
+    def test_runs_started_together_keep_a_file_each(self):
+        """Three runs into one --summary_dir in the same second (a sweep's points): three files,
+        each with one run's events, none appended to another's."""
+        procs = [subprocess.Popen([BINARY, "--model=trivial", "--batch_size=2", "--num_batches=2",
+                                   "--num_intra_threads=1", "--summary_dir=s", f"--result_json=r{i}.json",
+                                   "--benchmark_log_dir=."], cwd=self.dir, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for i in range(3)]
+        self.assertEqual([p.wait() for p in procs], [0, 0, 0])
+        files = glob.glob(os.path.join(self.dir, "s", "events.out.tfevents.*"))
+        self.assertEqual(len(files), 3, files)
+        for path in files:
+            events = read_events.read_events(path, self.pb2)
+            self.assertEqual([e[2] for e in events].count("brain.Event:2"), 1, path)
+            self.assertEqual(len(scalars(events)["total_images_per_sec"]), 1, path)
+
+    def test_a_running_job_is_on_disk_within_2_seconds(self):
+        """A step's scalars reach the file within about 2 s of being written, however long the
+        next step takes: here step 2 takes over 5 s and every tag of step 1 is read well before it ends."""
+        env = dict(os.environ, CNNBENCH_TEST_SLOW_STEP_MS="5000")
+        proc = subprocess.Popen([BINARY, "--model=trivial", "--batch_size=2", "--num_batches=2",
+                                 "--num_warmup_batches=0", "--display_every=1", "--save_summaries_steps=1",
+                                 "--num_intra_threads=1", "--summary_dir=s", "--result_json=r.json",
+                                 "--benchmark_log_dir=."], cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        wanted = {"loss", "learning_rate", "images_per_sec", "allreduce_exposed_sec"}
+        seen_at = None
+        import time
+        while proc.poll() is None:
+            for path in glob.glob(os.path.join(self.dir, "s", "events.out.tfevents.*")):
+                try:
+                    tags = scalars(read_events.read_events(path, self.pb2))
+                except (Exception, SystemExit):  # a record being written: read again
+                    continue
+                if all(any(step == 1 for step, _ in tags.get(t, [])) for t in wanted):
+                    seen_at = time.monotonic()
+            if seen_at is not None:
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(seen_at, "step 1's scalars were on disk only when the run ended")
+        proc.wait()
+        self.assertEqual(proc.returncode, 0)
+        self.assertGreater(time.monotonic() - seen_at, 2.0, "step 1's scalars came within 2 s of the run's end")
+
     def test_a_damaged_record_is_named(self):
         run(["--model=trivial", "--num_batches=3", "--summary_dir=s", "--result_json=r.json",
              "--benchmark_log_dir=."], self.dir)

@@ -1,7 +1,11 @@
 #include "harness/report/event_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -18,41 +22,73 @@ double wall_time() {
 
 }  // namespace
 
-EventWriter::EventWriter(const std::string& dir) : last_flush_(std::chrono::steady_clock::now()) {
+EventWriter::EventWriter(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot make the folder (" + ec.message() + ")");
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
-  path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(std::time(nullptr))) + "." + host;
+  // a name of its own: two runs in one second on one host (a sweep's points) never share a file
+  const std::string name = dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(std::time(nullptr))) +
+                           "." + host + "." + std::to_string(::getpid());
+  for (int n = 0;; ++n) {
+    path_ = n == 0 ? name : name + "." + std::to_string(n);
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    if (errno != EEXIST || n == 1000) throw std::runtime_error(path_ + ": cannot make the file (" + std::strerror(errno) + ")");
+  }
   writer_ = std::make_unique<TfRecordWriter>(path_, /*atomic=*/false);
   tf::Event version;
   version.set_wall_time(wall_time());
   version.set_file_version("brain.Event:2");
   write_event(version.SerializeAsString());
   flush();
+  flusher_ = std::thread([this] { flush_every_2_seconds(); });
 }
 
 EventWriter::~EventWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
   try {
     if (writer_) writer_->close();
   } catch (...) {  // a full disk at the end: the events written so far stay
   }
 }
 
-void EventWriter::write_event(const std::string& serialized) {
-  writer_->write(serialized);
-  ++events_;
-  if (std::chrono::steady_clock::now() - last_flush_ >= std::chrono::seconds(2)) flush();
+void EventWriter::flush_every_2_seconds() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, std::chrono::seconds(2), [this] { return stop_; })) {
+    if (!unflushed_ || !flush_error_.empty()) continue;
+    try {
+      writer_->flush();
+      unflushed_ = false;
+    } catch (const std::exception& e) {
+      flush_error_ = e.what();
+    }
+  }
 }
 
-void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch,
-                        double loss_scale) {
+void EventWriter::write_event(const std::string& serialized) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!flush_error_.empty()) throw std::runtime_error(flush_error_);
+  writer_->write(serialized);
+  unflushed_ = true;
+  ++events_;
+}
+
+void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch) {
   file.scalar("loss", step, r.loss);
   file.scalar("learning_rate", step, r.learning_rate);
   file.scalar("images_per_sec", step, r.time_sec > 0 ? static_cast<double>(global_batch) / r.time_sec : 0);
   file.scalar("allreduce_exposed_sec", step, r.exposed_sec);
-  if (loss_scale > 0) file.scalar("loss_scale", step, loss_scale);
+  if (r.loss_scale > 0) file.scalar("loss_scale", step, r.loss_scale);
 }
 
 void EventWriter::scalar(const std::string& tag, int64_t step, double value) {
@@ -66,8 +102,9 @@ void EventWriter::scalar(const std::string& tag, int64_t step, double value) {
 }
 
 void EventWriter::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
   writer_->flush();
-  last_flush_ = std::chrono::steady_clock::now();
+  unflushed_ = false;
 }
 
 std::unique_ptr<EventWriter> open_event_writer(const Communicator& comm, const std::string& dir, int64_t verbosity) {

@@ -1,12 +1,16 @@
 // harness/report/event_file.h — TensorBoard event files (--summary_dir): DIR/events.out.tfevents.
-// <seconds>.<host>, TFRecord-framed Event protos (proto/event.proto): a file-version event first,
-// then scalar summaries by step. Flushed at least every 2 seconds, so that TensorBoard shows a
-// running job; rank 0 writes, the other ranks hold no writer.
+// <seconds>.<host>.<pid>, a file of its own for every run (made exclusively; .1, .2 ... after it
+// should one exist), TFRecord-framed Event protos (proto/event.proto): a file-version event first,
+// then scalar summaries by step. A thread flushes what was written every 2 seconds, so that
+// TensorBoard shows a running job however long its steps; rank 0 writes, the other ranks hold no
+// writer.
 #pragma once
 
-#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "harness/report/step_record.h"
 
@@ -25,18 +29,22 @@ class EventWriter {
 
  private:
   void write_event(const std::string& serialized);
+  void flush_every_2_seconds();  // the flusher thread
 
   std::string path_;
   std::unique_ptr<TfRecordWriter> writer_;
-  std::chrono::steady_clock::time_point last_flush_;
   int64_t events_ = 0;
+  std::mutex mutex_;  // writer_, unflushed_, flush_error_, stop_: the run's thread and the flusher
+  std::condition_variable wake_;
+  bool unflushed_ = false, stop_ = false;
+  std::string flush_error_;  // the flusher's failure, thrown by the next write
+  std::thread flusher_;
 };
 
 // The scalars of one training step, under the same tags in every mode: loss, learning_rate,
 // images_per_sec (global batch / the step's time), allreduce_exposed_sec, and loss_scale where
-// loss scaling is on (loss_scale > 0).
-void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch,
-                        double loss_scale = 0);
+// loss scaling is on (the step's record has one).
+void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch);
 
 class Communicator;
 

@@ -18,6 +18,7 @@ struct StepRecord {
   int64_t top1_correct = 0, top5_correct = 0;
   bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
   double learning_rate = 0;  // the rate this step updated with (0: forward-only)
+  double loss_scale = 0;     // with loss scaling: the scale after this step's update (0: none)
 };
 
 // Images per second of each step (global batch / step time).

@@ -59,7 +59,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
     if (run.events && steps_done % config.save_summaries_steps == 0) {
       r.time_sec = seconds_since(step_start);  // the step as this rank lived it, its wait for input included
       r.learning_rate = lr;
-      write_step_scalars(*run.events, steps_done, r, run.settings.global_batch, run.scaler ? run.scaler->scale() : 0);
+      write_step_scalars(*run.events, steps_done, r, run.settings.global_batch);
     }
     exit_here_if_asked(run.comm.rank(), steps_done);
     if (run.progress_bar && (s % config.display_every == 0 || s + 1 == epoch_steps)) {

@@ -155,6 +155,7 @@ StepRecord train_step(Plan& plan, GradientExchange* reducer, const SgdConfig& sg
     r.update_sec = std::max(0.0, p.update_sec - r.exposed_sec);
     if (timeline) record_device_phases(*timeline, p, synchronized);
   }
+  if (training && scaler) r.loss_scale = scaler->scale();
   r.time_sec = seconds_since(start);
   r.loss = loss.loss;
   r.top1_correct = loss.top1_correct;
