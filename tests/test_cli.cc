@@ -199,13 +199,22 @@ TEST(CliMpi, DeadRankEndsTheJobNamingIt) {
   }
 }
 
+// With Horovod's tf_cnn_benchmarks flags as its recipes give them (--horovod_device=gpu on this
+// CPU, --xla): the run goes on, rank 0 naming each flag once.
 TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   const std::string dir = fresh_dir("cli_two_ranks");
   const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
                                      "--model=resnet20 --batch_size=8 --num_batches=4 --num_warmup_batches=1 "
-                                     "--num_intra_threads=1 --result_json=r.json --allreduce=gloo --compression=fp16",
+                                     "--num_intra_threads=1 --result_json=r.json --allreduce=gloo --compression=fp16 "
+                                     "--variable_update=horovod --horovod_device=gpu --xla=True --nodistortions",
                                      dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string note : {"note: --horovod_device=gpu: tf_cnn_benchmarks' flag", "note: --xla=True: ",
+                                 "note: --distortions=false: "}) {
+    const size_t first = r.output.find(note);
+    EXPECT_NE(first, std::string::npos) << note << r.output;
+    EXPECT_EQ(r.output.find(note, first + 1), std::string::npos) << "named once: " << note;
+  }
   EXPECT_NE(r.output.find("Batch size:  16 global"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("allreduce gloo"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n') < 60, true) << "only rank 0 prints";

@@ -36,6 +36,51 @@ TEST(Config, BothFlagFormsAndBooleans) {
   EXPECT_DOUBLE_EQ(c.weight_decay, 1e-4);
 }
 
+// absl's forms, as tf_cnn_benchmarks' command lines give them: one dash, --noname, boolean words
+// in any case and t/f, a boolean followed by its word.
+TEST(Config, AbslFlagForms) {
+  const Config c = parse({"-model=resnet20", "--nouse_fp16", "--forward_only", "1", "--print_training_accuracy=TRUE",
+                          "--nesterov=t", "--cosine_learning_rate", "F", "-batch_size", "8"});
+  EXPECT_EQ(c.model, "resnet20");
+  EXPECT_FALSE(c.use_fp16);
+  EXPECT_TRUE(c.forward_only);
+  EXPECT_TRUE(c.print_training_accuracy);
+  EXPECT_TRUE(c.nesterov);
+  EXPECT_FALSE(c.cosine_learning_rate);
+  EXPECT_EQ(c.batch_size, 8);
+  EXPECT_TRUE(parse({"--use_fp16", "--model=resnet20"}).use_fp16) << "a boolean alone before another flag";
+  EXPECT_EQ(error_of({"--nomodel"}), "--nomodel: unknown flag 'nomodel' (see --help)") << "--no only before a boolean";
+  EXPECT_EQ(error_of({"-1"}), "unexpected argument '-1' (flags look like --name=value)");
+}
+
+// tf_cnn_benchmarks' flags without a counterpart here run with a note naming why; those whose
+// absence would change what is measured are refused unless given at tf_cnn_benchmarks' default.
+TEST(Config, TfCnnFlagsWithoutACounterpartAreNotedOrRefused) {
+  const Config c = parse({"--model=resnet20", "--horovod_device=gpu", "--xla", "--local_parameter_device", "cpu",
+                          "--nodistortions", "--num_inter_threads=2", "--eval=False", "--num_epochs_per_decay=0.0",
+                          "--job_name="});
+  EXPECT_EQ(c.tf_cnn_noted.size(), 8u);
+  const std::vector<std::string> notes = flag_notes(c);
+  auto noted = [&](const std::string& start) {
+    for (const std::string& n : notes)
+      if (n.rfind(start, 0) == 0) return n;
+    return std::string();
+  };
+  EXPECT_NE(noted("--horovod_device=gpu: tf_cnn_benchmarks' flag: ").find("not used"), std::string::npos) << noted("--h");
+  EXPECT_NE(noted("--xla=true: "), "");
+  EXPECT_NE(noted("--local_parameter_device=cpu: "), "");
+  EXPECT_NE(noted("--distortions=false: "), "");
+  EXPECT_NE(noted("--eval=False: tf_cnn_benchmarks' flag at its default"), "");
+  EXPECT_NE(noted("--num_epochs_per_decay=0.0: tf_cnn_benchmarks' flag at its default"), "");
+  EXPECT_EQ(error_of({"--gradient_clip=1.0"}), "--gradient_clip: tf_cnn_benchmarks' flag: gradient clipping, which "
+                                               "cnnbench does not model");
+  EXPECT_NE(error_of({"--eval"}).find("evaluation alone"), std::string::npos);
+  EXPECT_NE(error_of({"--num_epochs_per_decay=2"}).find("--piecewise_learning_rate_schedule"), std::string::npos);
+  EXPECT_NE(error_of({"--job_name=worker"}).find("mpiexec or srun"), std::string::npos);
+  EXPECT_EQ(error_of({"--xla=maybe"}), "--xla: 'maybe' is not true or false");
+  EXPECT_EQ(error_of({"--horovod_device"}), "flag --horovod_device needs a value");
+}
+
 TEST(Config, ErrorsNameTheFlagAndTheReason) {
   EXPECT_EQ(error_of({"--batchsize=3"}), "--batchsize: unknown flag 'batchsize' (see --help)");
   EXPECT_EQ(error_of({"--batch_size=three"}), "--batch_size: 'three' is not an integer");

@@ -17,6 +17,7 @@
 #include "cli_run.h"
 #include "test_files.h"
 #include "harness/cli/config.h"
+#include "harness/cli/tf_cnn_flags.h"
 #include "harness/report/result_fields.h"
 
 namespace cnnbench {
@@ -125,6 +126,22 @@ TEST(Docs, FlagsPageShowsTheModelsAsListModelsPrintsThem) {
   const size_t end = page.find("```", start + 4);
   ASSERT_NE(end, std::string::npos);
   EXPECT_EQ(page.substr(start + 4, end - start - 4), list.output) << "paste `cnnbench --list_models` into docs/flags.md";
+}
+
+// docs/flags.md's table of tf_cnn_benchmarks flags without a counterpart lists exactly the flags
+// harness/cli/tf_cnn_flags.cc takes, each as noted or refused as the code treats it.
+TEST(Docs, FlagsPageListsTheTfCnnFlagsTakenWithANote) {
+  std::map<std::string, bool> page;  // flag -> refused
+  for (const TableRow& r : table_rows("docs/flags.md")) {
+    if (r.header.empty() || r.header[0] != "tf_cnn_benchmarks flag" || r.cells.size() < 2) continue;
+    const std::string flag = code(r.cells[0]);
+    ASSERT_EQ(flag.rfind("--", 0), 0u) << r.cells[0];
+    EXPECT_TRUE(page.emplace(flag.substr(2), r.cells[1].rfind("refused", 0) == 0).second) << flag << " twice";
+  }
+  std::map<std::string, bool> code_table;
+  for (const TfCnnFlag& f : tf_cnn_flags()) code_table.emplace(f.name, f.refused);
+  EXPECT_GT(code_table.size(), 50u);
+  EXPECT_EQ(page, code_table);
 }
 
 // The JSON path -> CSV column rows of the page's sections on the schema `schema`.

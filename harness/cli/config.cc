@@ -17,6 +17,7 @@
 
 #include "harness/cli/bounded_file.h"
 #include "harness/cli/flag_spec.h"
+#include "harness/cli/tf_cnn_flags.h"
 #include "harness/cli/toml_shield.h"
 
 namespace cnnbench {
@@ -70,6 +71,18 @@ double parse_real(const std::string& v) {
 
 void apply_flag(Config& config, const std::string& name, const std::string& value, const std::string& source) {
   const FlagSpec* spec = find_flag(name);
+  const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name);
+  if (tf_cnn) {
+    try {
+      if (tf_cnn->boolean) flag_boolean(value);
+    } catch (const ConfigError& e) {
+      throw ConfigError(source + ": " + e.what());
+    }
+    if (tf_cnn->refused && !is_tf_cnn_default(*tf_cnn, value))
+      throw ConfigError(source + ": tf_cnn_benchmarks' flag: " + tf_cnn->why);
+    config.tf_cnn_noted.emplace_back(name, value);
+    return;
+  }
   if (!spec) throw ConfigError(printable(source) + ": unknown flag '" + printable(name) + "' (see --help)");
   try {
     assign(*spec, config, value);
@@ -129,27 +142,46 @@ Config parse_command_line(int argc, const char* const* argv) {
     std::string name, value;
   };
   std::vector<Item> items;
+  // as absl reads them: --name=value, --name value, -name (one dash), a boolean alone (true),
+  // followed by a boolean word, or as --noname (false)
+  auto is_flag = [](const std::string& a) {
+    return a.rfind("--", 0) == 0 || (a.size() > 1 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])));
+  };
+  auto boolean = [](const std::string& name) {
+    const FlagSpec* spec = find_flag(name);
+    const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name);
+    return (spec && spec->kind == Kind::boolean) || (tf_cnn && tf_cnn->boolean);
+  };
+  auto takes_value = [](const std::string& name) {
+    const FlagSpec* spec = find_flag(name);
+    const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name);
+    return name == "config" || (spec && spec->kind != Kind::boolean) || (tf_cnn && !tf_cnn->boolean);
+  };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+    if (!is_flag(arg) || arg == "--")
       throw ConfigError("unexpected argument '" + printable(arg) + "' (flags look like --name=value)");
-    arg = arg.substr(2);
+    arg = arg.substr(arg.rfind("--", 0) == 0 ? 2 : 1);
     const size_t eq = arg.find('=');
     Item item;
     if (eq != std::string::npos) {
       item = {arg.substr(0, eq), arg.substr(eq + 1)};
     } else {
       item.name = arg;
-      const FlagSpec* spec = find_flag(item.name);
-      const bool is_bool = spec && spec->kind == Kind::boolean;
-      const bool next_is_value = i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0;
-      if (item.name == "config" || (!is_bool && spec)) {
+      const bool next_is_value = i + 1 < argc && !is_flag(argv[i + 1]);
+      bool next_is_boolean = next_is_value;
+      try {
+        if (next_is_value) flag_boolean(argv[i + 1]);
+      } catch (const ConfigError&) {
+        next_is_boolean = false;
+      }
+      if (takes_value(item.name)) {
         if (!next_is_value) throw ConfigError("flag --" + printable(item.name) + " needs a value");
         item.value = argv[++i];
-      } else if (is_bool && next_is_value &&
-                 (std::string(argv[i + 1]) == "true" || std::string(argv[i + 1]) == "false" ||
-                  std::string(argv[i + 1]) == "True" || std::string(argv[i + 1]) == "False")) {
+      } else if (boolean(item.name) && next_is_boolean) {
         item.value = argv[++i];
+      } else if (!boolean(item.name) && item.name.rfind("no", 0) == 0 && boolean(item.name.substr(2))) {
+        item = {item.name.substr(2), "false"};  // --nouse_fp16
       } else {
         item.value = "true";
       }
@@ -229,6 +261,9 @@ std::string usage() {
     s << name << help_text(f) << (d.empty() ? "" : " [" + d + "]") << "\n";
   }
   s << "  --config FILE               TOML file setting the same keys; flags override it\n";
+  s << "tf_cnn_benchmarks' flags without a counterpart here (--xla, --horovod_device, --num_inter_threads, ...) run\n"
+       "with a note saying why they do not apply; the few that would change what is measured are refused\n"
+       "(docs/flags.md#tf_cnn_benchmarks-flags-without-a-counterpart). Booleans: --name, --name=false, --noname.\n";
   return s.str();
 }
 

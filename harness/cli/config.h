@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/cli/limits.h"
@@ -102,6 +103,9 @@ struct Config {
   bool help = false;
   std::string config_file;
   std::vector<std::string> given;  // the flags set by the command line or the config file, in order
+  // tf_cnn_benchmarks' flags cnnbench has no counterpart for (harness/cli/tf_cnn_flags.h), as
+  // given: name and value, each named in a note
+  std::vector<std::pair<std::string, std::string>> tf_cnn_noted;
 };
 
 // The kinds of run a flag can apply to (a flag table's `runs`): the synthetic training benchmark
@@ -129,7 +133,8 @@ struct FlagInfo {
 // The flag table as data, in --help's order (tests walk it).
 std::vector<FlagInfo> flag_table();
 // One line for each flag the user gave that this run does not read, and why ("--nesterov: only
-// with --optimizer=momentum or lars; ignored").
+// with --optimizer=momentum or lars; ignored"), and one for each tf_cnn_benchmarks flag that does
+// not apply here ("--xla=true: tf_cnn_benchmarks' flag, TensorFlow's XLA compiler; ...; not used").
 std::vector<std::string> flag_notes(const Config& config);
 
 // tf_cnn_benchmarks' piecewise schedule "rate;epoch;rate;...;rate": rates in (0, 1000], epochs

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "harness/cli/flag_spec.h"
+#include "harness/cli/tf_cnn_flags.h"
 
 namespace cnnbench {
 
@@ -50,6 +51,13 @@ std::vector<std::string> flag_notes(const Config& config) {
     }
     if (!why.empty()) notes.push_back("--" + name + ": " + why + "; ignored");
   }
+  if (kind != kNoRun)
+    for (const auto& [name, value] : config.tf_cnn_noted) {
+      const TfCnnFlag* f = find_tf_cnn_flag(name);
+      notes.push_back("--" + name + "=" + printable(value) + ": tf_cnn_benchmarks' flag" +
+                      (f->refused ? std::string(" at its default, which asks for nothing here")
+                                  : std::string(": ") + f->why + "; not used"));
+    }
   return notes;
 }
 

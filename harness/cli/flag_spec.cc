@@ -1,6 +1,7 @@
 // harness/cli/flag_spec.cc — reading a row of the flag table: integers, ranges, help lines, lookup.
 #include "harness/cli/flag_spec.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
@@ -32,6 +33,14 @@ int64_t flag_integer(const std::string& v) {
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || end != v.data() + v.size()) throw ConfigError("'" + printable(v) + "' is not an integer");
   return out;
+}
+
+bool flag_boolean(const std::string& v) {
+  std::string lower;
+  for (char ch : v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "true" || lower == "t" || lower == "1" || lower == "yes") return true;
+  if (lower == "false" || lower == "f" || lower == "0" || lower == "no") return false;
+  throw ConfigError("'" + printable(v) + "' is not true or false");
 }
 
 std::string real_text(double v) {

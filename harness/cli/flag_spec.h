@@ -61,6 +61,9 @@ struct FlagSpec {
 void assign(const FlagSpec& flag, Config& config, const std::string& value);
 // An integer flag's value: the whole text must be one (throws ConfigError "'x' is not an integer").
 int64_t flag_integer(const std::string& v);
+// A boolean flag's value as absl reads it, in any case: true, t, 1 (and yes); false, f, 0 (and
+// no). Anything else throws ConfigError "'x' is not true or false".
+bool flag_boolean(const std::string& v);
 // A real setting as --help and config_values show it (ostream's default: 1e+300, 0.001).
 std::string real_text(double v);
 // The help line: the flag's text, then its range as the bounds give it ("at most 65536").

@@ -16,12 +16,6 @@ std::string fp32_run(const Config& c) {
   return !c.use_fp16 && c.precision == "fp32" ? "only with --precision=bf16/fp16 or --use_fp16 (loss scaling)" : "";
 }
 
-bool to_bool(const std::string& v) {
-  if (v == "true" || v == "True" || v == "1" || v == "yes") return true;
-  if (v == "false" || v == "False" || v == "0" || v == "no") return false;
-  throw ConfigError("'" + printable(v) + "' is not true or false");
-}
-
 void one_of(const std::string& v, std::initializer_list<const char*> allowed, const char* hint = nullptr) {
   std::string list;
   for (const char* a : allowed) {
@@ -39,7 +33,7 @@ void one_of(const std::string& v, std::initializer_list<const char*> allowed, co
   FlagSpec{#field, Kind::real, help, [](Config& c, const std::string& v) { c.field = parse_real(v); check; }, \
            [](const Config& c) { return real_text(c.field); }, 0, {}, {}, {}, false, 0, 0, {}}
 #define BOOL_FLAG(field, help)                                                                    \
-  FlagSpec{#field, Kind::boolean, help, [](Config& c, const std::string& v) { c.field = to_bool(v); }, \
+  FlagSpec{#field, Kind::boolean, help, [](Config& c, const std::string& v) { c.field = flag_boolean(v); }, \
            [](const Config& c) { return std::string(c.field ? "true" : "false"); }, 0, {}, {}, {}, false, 0, 0, {}}
 #define TEXT_FLAG(field, check, help)                                                             \
   FlagSpec{#field, Kind::text, help, [](Config& c, const std::string& v) { c.field = v; check; }, \
