@@ -18,7 +18,9 @@ Only the plots the CSV has data for are drawn (it says which were skipped and wh
 does not draw are held at cnnbench's defaults where the sweep has them (fusion 16 MiB, MPI, no
 compression, horovod, fp32); the title says which. Repeats of a point are averaged; error bars
 are the standard error over repeats, or, for a single run, cnnbench's standard error of the
-per-step images/sec. Needs python3-matplotlib (Debian: run it with /usr/bin/python3).
+per-step images/sec. Points that differ in any setting (hosts included) are never averaged: a
+setting that takes several values at one place on a plot's x axis gets lines (or ticks) of its own.
+Needs python3-matplotlib (Debian: run it with /usr/bin/python3).
 """
 import argparse
 import collections
@@ -111,6 +113,19 @@ def group(rows, keys):
     return out
 
 
+def split_keys(rows, at, keys):
+    """Those of `keys` with more than one value among the rows at one place `at` (a panel's x
+    position): drawn there as one point, different configurations would be averaged as repeats,
+    so each such key must get lines (or ticks) of its own."""
+    return [k for k in keys if any(len({r[k] for r in g}) > 1 for g in group(rows, at).values())]
+
+
+def in_line(row, keys, values):
+    """Whether a row belongs to the line of `values`: its own values, or blank on one rank (a key
+    sweep.py leaves out there: the 1-rank point is the baseline of every line)."""
+    return all(row[k] == v or (row[k] == "" and row["ranks"] == 1) for k, v in zip(keys, values))
+
+
 def label(keys, values, short=False):
     parts = []
     for k, v in zip(keys, values):
@@ -167,29 +182,44 @@ def finish(fig, title, notes, path):
     print(f"plot.py: wrote {path}")
 
 
-def plot_scaling(plt, rows, params, path):
+def scaling_panels(rows, params):
+    """What scaling.png draws: (rows, panels, line_keys, panel_keys, notes), each panel (its
+    values, [(line values, {ranks: (images/sec, error)})]); or a string saying why nothing."""
     ranks = values_of(rows, "ranks")
     if len(ranks) < 2:
         return "ranks has one value"
     notes = []
     rows = pin(rows, ["fusion_threshold_mb"], notes)
+    for r in rows:  # one rank is on one host: blank, so the 1-rank point starts every hosts line
+        if r["ranks"] == 1 and "hosts" in r:
+            r["hosts"] = ""
     var = varying(rows, params)
-    # hosts grow with ranks (2 hosts x 1 rank against 1 x 1): part of the x axis, not a series
     line_keys = [k for k in LINE_KEYS if k in var and k != "hosts"]
     panel_keys = [k for k in var if k not in line_keys and k not in ("ranks", "hosts")]
+    # hosts that grow with ranks (1 x 1 against 2 hosts x 1 rank) are part of the x axis; several
+    # host counts at one rank count are lines of their own
+    rest = [k for k in var if k not in line_keys + panel_keys + ["ranks"]]
+    line_keys += split_keys(rows, panel_keys + ["ranks"], rest)
     panels = []
     for pvals, prow in group(rows, panel_keys).items():
         multi = [r for r in prow if r["ranks"] > min(r2["ranks"] for r2 in prow)]
         series = []
         for lvals in group(multi, line_keys) if line_keys else [()]:
-            match = [r for r in prow if all(r[k] in (v, "") for k, v in zip(line_keys, lvals))]
-            by_ranks = group(match, ["ranks"])
+            by_ranks = group([r for r in prow if in_line(r, line_keys, lvals)], ["ranks"])
             if len(by_ranks) >= 2:
                 series.append((lvals, {int(k[0]): measure(v) for k, v in by_ranks.items()}))
         if series:
             panels.append((pvals, series))
     if not panels:
         return "no configuration has results at two rank counts"
+    return rows, panels, line_keys, panel_keys, notes
+
+
+def plot_scaling(plt, rows, params, path):
+    drawn = scaling_panels(rows, params)
+    if isinstance(drawn, str):
+        return drawn
+    rows, panels, line_keys, panel_keys, notes = drawn
     fig, axes = figure(plt, len(panels))
     color = Colors(plt)
     for ax, (pvals, series) in zip(axes, panels):
@@ -224,23 +254,37 @@ def plot_scaling(plt, rows, params, path):
     return None
 
 
-def plot_fusion(plt, rows, params, path):
+def fusion_panels(rows, params):
+    """What fusion.png draws: (rows, thresholds, panels, line_keys, panel_keys), each panel (its
+    values, [(line values, {threshold: (images/sec, error)})]); or a string saying why nothing."""
     rows = [r for r in rows if r["ranks"] > 1 and r["fusion_threshold_mb"] != ""]
     thresholds = values_of(rows, "fusion_threshold_mb")
     if len(thresholds) < 2:
         return "fusion_threshold_mb has fewer than two values on more than one rank"
     var = varying(rows, params)
     line_keys = [k for k in LINE_KEYS if k in var and k != "hosts"]
-    panel_keys = [k for k in var if k not in line_keys and k != "fusion_threshold_mb"]
-    panels = [(pv, pr) for pv, pr in group(rows, panel_keys).items() if len(values_of(pr, "fusion_threshold_mb")) > 1]
+    panel_keys = [k for k in var if k not in line_keys and k != "fusion_threshold_mb"]  # ranks, hosts included
+    panels = []
+    for pvals, prow in group(rows, panel_keys).items():
+        if len(values_of(prow, "fusion_threshold_mb")) > 1:
+            lines = group(prow, line_keys).items() if line_keys else [((), prow)]
+            panels.append((pvals, [(lvals, {k[0]: measure(v) for k, v in group(lrow, ["fusion_threshold_mb"]).items()})
+                                   for lvals, lrow in lines]))
     if not panels:
         return "no configuration has results at two fusion thresholds"
+    return rows, thresholds, panels, line_keys, panel_keys
+
+
+def plot_fusion(plt, rows, params, path):
+    drawn = fusion_panels(rows, params)
+    if isinstance(drawn, str):
+        return drawn
+    rows, thresholds, panels, line_keys, panel_keys = drawn
     fig, axes = figure(plt, len(panels))
     color = Colors(plt)
     pos = {t: i for i, t in enumerate(thresholds)}
-    for ax, (pvals, prow) in zip(axes, panels):
-        for lvals, lrow in (group(prow, line_keys).items() if line_keys else [((), prow)]):
-            pts = {k[0]: measure(v) for k, v in group(lrow, ["fusion_threshold_mb"]).items()}
+    for ax, (pvals, lines) in zip(axes, panels):
+        for lvals, pts in lines:
             xs = sorted(pts, key=num)
             name = label(line_keys, lvals, short=True) if line_keys else "measured"
             ax.errorbar([pos[x] for x in xs], [pts[x][0] for x in xs], yerr=[pts[x][1] for x in xs],
@@ -258,7 +302,10 @@ def plot_fusion(plt, rows, params, path):
     return None
 
 
-def plot_precision(plt, rows, params, path):
+def precision_panels(rows, params):
+    """What precision.png draws: (rows, precisions, panels, tick_keys, panel_keys, notes), each
+    panel (its values, {(ranks, [hosts,] precision): (images/sec, error)}, its ticks: the
+    (ranks, [hosts]) it has); or a string saying why nothing."""
     precisions = values_of(rows, "precision")
     if len(precisions) < 2:
         return "precision has one value (or its other values all failed)"
@@ -267,14 +314,25 @@ def plot_precision(plt, rows, params, path):
     rows = pin(rows, [k for k in ("allreduce", "fusion_threshold_mb", "compression", "variable_update")], notes)
     var = varying(rows, params)
     panel_keys = [k for k in var if k not in ("precision", "ranks", "hosts")]
+    # a tick per rank count, and per host count where one rank count ran on several
+    tick_keys = ["ranks"] + split_keys(rows, panel_keys + ["ranks", "precision"],
+                                       [k for k in var if k not in panel_keys + ["ranks", "precision"]])
     panels = []
     for pvals, prow in group(rows, panel_keys).items():
-        cells = {k: measure(v) for k, v in group(prow, ["ranks", "precision"]).items()}
-        groups = sorted({k[0] for k in cells}, key=num)
-        if len({k[1] for k in cells}) > 1:
+        cells = {k: measure(v) for k, v in group(prow, tick_keys + ["precision"]).items()}
+        groups = sorted({k[:-1] for k in cells}, key=lambda g: [order(k, v) for k, v in zip(tick_keys, g)])
+        if len({k[-1] for k in cells}) > 1:
             panels.append((pvals, cells, groups))
     if not panels:
         return "no configuration has results in two precisions"
+    return rows, precisions, panels, tick_keys, panel_keys, notes
+
+
+def plot_precision(plt, rows, params, path):
+    drawn = precision_panels(rows, params)
+    if isinstance(drawn, str):
+        return drawn
+    rows, precisions, panels, tick_keys, panel_keys, notes = drawn
     fig, axes = figure(plt, len(panels))
     color = Colors(plt)
     width = 0.8 / len(precisions)
@@ -282,21 +340,22 @@ def plot_precision(plt, rows, params, path):
         for j, prec in enumerate(precisions):
             xs, ys, es = [], [], []
             for i, g in enumerate(groups):
-                if (g, prec) in cells:
+                if g + (prec,) in cells:
                     xs.append(i + (j - (len(precisions) - 1) / 2) * width)
-                    ys.append(cells[(g, prec)][0])
-                    es.append(cells[(g, prec)][1])
+                    ys.append(cells[g + (prec,)][0])
+                    es.append(cells[g + (prec,)][1])
             bars = ax.bar(xs, ys, width, yerr=es, capsize=3, color=color(prec), label=prec)
-            for b, (i, g) in zip(bars, [(i, g) for i, g in enumerate(groups) if (g, prec) in cells]):
+            for b, (i, g) in zip(bars, [(i, g) for i, g in enumerate(groups) if g + (prec,) in cells]):
                 h = b.get_height()
                 text = f"{h:.0f}" if h >= 100 else f"{h:.3g}"
-                base = cells.get((g, precisions[0]))
+                base = cells.get(g + (precisions[0],))
                 if j > 0 and base:
                     text += f"\n{b.get_height() / base[0]:.2f}x"
                 ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), textcoords="offset points",
                             xytext=(0, 3), ha="center", fontsize=8)
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels([f"{g} rank{'s' if g != 1 else ''}" for g in groups])
+        ax.set_xticklabels([f"{g[0]} rank{'s' if g[0] != 1 else ''}"
+                            + "".join(f"\n{label([k], [v])}" for k, v in zip(tick_keys[1:], g[1:]) if v) for g in groups])
         ax.set_ylabel("images/sec (total)")
         ax.set_ylim(0, max(v[0] for v in cells.values()) * 1.25)
         ax.set_title(title(rows, panel_keys, pvals), fontsize=9)
@@ -307,22 +366,35 @@ def plot_precision(plt, rows, params, path):
     return None
 
 
-def plot_accuracy(plt, rows, params, path):
+def accuracy_series(rows, params):
+    """What accuracy.png draws: (rows, line_keys, {line values: {global batch: [its rows]}}), the
+    rows at one global batch of a line repeats of one configuration; or a string saying why nothing."""
     rows = [r for r in rows if r.get("test_top1")]
     if not rows:
         return "no convergence points (no test_top1 column with values)"
     for r in rows:
         r["global_batch"] = int(float(r["global_batch"]))
-    line_keys = [k for k in varying(rows, params) if k not in ("ranks", "batch_size", "hosts")]
+    var = varying(rows, params)
+    line_keys = [k for k in var if k not in ("ranks", "batch_size", "hosts")]
+    # ranks x batch (and hosts) are the x axis where they give different global batches; where
+    # two give the same one (1 x 64 and 2 x 32), they are lines of their own
+    line_keys += split_keys(rows, line_keys + ["global_batch"], [k for k in var if k not in line_keys])
     series = group(rows, line_keys) if line_keys else {(): rows}
+    return rows, line_keys, {lvals: group(srows, ["global_batch"]) for lvals, srows in series.items()}
+
+
+def plot_accuracy(plt, rows, params, path):
+    drawn = accuracy_series(rows, params)
+    if isinstance(drawn, str):
+        return drawn
+    rows, line_keys, series = drawn
     fig, (acc, tta) = plt.subplots(1, 2, figsize=(12, 4.4))
     color = Colors(plt)
     targets = values_of(rows, "target_top_1_accuracy") if "target_top_1_accuracy" in rows[0] else []
     top = 0
     missed = []
-    for lvals, srows in series.items():
+    for lvals, by_batch in series.items():
         name = label(line_keys, lvals, short=True) if line_keys else "measured"
-        by_batch = group(srows, ["global_batch"])
         xs = [int(k[0]) for k in by_batch]
         # repeats of a point: the median run, as cnnbench compare takes it
         acc.plot(xs, [100 * statistics.median(float(r["test_top1"]) for r in v) for v in by_batch.values()], "o-",

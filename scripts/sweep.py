@@ -12,9 +12,10 @@ Each point runs as `<launch command> <binary> <flags> --result_json=<output>/poi
 <output>/logs/<id>.log. A point that exits non-zero, runs past --timeout or leaves no JSON is
 recorded as failed and the sweep goes on; the exit code is 1 when any point of the sweep has
 failed, 2 for a bad sweep file or option. When sweep.csv exists the sweep resumes: points with
-an ok row are skipped, failed ones re-run only with --retry-failed; --fresh moves the CSV aside
-and starts over. --adopt takes a point's result measured outside the sweep, once its recorded
-settings are checked to be the point's (scripts/sweep_adopt.py). The sweep file format is
+an ok row are skipped, failed ones re-run only with --retry-failed; --fresh moves everything the
+previous sweep wrote into <output>/previous-<UTC time>/ and starts over. An output folder that
+holds another sweep (its sweep.toml) is refused. --adopt takes a point's result measured outside
+the sweep, once its recorded settings are checked to be the point's (scripts/sweep_adopt.py). The sweep file format is
 described at the top of configs/sweep_smoke.toml.
 Standard library only (Python 3.11: tomllib); --plot runs scripts/plot.py (matplotlib).
 """
@@ -24,9 +25,10 @@ import datetime
 import fcntl
 import importlib.util
 import io
+import itertools
 import os
+import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,14 +41,14 @@ except ImportError:  # Python < 3.11, before the sweep_*.py modules (which impor
 
 if __package__:  # python3 -m scripts.sweep, or imported as scripts.sweep
     from .sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
-    from .sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
+    from .sweep_file import ROOT, SweepError, check_flags, check_same_sweep, load_sweep, rel
     from .sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, check_result_fields,
-                              command, describe, run_point)
+                              command, describe, json_path, run_point)
 else:  # scripts/sweep.py: scripts/ is first on sys.path
     from sweep_adopt import adopted_row, binary_defaults, check_adopted, parse_adoptions
-    from sweep_file import ROOT, SweepError, check_flags, load_sweep, rel
+    from sweep_file import ROOT, SweepError, check_flags, check_same_sweep, load_sweep, rel
     from sweep_point import (ACCURACY_FIELDS, RUN_FIELDS, SUMMARY_FIELDS, baseline_for, check_result_fields,
-                             command, describe, run_point)
+                             command, describe, json_path, run_point)
 
 
 # CSV layout: point, repeat, the parameter columns (the standard ones, then any other swept key),
@@ -57,6 +59,10 @@ PARAM_COLUMNS = ["ranks", "hosts", "model", "batch_size", "precision", "allreduc
 HEAD_COLUMNS = ["point", "repeat"]
 RESULT_COLUMNS = ["status", "exit_code", "wall_sec", "other_cpus"] + SUMMARY_FIELDS + RUN_FIELDS + ["time_utc", "json", "log", "error"]
 NON_PARAM_COLUMNS = set(HEAD_COLUMNS) | set(RESULT_COLUMNS) | set(ACCURACY_FIELDS)
+# What a sweep writes in its output folder (the PNGs: plot.py's, drawn there by --plot); --fresh
+# moves them together into <out>/previous-<UTC time>/.
+SWEEP_OUTPUTS = ["sweep.csv", "sweep.toml", "points", "logs", "runs",
+                 "scaling.png", "fusion.png", "precision.png", "accuracy.png"]
 
 
 def cell(value):
@@ -106,16 +112,57 @@ def read_csv(path):
         cut = text.rfind("\n") + 1
         print(f"sweep.py: {rel(path)}: dropping an incomplete last line", file=sys.stderr)
         text = text[:cut]
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, text)
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     rows = [dict(zip(header, r)) for r in reader if r] if header else []
     return header, rows
+
+
+def write_atomically(path, text):
+    """Replaces the file with text (str or bytes) at once: a kill leaves the old file or the new."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def rewrite_csv(path, change):
+    """Rewrites a CSV file record by record: change(dict of the record) returns it, changed or
+    not, or None to drop it. Records left as they were keep their exact text (a cnnbench
+    results.csv stays in its own style); the file is replaced only when something changed."""
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", f.read())
+    consumed = []  # the lines of the record csv.reader is reading
+
+    def feed():
+        for line in lines:
+            consumed.append(line)
+            yield line
+    reader = csv.reader(feed())
+    header = next(reader, None)
+    if not header:
+        return
+    out, changed = ["".join(consumed)], False
+    consumed.clear()
+    for record in reader:
+        text = "".join(consumed)
+        consumed.clear()
+        row = dict(zip(header, record))
+        new = change(dict(row))
+        if new != row:
+            changed = True
+            if new is None:
+                continue
+            record = [new.get(c, v) for c, v in zip(header, record)] + record[len(header):]
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\r\n" if text.endswith("\r\n") else "\n").writerow(record)
+            text = buf.getvalue()
+        out.append(text)
+    if changed:
+        write_atomically(path, "".join(out))
 
 
 def append_line(path, values):
@@ -128,6 +175,64 @@ def append_line(path, values):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# What earlier sweeps and attempts left
+
+def move_aside(s):
+    """--fresh: moves what the previous sweep wrote (SWEEP_OUTPUTS) into a new folder
+    <out>/previous-<UTC time>[-N]/, never one that exists, and points the moved CSVs' json, log
+    and json_file cells at the moved files. Returns the folder, or None when there was nothing."""
+    present = [n for n in SWEEP_OUTPUTS if os.path.lexists(os.path.join(s.out, n))]
+    if not present:
+        return None
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for n in itertools.count(1):
+        aside = os.path.join(s.out, f"previous-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            os.mkdir(aside)  # fails where it exists: an earlier --fresh in the same second
+            break
+        except FileExistsError:
+            continue
+    for name in present:
+        os.rename(os.path.join(s.out, name), os.path.join(aside, name))
+
+    def retarget(columns):
+        return lambda row: {**row, **{c: rel(moved_path(s, aside, row[c])) for c in columns if row.get(c)}}
+    if "sweep.csv" in present:
+        rewrite_csv(os.path.join(aside, "sweep.csv"), retarget(["json", "log"]))
+    if os.path.isfile(os.path.join(aside, "runs", "results.csv")):
+        rewrite_csv(os.path.join(aside, "runs", "results.csv"), retarget(["json_file"]))
+    return aside
+
+
+def moved_path(s, aside, path):
+    """Where move_aside took a file, path relative to the repository root or absolute: in
+    `aside` where it was one of the previous sweep's outputs, else where it was."""
+    path = os.path.normpath(os.path.join(ROOT, path))
+    inside = os.path.relpath(path, s.out)
+    if inside.split(os.sep)[0] in SWEEP_OUTPUTS and os.path.lexists(os.path.join(aside, inside)):
+        return os.path.join(aside, inside)
+    return path
+
+
+def forget_attempts(s, point):
+    """Drops the rows earlier attempts of the point left in <out>/runs/results.csv (a run ended
+    after cnnbench wrote its row, one the sweep recorded as failed): `cnnbench compare <out>/runs`
+    would take them beside the new attempt's. Only points without an ok row are run, so no
+    row of a recorded result is dropped."""
+    path = os.path.join(s.out, "runs", "results.csv")
+    if not os.path.isfile(path):
+        return
+    mine = json_path(s, point)
+    lock_fd = os.open(os.path.join(s.out, "runs", ".results.csv.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)  # cnnbench's lock on results.csv
+        rewrite_csv(path, lambda row: None if row.get("json_file") and
+                    os.path.normpath(os.path.join(ROOT, row["json_file"])) == mine else row)
+    finally:
+        os.close(lock_fd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +256,8 @@ def main(argv=None):
     parser.add_argument("--dry-run", action="store_true", help="print each point's command; run and write nothing")
     parser.add_argument("--resume", action="store_true", help="skip points with an ok row (the default when sweep.csv exists)")
     parser.add_argument("--retry-failed", action="store_true", help="re-run points whose last row is failed or timeout")
-    parser.add_argument("--fresh", action="store_true", help="move sweep.csv aside (sweep-<time>.csv) and run every point")
+    parser.add_argument("--fresh", action="store_true", help="move what the previous sweep wrote into "
+                        "<out>/previous-<UTC time>/ and run every point")
     parser.add_argument("--timeout", type=float, help="seconds per point before it is ended and recorded as timeout")
     parser.add_argument("--out", help="output folder (default: sweep.output, or results/sweeps/<name>)")
     parser.add_argument("--binary", help="cnnbench binary (default: sweep.binary, or build/cnnbench)")
@@ -182,6 +288,8 @@ def run_sweep(s, args):
     for note in s.notes:
         print(f"sweep.py: {note}", file=sys.stderr)
 
+    if not args.fresh:
+        check_same_sweep(s)
     csv_path = os.path.join(s.out, "sweep.csv")
     header = header_for(s)
     rows = []
@@ -240,22 +348,21 @@ def run_sweep(s, args):
             print((env + " " if env else "") + shlex.join(command(s, p, base)))
         return 0
 
-    for d in ("points", "logs", "runs"):
-        os.makedirs(os.path.join(s.out, d), exist_ok=True)
+    os.makedirs(s.out, exist_ok=True)
     lock_fd = os.open(os.path.join(s.out, ".sweep.lock"), os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise SweepError(f"another sweep is running in {rel(s.out)}")
-    if args.fresh and os.path.exists(csv_path):
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        aside = os.path.join(s.out, f"sweep-{stamp}.csv")
-        os.replace(csv_path, aside)
-        print(f"sweep.py: moved the old {rel(csv_path)} to {rel(aside)}")
-    try:
-        shutil.copyfile(s.path, os.path.join(s.out, "sweep.toml"))  # what produced the CSV
-    except shutil.SameFileError:
-        pass
+    if args.fresh:
+        aside = move_aside(s)
+        if aside:
+            print(f"sweep.py: moved the previous sweep's files to {rel(aside)}")
+            # an adopted JSON may be one of the files just moved
+            adoptions = [(p, moved_path(s, aside, path), doc) for p, path, doc in adoptions]
+    for d in ("points", "logs", "runs"):
+        os.makedirs(os.path.join(s.out, d), exist_ok=True)
+    write_atomically(os.path.join(s.out, "sweep.toml"), s.source)  # what produced the CSV, as read
     if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
         append_line(csv_path, header)
     for p, path, doc in adoptions:
@@ -277,6 +384,7 @@ def run_sweep(s, args):
     for i, p in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {p.id} {describe(s, p)} ...", end=" ", flush=True)
         try:
+            forget_attempts(s, p)
             row = run_point(s, p, baseline_for(s, p, done_json))
         except KeyboardInterrupt as e:
             print("interrupted; this point is not recorded (run the sweep again to resume)", flush=True)

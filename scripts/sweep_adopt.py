@@ -15,10 +15,10 @@ import tomllib
 
 if __package__:  # loaded as scripts.sweep_adopt (python3 -m scripts.sweep)
     from .sweep_file import ROOT, SweepError, binary_help, canon, rel
-    from .sweep_point import SCHEMAS, json_path, log_path, result_fields
+    from .sweep_point import SCHEMAS, json_path, log_path, placement_mismatch, result_fields
 else:  # imported by a script run as a file (scripts/ first on sys.path)
     from sweep_file import ROOT, SweepError, binary_help, canon, rel
-    from sweep_point import SCHEMAS, json_path, log_path, result_fields
+    from sweep_point import SCHEMAS, json_path, log_path, placement_mismatch, result_fields
 
 # Where a run writes, not what it measures: a run by hand may have set them otherwise. (help and
 # list_models end the binary before any run, so a result never records them.)
@@ -92,10 +92,10 @@ def check_adopted(point, path, defaults):
         raise SweepError(f"{where}: {e}")
     if not isinstance(doc, dict) or doc.get("schema") not in SCHEMAS:
         raise SweepError(f"{where}: not a cnnbench result (schema is not {' or '.join(SCHEMAS)})")
-    run, config = doc.get("run", {}), doc.get("config", {})
-    for key in ("ranks", "hosts"):
-        if str(run.get(key)) != str(getattr(point, key)):
-            raise SweepError(f"{where}: the run had {key}={run.get(key)}, the point {key}={getattr(point, key)}")
+    why = placement_mismatch(point, doc.get("run"))
+    if why:
+        raise SweepError(f"{where}: {why}")
+    config = doc.get("config", {})
     for key, value in expected_settings(point, defaults).items():
         if key not in config:
             raise SweepError(f"{where}: the run records no {key} (the point needs {key}={value})")

@@ -18,6 +18,9 @@ DEFAULT_TIMEOUT = 3600.0
 DEFAULT_MULTI_RANK_KEYS = ["allreduce", "fusion_threshold_mb", "compression", "variable_update"]
 RESERVED_FLAGS = {"result_json", "benchmark_log_dir"}  # sweep.py sets them per point
 LAUNCH_PLACEHOLDERS = {"ranks", "hosts", "ranks_per_host", "allow_root"}
+PLACING_PLACEHOLDERS = {"hosts", "ranks_per_host"}  # those that can put ranks on several hosts
+# What a resume may change in [sweep] without it becoming another sweep (check_same_sweep)
+RESUMABLE_SWEEP_KEYS = {"name", "output", "binary", "repeat", "timeout"}
 
 
 class SweepError(Exception):
@@ -79,7 +82,8 @@ def _check_key(key, where):
 def load_sweep(path, out_override=None, binary_override=None, timeout_override=None):
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            source = f.read()
+        doc = tomllib.loads(source.decode())
     except OSError as e:
         raise SweepError(f"cannot read {path}: {e.strerror}")
     except tomllib.TOMLDecodeError as e:
@@ -96,6 +100,7 @@ def load_sweep(path, out_override=None, binary_override=None, timeout_override=N
 
     s = Sweep()
     s.path = path
+    s.source, s.doc = source, doc  # sweep.py keeps a copy as <out>/sweep.toml
     sec = doc.get("sweep", {})
     for k in sec:
         if k not in {"name", "output", "binary", "repeat", "timeout", "multi_rank_keys"}:
@@ -197,7 +202,63 @@ def load_sweep(path, out_override=None, binary_override=None, timeout_override=N
     s.points, s.notes = expand(s, axes, fixed, excludes)
     if not s.points:
         raise SweepError(f"{path}: the grid has no points")
+    check_placement(s)
     return s
+
+
+def check_placement(s):
+    """Refuses points on several hosts when launch.command has no placeholder that could place
+    ranks on hosts: the default mpiexec runs every rank here, and the rows would claim hosts the
+    points never ran on."""
+    if PLACING_PLACEHOLDERS & set(re.findall(r"\{([^{}]*)\}", s.launch)):
+        return
+    many = next((p for p in s.points if p.hosts > 1), None)
+    if many:
+        raise SweepError(f"{s.path}: a point has hosts = {many.hosts}, but launch.command has no {{hosts}} or "
+                         f"{{ranks_per_host}} to place its ranks on hosts (e.g. srun -N {{hosts}}, "
+                         f"scripts/netns_cluster.sh run --hosts {{hosts}} --ranks-per-host {{ranks_per_host}} --)")
+
+
+def sweep_identity(doc):
+    """What makes a sweep file without a name the same sweep as another: everything but what a
+    resume may change ([sweep] RESUMABLE_SWEEP_KEYS, the values of the grid: points added or
+    dropped, and [[exclude]])."""
+    def table(k):
+        v = doc.get(k, {})
+        return v if isinstance(v, dict) else {"": v}
+    return {"sweep": {k: v for k, v in table("sweep").items() if k not in RESUMABLE_SWEEP_KEYS},
+            "launch": table("launch"), "env": table("env"), "fixed": table("fixed"), "grid": sorted(table("grid"))}
+
+
+def own_name(doc):
+    """A sweep file's own [sweep] name; None where it sets none."""
+    sec = doc.get("sweep")
+    return sec.get("name") if isinstance(sec, dict) else None
+
+
+def check_same_sweep(s):
+    """Refuses to run into an output folder that holds another sweep (its <out>/sweep.toml): by
+    name where both files set [sweep] name, else by sweep_identity. Its rows would share one
+    sweep.csv with this sweep's, and its sweep.toml would be replaced."""
+    stored = os.path.join(s.out, "sweep.toml")
+    if not os.path.exists(stored):
+        return
+    advice = "use --fresh to move it aside, or another --out"
+    try:
+        with open(stored, "rb") as f:
+            old = tomllib.loads(f.read().decode())
+    except (OSError, ValueError) as e:  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+        raise SweepError(f"cannot tell which sweep {rel(s.out)} holds ({rel(stored)}: {e}): {advice}")
+    if own_name(old) is not None and own_name(s.doc) is not None:
+        if own_name(old) != own_name(s.doc):
+            raise SweepError(f"{rel(s.out)} holds sweep '{own_name(old)}' ({rel(stored)}), not '{own_name(s.doc)}' of "
+                             f"{s.path}: {advice}")
+        return
+    a, b = sweep_identity(old), sweep_identity(s.doc)
+    if a != b:
+        section = next(k for k in a if a[k] != b[k])
+        raise SweepError(f"{rel(s.out)} holds another sweep: its {rel(stored)} differs from {s.path} in "
+                         f"[{section}]: {advice}")
 
 
 def same(a, b):

@@ -202,6 +202,12 @@ def run_point(s, point, baseline):
                 status = "failed"
                 row["error"] = f"no result JSON ({e})"[:300]
                 doc = None
+        if doc:
+            why = placement_mismatch(point, doc.get("run"), require=False)
+            if why:  # e.g. a launcher that ran every rank on this machine for a 2-host point
+                status = "failed"
+                row["error"] = f"{why}: the launcher did not place the ranks as the point says"
+                doc = None
     row["status"] = status
     if status == "timeout":
         row["error"] = f"ran past the timeout of {canon(float(s.timeout))} s"
@@ -211,6 +217,19 @@ def run_point(s, point, baseline):
         row["json"] = rel(result)
         row.update(result_fields(doc))
     return row
+
+
+def placement_mismatch(point, run, require=True):
+    """'the run had hosts=1, the point hosts=2' where the ranks or hosts a result recorded (its
+    run record) are not the point's, else None. A key the record lacks is a mismatch only when
+    `require`."""
+    run = run if isinstance(run, dict) else {}
+    for key in ("ranks", "hosts"):
+        if key not in run and not require:
+            continue
+        if str(run.get(key)) != str(getattr(point, key)):
+            return f"the run had {key}={run.get(key)}, the point {key}={getattr(point, key)}"
+    return None
 
 
 def result_fields(doc):

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """scripts/sweep.py and scripts/plot.py end to end on configs/sweep_smoke.toml: the dry run, a
-real run with one failing point, resume without re-running, a torn CSV line, a timeout, SIGTERM, a bad
-sweep file, --fresh, and the scaling PNG; then a convergence sweep on a small generated data set
-in Fashion-MNIST's idx format (accuracy columns, accuracy.png), and --adopt of its points. Run by ctest (label "scripts"):
+real run with one failing point, resume without re-running, another sweep's folder refused, a torn
+CSV line, a timeout, SIGTERM, a bad sweep file, --fresh keeping the previous sweep whole, a rerun
+leaving one row in runs/results.csv, a point whose run had other hosts than it says, plot.py never
+averaging different configurations, and the scaling PNG; then a convergence sweep on a small
+generated data set in Fashion-MNIST's idx format (accuracy columns, accuracy.png), and --adopt of
+its points. Run by ctest (label "scripts"):
   /usr/bin/python3 tests/test_sweep.py --binary build/cnnbench
 """
 import argparse
@@ -33,6 +36,36 @@ def run(script, *args):
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+# A launcher that runs nothing: it writes a result JSON as cnnbench would (the ranks and hosts
+# it was given, a stamp of its own), appends a row naming it to the runs' results.csv, and
+# exits 3 where the file FAIL names exists. Fast sweeps with ok points.
+FAKE_LAUNCHER = r"""
+import json, os, sys, time
+ranks, hosts = int(sys.argv[1]), int(sys.argv[2])
+opt = dict(a.split("=", 1) for a in sys.argv[3:] if a.startswith("--") and "=" in a)
+stamp = str(time.time_ns())
+with open(opt["--result_json"], "w") as f:
+    json.dump({"schema": "cnnbench.result/1", "run": {"ranks": ranks, "hosts": hosts},
+               "summary": {"images_per_sec": 100.0 * ranks}, "context": {"time_utc": stamp}}, f)
+results = os.path.join(opt["--benchmark_log_dir"], "results.csv")
+new = not os.path.exists(results)
+with open(results, "a") as f:
+    f.write(("time_utc,json_file\n" if new else "") + stamp + "," + opt["--result_json"] + "\n")
+print("fake run", stamp)
+sys.exit(3 if os.path.exists(FAIL) else 0)
+"""
+
+
+def resolve(path):
+    """A path cell of sweep.csv or results.csv (relative to the repository root, or absolute)."""
+    return os.path.join(ROOT, path)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
 
 
 def write_idx(folder, prefix, n):
@@ -113,6 +146,20 @@ class Sweep(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual(out.count(": skip ("), 4, out)
 
+    def test_3b_another_sweeps_folder_is_refused_and_left_alone(self):
+        with open(SMOKE) as f:
+            other = self.write("sweep_other.toml", f.read().replace('name = "smoke"', 'name = "other"'))
+        toml, csv_text = read(os.path.join(self.out, "sweep.toml")), read(self.csv)
+        for args in ((), ("--dry-run",)):
+            rc, out, err = self.sweep(*args, sweep_file=other)
+            self.assertEqual(rc, 2, out + err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("holds sweep 'smoke'", err)
+            self.assertIn("not 'other' of", err)
+            self.assertIn("--fresh", err)
+        self.assertEqual(read(os.path.join(self.out, "sweep.toml")), toml)
+        self.assertEqual(read(self.csv), csv_text)
+
     def test_4_torn_last_line_is_dropped(self):
         with open(self.csv, "a") as f:
             f.write("0123456789ab,1,2,1,resnet")  # a kill mid-write
@@ -155,8 +202,144 @@ ranks = [1, 2]
         r = rows(os.path.join(out, "sweep.csv"))
         self.assertEqual([x["status"] for x in r], ["timeout", "timeout"], so)
         rc, so, se = self.sweep("--fresh", sweep_file=path, out=out)
-        self.assertIn("moved the old", so)
-        self.assertEqual(len([f for f in os.listdir(out) if f.startswith("sweep-") and f.endswith(".csv")]), 1)
+        self.assertIn("moved the previous sweep's files to", so)
+        previous = [f for f in os.listdir(out) if f.startswith("previous-")]
+        self.assertEqual(len(previous), 1, os.listdir(out))
+        self.assertEqual(len(rows(os.path.join(out, previous[0], "sweep.csv"))), 2)
+
+    def fake_sweep(self, name, extra=""):
+        """A sweep file of ranks 1 and 2 run by FAKE_LAUNCHER (failing while <tmp>/<name>.fail exists)."""
+        fake = self.write(f"{name}_launcher.py", FAKE_LAUNCHER.replace("FAIL", repr(os.path.join(self.tmp.name, name + ".fail"))))
+        return self.write(f"{name}.toml", f"""
+[launch]
+command = "{sys.executable} {fake} {{ranks}} {{hosts}}"
+[fixed]
+model = "resnet20"
+[grid]
+ranks = [1, 2]
+{extra}""")
+
+    def test_7c_fresh_moves_the_previous_sweep_whole_into_a_new_folder(self):
+        path = self.fake_sweep("sweep_fresh")
+        out = os.path.join(self.tmp.name, "fresh")
+        rc, so, se = self.sweep(sweep_file=path, out=out)
+        self.assertEqual(rc, 0, so + se)
+        old_rows = rows(os.path.join(out, "sweep.csv"))
+        old = {x["point"]: (read(resolve(x["json"])), read(resolve(x["log"]))) for x in old_rows}
+        self.assertEqual(len(old), 2)
+        asides = []
+        for _ in range(2):  # twice in the same second: two folders, the first left as it was
+            rc, so, se = self.sweep("--fresh", sweep_file=path, out=out)
+            self.assertEqual(rc, 0, so + se)
+            asides.append(os.path.join(out, so.split("moved the previous sweep's files to ")[1].split()[0].split(os.sep)[-1]))
+        self.assertNotEqual(asides[0], asides[1])
+        self.assertEqual(sorted(os.listdir(asides[0])), ["logs", "points", "runs", "sweep.csv", "sweep.toml"])
+        moved = rows(os.path.join(asides[0], "sweep.csv"))
+        self.assertEqual([x["point"] for x in moved], [x["point"] for x in old_rows])
+        for x in moved:  # the moved CSV names the moved files, which hold the old runs
+            for column, content in zip(("json", "log"), old[x["point"]]):
+                self.assertTrue(resolve(x[column]).startswith(asides[0] + os.sep), x[column])
+                self.assertEqual(read(resolve(x[column])), content)
+        for x in rows(os.path.join(asides[0], "runs", "results.csv")):
+            self.assertTrue(resolve(x["json_file"]).startswith(asides[0] + os.sep), x)
+            self.assertEqual(json.loads(read(resolve(x["json_file"])))["context"]["time_utc"], x["time_utc"])
+        self.assertEqual(read(os.path.join(asides[0], "sweep.toml")), read(path))
+        for x in rows(os.path.join(out, "sweep.csv")):  # the new sweep's own runs
+            self.assertNotEqual(read(resolve(x["json"])), old[x["point"]][0])
+
+    def test_7d_a_rerun_leaves_one_row_of_the_point_in_runs_results_csv(self):
+        path = self.fake_sweep("sweep_rerun")
+        out = os.path.join(self.tmp.name, "rerun")
+        flag = os.path.join(self.tmp.name, "sweep_rerun.fail")
+        open(flag, "w").close()
+        rc, so, se = self.sweep(sweep_file=path, out=out)
+        self.assertEqual(rc, 1, so + se)
+        self.assertEqual(len(rows(os.path.join(out, "runs", "results.csv"))), 2)  # the failed attempts' rows
+        os.remove(flag)
+        rc, so, se = self.sweep("--retry-failed", sweep_file=path, out=out)
+        self.assertEqual(rc, 0, so + se)
+        runs = rows(os.path.join(out, "runs", "results.csv"))
+        self.assertEqual(len(runs), 2, runs)
+        for x in runs:  # each the ok attempt's
+            self.assertEqual(json.loads(read(resolve(x["json_file"])))["context"]["time_utc"], x["time_utc"])
+
+    def test_7e_another_nameless_sweep_is_refused_an_extended_grid_is_not(self):
+        path = self.fake_sweep("sweep_nameless")
+        out = os.path.join(self.tmp.name, "nameless")
+        rc, so, se = self.sweep(sweep_file=path, out=out)
+        self.assertEqual(rc, 0, so + se)
+        other = self.write("sweep_nameless_other.toml", read(path).replace('"resnet20"', '"trivial"'))
+        toml = read(os.path.join(out, "sweep.toml"))
+        rc, so, se = self.sweep(sweep_file=other, out=out)
+        self.assertEqual(rc, 2, so + se)
+        self.assertEqual(len(se.strip().splitlines()), 1, se)
+        self.assertIn("differs from", se)
+        self.assertIn("in [fixed]", se)
+        self.assertEqual(read(os.path.join(out, "sweep.toml")), toml)
+        more = self.write("sweep_nameless_more.toml", read(path).replace("ranks = [1, 2]", "ranks = [1, 2, 4]"))
+        rc, so, se = self.sweep("--dry-run", sweep_file=more, out=out)
+        self.assertEqual(rc, 0, so + se)
+        self.assertIn("1 to run", so)
+
+    def test_7f_a_point_whose_run_had_other_hosts_is_recorded_failed(self):
+        # {hosts} reaches the launcher, which still runs both ranks here: cnnbench records hosts=1
+        path = self.write("sweep_hosts.toml", """
+[sweep]
+timeout = 120
+[launch]
+command = "mpiexec {allow_root} --oversubscribe --bind-to none --mca btl self,vader -np {ranks} env HOSTS={hosts}"
+[fixed]
+model = "resnet20"
+batch_size = 4
+num_batches = 2
+num_warmup_batches = 1
+num_intra_threads = 1
+[grid]
+ranks = [2]
+hosts = [2]
+""")
+        out = os.path.join(self.tmp.name, "hosts")
+        rc, so, se = self.sweep(sweep_file=path, out=out)
+        self.assertEqual(rc, 1, so + se)
+        (x,) = rows(os.path.join(out, "sweep.csv"))
+        self.assertEqual((x["status"], x["hosts"]), ("failed", "2"), x)
+        self.assertIn("the run had hosts=1, the point hosts=2", x["error"])
+        self.assertEqual(x["json"], "")
+
+    def test_7g_plot_never_averages_different_configurations(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import plot
+        import sweep
+
+        def load(name, header, table):
+            """plot.load of a sweep.csv with these columns and values (every other parameter blank)."""
+            blank = [c for c in sweep.PARAM_COLUMNS if c not in header]
+            path = self.write(name, "\n".join([",".join(["point", "status"] + header + blank)] +
+                                               [",".join([f"p{i}", "ok"] + [str(v) for v in r] + [""] * len(blank))
+                                                for i, r in enumerate(table)]) + "\n")
+            params, ok, _ = plot.load(path)
+            return ok, params
+        # 2 ranks on 1 host and on 2 hosts, in two precisions: never one point of their mean
+        ok, params = load("hosts.csv", ["ranks", "hosts", "precision", "images_per_sec"],
+                          [(1, 1, "fp32", 100), (2, 1, "fp32", 190), (2, 2, "fp32", 120),
+                           (1, 1, "bf16", 150), (2, 1, "bf16", 280), (2, 2, "bf16", 160)])
+        _, panels, line_keys, _, _ = plot.scaling_panels([dict(r) for r in ok], params)
+        drawn = {(pvals, lvals): {n: v[0] for n, v in pts.items()} for pvals, lines in panels for lvals, pts in lines}
+        self.assertEqual(drawn, {(("fp32",), ("1",)): {1: 100, 2: 190}, (("fp32",), ("2",)): {1: 100, 2: 120},
+                                 (("bf16",), ("1",)): {1: 150, 2: 280}, (("bf16",), ("2",)): {1: 150, 2: 160}})
+        self.assertEqual(line_keys, ["hosts"])
+        _, _, panels, _, _, _ = plot.precision_panels([dict(r) for r in ok], params)
+        self.assertEqual(sorted(v[0] for _, cells, _ in panels for v in cells.values()), [100, 120, 150, 160, 190, 280])
+        ok, params = load("fusion.csv", ["ranks", "hosts", "fusion_threshold_mb", "images_per_sec"],
+                          [(2, 1, 0, 50), (2, 1, 16, 60), (2, 2, 0, 20), (2, 2, 16, 36)])
+        _, _, panels, _, _ = plot.fusion_panels([dict(r) for r in ok], params)
+        self.assertEqual(sorted(v[0] for _, lines in panels for _, pts in lines for v in pts.values()), [20, 36, 50, 60])
+        # 1 rank x 64 and 2 ranks x 32 have one global batch: two lines, not their median
+        ok, params = load("accuracy.csv", ["ranks", "hosts", "batch_size", "global_batch", "images_per_sec", "test_top1"],
+                          [(1, 1, 64, 64, 10, 0.9), (2, 1, 32, 64, 10, 0.5), (1, 1, 32, 32, 10, 0.8)])
+        _, line_keys, series = plot.accuracy_series([dict(r) for r in ok], params)
+        self.assertIn("ranks", line_keys)
+        self.assertTrue(all(len(at) == 1 for by_batch in series.values() for at in by_batch.values()), series)
 
     def test_7b_sigterm_ends_the_running_point_and_records_nothing(self):
         pidfile = os.path.join(self.tmp.name, "point.pid")
@@ -297,6 +480,8 @@ ranks = [1, 2]
             "[grid]\nranks = 2\n": "grid.ranks must be a non-empty list",
             "[grid]\nbogus_flag = [1]\n": "no flag --bogus_flag",
             "[fixed]\nresult_json = 'x'\n": "set by sweep.py",
+            # the default mpiexec would run both hosts' ranks here: rows claiming hosts=2
+            "[grid]\nranks = [1, 2]\nhosts = [1, 2]\n": "launch.command has no {hosts} or {ranks_per_host}",
             "[launch]\ncommand = 'mpiexec -np {nodes}'\n": "unknown placeholder {nodes}",
             "[grid\n": "sweep_bad.toml",
             "[sweeps]\n": "unknown section 'sweeps'",
