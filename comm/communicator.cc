@@ -89,6 +89,30 @@ void init_mpi(int* argc, char*** argv) {
     throw std::runtime_error("the MPI library offers no thread support; cnnbench's communication thread needs it");
 }
 
+void check_launcher_agrees() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // the tasks the launcher says it started: mpiexec's, or srun's step (not the allocation's
+  // SLURM_NTASKS where mpiexec runs inside it)
+  auto number = [](const char* name) -> long {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtol(v, nullptr, 10) : -1;
+  };
+  long tasks = number("OMPI_COMM_WORLD_SIZE");
+  const char* launcher = "mpiexec";
+  if (tasks < 0 && std::getenv("SLURM_STEP_ID")) {
+    tasks = number("SLURM_STEP_NUM_TASKS") >= 0 ? number("SLURM_STEP_NUM_TASKS") : number("SLURM_NTASKS");
+    launcher = "srun";
+  }
+  if (tasks < 0) tasks = number("PMI_SIZE"), launcher = "the launcher";
+  if (tasks <= 0 || tasks == size) return;
+  const bool srun = std::string(launcher) == "srun";
+  throw std::runtime_error(std::string(launcher) + " started " + std::to_string(tasks) + " tasks, but MPI joined " +
+                           std::to_string(size) + " of them into this job: they would run as separate " +
+                           std::to_string(size) + "-rank benchmarks, each writing results" +
+                           (srun ? " (srun needs the MPI's wiring: srun --mpi=pmix, see docs/ranks-and-hosts.md)" : ""));
+}
+
 bool mpi_thread_multiple() {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);

@@ -82,6 +82,10 @@ void check_mpi(int code, const char* what);
 bool started_by_launcher();
 // Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
 void init_mpi(int* argc, char*** argv);
+// After init_mpi: throws std::runtime_error where the launcher started another number of tasks
+// than MPI joined into this job (srun without --mpi=pmix starts N singletons, each of which
+// would benchmark alone and write its own results).
+void check_launcher_agrees();
 void finalize_mpi();
 // Whether MPI lets several threads call it at once (MPI_THREAD_MULTIPLE was granted).
 bool mpi_thread_multiple();

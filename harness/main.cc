@@ -111,6 +111,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cnnbench: %s\n", e.what());
     return 1;
   }
+  try {
+    check_launcher_agrees();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnnbench: %s\n", e.what());
+    finalize_mpi();
+    return 2;
+  }
 
   // 1. flags, the same on every rank: errors reported once, by rank 0
   Config config;

@@ -251,6 +251,23 @@ TEST(CliMpi, PowerSgdSentBytesAreWhatTheTimedStepsSent) {
   EXPECT_EQ(quiet.find("--powersgd_warmup_steps:"), std::string::npos) << quiet;
 }
 
+// srun without the MPI's wiring starts N singletons: each would benchmark alone and append a
+// 1-rank row. Refused where the launcher's count of tasks is not MPI's; srun's step count, not
+// the allocation's, so that mpiexec inside a larger allocation still runs.
+TEST(Cli, TasksTheLauncherStartedThatMpiDidNotJoinAreRefused) {
+  const std::string dir = fresh_dir("cli_srun_without_pmi");
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=1 --result_json=r.json";
+  CliRun r = run_cnnbench_with("env SLURM_JOB_ID=9 SLURM_STEP_ID=0 SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 ",
+                               "", run, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("srun started 2 tasks, but MPI joined 1 of them into this job"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("srun --mpi=pmix"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/r.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cnnbench_results/results.csv"));
+  r = run_cnnbench_with("env SLURM_JOB_ID=9 SLURM_STEP_ID=4294967294 SLURM_NTASKS=8 SLURM_STEP_NUM_TASKS=1 ", "", run, dir);
+  EXPECT_EQ(r.exit_code, 0) << "one task of the batch step in an 8-task allocation: " << r.output;
+}
+
 TEST(CliMpi, RanksThatDisagreeAreRefused) {
   const std::string dir = fresh_dir("cli_disagree");
   std::ofstream(dir + "/a.toml") << "batch_size = 8\n";
