@@ -268,6 +268,34 @@ TEST(Cli, TasksTheLauncherStartedThatMpiDidNotJoinAreRefused) {
   EXPECT_EQ(r.exit_code, 0) << "one task of the batch step in an 8-task allocation: " << r.output;
 }
 
+// Ranks that read other data under the same --data_dir (each host its own copy, a relative path
+// from another working folder) are refused before the first step, naming the rank: one byte
+// changed in a same-sized copy, and a copy of another size. They trained apart, or waited in a
+// collective until the watchdog.
+TEST(CliMpi, RanksThatReadOtherDataAreRefused) {
+  const std::string dir = fresh_dir("cli_other_data");
+  for (const char* host : {"a", "b", "c"}) testing::write_cifar10_dataset(dir + "/" + host + "/data", 16, 20);
+  std::string bytes = slurp_file(dir + "/b/data/cifar-10-batches-bin/data_batch_3.bin");
+  bytes[5000] ^= 0x01;
+  std::ofstream(dir + "/b/data/cifar-10-batches-bin/data_batch_3.bin", std::ios::binary) << bytes;
+  testing::write_cifar10_dataset(dir + "/c/data", 32, 20);
+  const std::string run = "--model=resnet20 --data_dir=data --batch_size=8 --num_epochs=1 --num_intra_threads=1 "
+                          "--result_json=r.json";
+  for (const auto& [other, counts] : {std::pair<std::string, std::string>{"b", ""},
+                                      {"c", " (160 training and 20 test images there, 80 and 20 on rank 0)"}}) {
+    const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 1 -wdir " + dir + "/a '" +
+                                           CNNBENCH_BINARY + "' " + run + " : -np 1 -wdir " + dir + "/" + other + " ",
+                                       "", run, dir);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("--data_dir=data: rank 1 reads other data than rank 0" + counts + ": every rank must see "
+                            "the same data set"),
+              std::string::npos)
+        << other << r.output;
+    EXPECT_EQ(r.output.find("Epoch 1"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/a/r.json"));
+  }
+}
+
 TEST(CliMpi, RanksThatDisagreeAreRefused) {
   const std::string dir = fresh_dir("cli_disagree");
   std::ofstream(dir + "/a.toml") << "batch_size = 8\n";

@@ -74,6 +74,8 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
     error = e.what();
   }
   if (report_errors_together(error)) throw ErrorsReported{2};
+  // every rank loaded the same data set, or none goes on (collective)
+  if (report_errors_together(check_ranks_read_the_same_data(data, config.data_dir, comm))) throw ErrorsReported{2};
 
   const int workers = static_cast<int>(config.num_data_workers);
   const std::unique_ptr<BatchPipeline> pipeline =

@@ -23,6 +23,9 @@ struct DataSplits {
   std::unique_ptr<ExampleSource> train, test;
   TfRecordShards train_shards, test_shards;  // ImageNet as TFRecord shards (then no sources)
   int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
+  // what the data is made of, for the ranks to compare: the shards' names and sizes, the JPEG
+  // folders' files and labels, the in-memory sets' pixels and labels
+  uint64_t fingerprint = 0;
   bool tfrecords() const { return !train_shards.files.empty(); }
   // "1000 JPEG files", "8 TFRecord shards", "50000 images"
   std::string describe_train() const;
@@ -38,6 +41,11 @@ int64_t head_classes(const Config& config, const RunSettings& settings);
 // be reported with the others'; every rank still joins the sums.
 DataSplits find_shards(const std::string& dataset, const std::string& dir, const Communicator& comm,
                        std::string& error);
+// Collective, after load_data succeeded on every rank: "" where every rank read the same data,
+// else the same line on every rank naming the first rank whose data differ from rank 0's (another
+// copy under the same path on its host, a relative path from another working folder). Without it
+// such ranks trained on other data, or waited in a collective until the watchdog.
+std::string check_ranks_read_the_same_data(const DataSplits& data, const std::string& dir, const Communicator& comm);
 // The rest: folders scanned, in-memory sets read; `found` is find_shards' result. Without
 // `with_test`, the training split alone (no val/ folder or validation shards needed).
 // `augmentation` is --train_augmentation. Throws with a line naming what is missing or damaged.
