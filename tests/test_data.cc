@@ -392,6 +392,43 @@ TEST(JpegDecode, WindowHoldsTheWholeDecodesPixelsAndScalesByTheWindow) {
 
 // A few hundred bytes can announce 65500 x 65500 pixels: found by hand after fuzz_jpeg (which
 // cannot see inside the uninstrumented libjpeg) ran clean; a progressive one took 25 s to fail.
+// CMYK JPEGs (ImageNet's training set has about 22, Adobe-style with inverted inks) decode to the
+// RGB the inks make, whole and through a crop's window: a plain pattern with black's ink let
+// through at 255 (none) and at 128 (half the light) against the RGB JPEG of the same pattern.
+TEST(JpegDecode, CmykImagesDecodeToTheirRgb) {
+  const std::string dir = fresh_dir("jpeg_cmyk");
+  testing::write_jpeg(dir + "/rgb.JPEG", 120, 90, 2);
+  std::vector<unsigned char> rgb_bytes, bytes;
+  read_file_bytes(dir + "/rgb.JPEG", rgb_bytes);
+  const RgbImage rgb = decode_jpeg_bytes(rgb_bytes.data(), rgb_bytes.size(), "rgb", 90);
+  for (const int k : {255, 128}) {
+    const std::string path = dir + "/cmyk" + std::to_string(k) + ".JPEG";
+    testing::write_cmyk_jpeg(path, 120, 90, 2, k);
+    read_file_bytes(path, bytes);
+    const RgbImage cmyk = decode_jpeg_bytes(bytes.data(), bytes.size(), path, 90);
+    ASSERT_EQ(cmyk.width, 120);
+    ASSERT_EQ(cmyk.pixels.size(), rgb.pixels.size());
+    // against the pattern itself, as the RGB JPEG is (both lossy; the pattern's wraps from 255 to 0
+    // cost either a few levels), not against 255 minus it or undarkened
+    double error = 0, rgb_error = 0;
+    for (int y = 0; y < 90; ++y)
+      for (int x = 0; x < 120; ++x)
+        for (int c = 0; c < 3; ++c) {
+          const size_t i = (static_cast<size_t>(y) * 120 + x) * 3 + c;
+          const double pattern = (x * (c + 1) + y * 2 + 2 * 40) % 256;
+          error += std::fabs(cmyk.pixels[i] - pattern * k / 255.0);
+          rgb_error += std::fabs(rgb.pixels[i] - pattern);
+        }
+    const double n = static_cast<double>(rgb.pixels.size());
+    EXPECT_LT(error / n, 2 * rgb_error / n + 1) << "k = " << k << ": mean error in levels, the RGB JPEG's " << rgb_error / n;
+    DecodedWindow part;
+    decode_jpeg_window(bytes.data(), bytes.size(), path, [](int, int) { return PixelWindow{40, 30, 50, 40}; }, 40,
+                       part);
+    ASSERT_GT(part.image.width, 0);
+    EXPECT_EQ(part.image.pixels.size(), static_cast<size_t>(part.image.width) * part.image.height * 3);
+  }
+}
+
 TEST(JpegFolder, HugeImageIsRefusedBeforeDecoding) {
   const std::string dir = fresh_dir("jpeg_huge");
   const std::string path = dir + "/huge.JPEG";

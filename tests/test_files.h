@@ -102,6 +102,39 @@ inline void write_jpeg(const std::string& path, int w, int h, int seed, bool gre
   jpeg_destroy_compress(&cinfo);
 }
 
+// A w x h CMYK JPEG as Adobe's software writes them (an Adobe marker, inks stored inverted): the
+// inverted inks are write_jpeg's red, green and blue pattern, black's is `k`, so it shows that
+// pattern darkened by k / 255.
+inline void write_cmyk_jpeg(const std::string& path, int w, int h, int seed, int k) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr jerr;
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = w;
+  cinfo.image_height = h;
+  cinfo.input_components = 4;
+  cinfo.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&cinfo);
+  cinfo.write_Adobe_marker = TRUE;
+  jpeg_set_quality(&cinfo, 95, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  std::vector<unsigned char> row(w * 4);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c)
+        row[x * 4 + c] = static_cast<unsigned char>((x * (c + 1) + cinfo.next_scanline * 2 + seed * 40) % 256);
+      row[x * 4 + 3] = static_cast<unsigned char>(k);
+    }
+    JSAMPROW p = row.data();
+    jpeg_write_scanlines(&cinfo, &p, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::fclose(f);
+  jpeg_destroy_compress(&cinfo);
+}
+
 // root/train/<class>/ and root/val/<class>/ JPEG folders: `per_class` training and 1 validation
 // image in each of `classes` classes.
 inline void write_jpeg_folders(const std::string& root, int classes, int per_class) {

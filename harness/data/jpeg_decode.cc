@@ -53,6 +53,19 @@ unsigned dct_denominator(double shorter, int min_side) {
   return denom;
 }
 
+// One row of libjpeg's CMYK output to RGB. Adobe's files (the CMYK JPEGs photographs have: an
+// Adobe marker) store the inks inverted, so each byte is the light let through: R = C' K' / 255;
+// without the marker, R = (255 - C)(255 - K) / 255. As PIL and TensorFlow's decoder convert them.
+void cmyk_to_rgb(const unsigned char* cmyk, unsigned char* rgb, int width, bool adobe_inverted) {
+  for (int x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int k = adobe_inverted ? cmyk[3] : 255 - cmyk[3];
+    for (int c = 0; c < 3; ++c) {
+      const int ink = adobe_inverted ? cmyk[c] : 255 - cmyk[c];
+      rgb[c] = static_cast<unsigned char>((ink * k + 127) / 255);
+    }
+  }
+}
+
 enum class Decode { header, whole, window };
 
 // One decoder for the three uses; no std::string or other destructor-bearing local may live across
@@ -72,8 +85,8 @@ void decode(const unsigned char* data, size_t size, const std::string& name, Dec
   if (size == 0) fail_decode(errors, "no bytes");
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK)
-    fail_decode(errors, "CMYK images are not supported");
+  // CMYK (and YCCK) JPEGs, as ImageNet's training set holds about 22: decoded as CMYK, then made RGB
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   // A header can announce 65500 x 65500 in a few hundred bytes: a progressive one took 25 s and
   // gigabytes of coefficient buffers before the data ran out. Real photographs are far smaller.
   if (uint64_t{cinfo.image_width} * cinfo.image_height > max_jpeg_pixels) {
@@ -94,7 +107,7 @@ void decode(const unsigned char* data, size_t size, const std::string& name, Dec
   if (what == Decode::window) window = (*choose)(full_w, full_h);
   const unsigned denom =
       dct_denominator(what == Decode::window ? std::min(window.w, window.h) : std::min(full_w, full_h), min_side);
-  cinfo.out_color_space = JCS_RGB;
+  cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo.scale_num = 1;
   cinfo.scale_denom = denom;
   jpeg_start_decompress(&cinfo);
@@ -122,16 +135,21 @@ void decode(const unsigned char* data, size_t size, const std::string& name, Dec
   }
   image.width = static_cast<int>(cinfo.output_width);
   image.height = static_cast<int>(y_end - y_first);
+  const size_t rgb_bytes = static_cast<size_t>(image.width) * image.height * 3;
   try {
-    image.pixels.resize(static_cast<size_t>(image.width) * image.height * 3);
+    // a CMYK row is read past the image's end, then converted into its place
+    image.pixels.resize(rgb_bytes + (cmyk ? static_cast<size_t>(image.width) * 4 : 0));
   } catch (...) {  // out of memory: the decoder's buffers go too
     jpeg_destroy_decompress(&cinfo);
     throw;
   }
   while (cinfo.output_scanline < y_end) {
-    JSAMPROW row = image.pixels.data() + static_cast<size_t>(cinfo.output_scanline - y_first) * image.width * 3;
+    unsigned char* rgb = image.pixels.data() + static_cast<size_t>(cinfo.output_scanline - y_first) * image.width * 3;
+    JSAMPROW row = cmyk ? image.pixels.data() + rgb_bytes : rgb;
     jpeg_read_scanlines(&cinfo, &row, 1);
+    if (cmyk) cmyk_to_rgb(row, rgb, image.width, cinfo.saw_Adobe_marker);
   }
+  image.pixels.resize(rgb_bytes);
   // rows below the window are never decoded (their damage goes unseen until a crop reaches them)
   if (cinfo.output_scanline < cinfo.output_height)
     jpeg_abort_decompress(&cinfo);
