@@ -33,6 +33,20 @@ TEST(Stats, InputVerdictNamesTheWorkersNeededOnlyWhereMoreAre) {
   EXPECT_EQ(v.workers_needed, 2);
   EXPECT_NE(v.line().find("input-bound, though its 4 workers decode fast enough"), std::string::npos) << v.line();
   EXPECT_EQ(v.line().find("would keep up"), std::string::npos) << v.line();
+  // workers beside the compute threads on the same CPUs (a CPU backend): no count of workers
+  // would keep up, whatever their rate while busy
+  for (const double capacity : {100.0, 1000.0}) {
+    v = input_verdict(capacity, 4, 3200, 10, 2, RankCores{2, 4, 2});
+    EXPECT_NE(v.line().find("input-bound: each rank's 4 workers decode beside its 2 compute threads on 2 CPUs, taking "
+                            "turns on the cores"),
+              std::string::npos)
+        << v.line();
+    EXPECT_EQ(v.line().find("would keep up)"), std::string::npos) << v.line();
+  }
+  EXPECT_NE(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 8}).line().find("about 16 workers"), std::string::npos)
+      << "enough CPUs for both";
+  EXPECT_NE(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 0}).line().find("about 16 workers"), std::string::npos)
+      << "compute on a GPU";
   v = input_verdict(100, 4, 3200, 10, 0.4);
   EXPECT_FALSE(v.input_bound);
   EXPECT_NE(v.line().find("of the time: not input-bound"), std::string::npos) << v.line();

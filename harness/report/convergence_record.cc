@@ -20,6 +20,12 @@ std::string InputVerdict::line() const {
                      pipeline_images_per_sec, workers, pipeline_images_per_sec / std::max(1, workers),
                      compute_images_per_sec, 100 * stall_fraction,
                      !input_bound ? std::string("not input-bound")
+                     : cores.shared()
+                         ? fmt::format("input-bound: each rank's {} workers decode beside its {} compute threads on "
+                                       "{} CPU{}, taking turns on the cores, so more workers would not keep up (more "
+                                       "CPUs would, or a GPU for the compute)",
+                                       cores.input_workers, cores.compute_threads, cores.cpus,
+                                       cores.cpus == 1 ? "" : "s")
                      : workers_needed > workers
                          ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
                          // the workers' rate counts their busy time: what they wait for is the files, or the start
@@ -34,8 +40,10 @@ nlohmann::json InputVerdict::to_json() const {
           {"input_bound", input_bound}};
 }
 
-InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec) {
+InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec,
+                           RankCores cores) {
   InputVerdict v;
+  v.cores = cores;
   v.pipeline_images_per_sec = capacity;
   v.workers = workers;
   v.stall_fraction = seconds > 0 ? stall_sec / seconds : 0;

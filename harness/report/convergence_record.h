@@ -28,16 +28,28 @@ struct EpochMetrics {
 // Whether the input pipeline held the run back: its workers' rate (images made per second of
 // their busy time, all workers of all ranks) against the compute's (images per second of the
 // time not spent waiting for input), and the share of the time spent waiting.
+// What one rank's CPUs carry on a CPU backend: its compute threads and input workers, on the
+// CPUs it may use (cpus 0: not known, or the compute runs on a GPU).
+struct RankCores {
+  int compute_threads = 0, input_workers = 0, cpus = 0;
+  bool shared() const { return cpus > 0 && compute_threads + input_workers > cpus; }
+};
+
 struct InputVerdict {
   double pipeline_images_per_sec = 0, compute_images_per_sec = 0, stall_fraction = 0;
   int workers = 0;         // all ranks'
   int workers_needed = 0;  // at the workers' measured rate, to keep up with the compute
   bool input_bound = false;
+  // Where the workers share the CPUs with the compute threads, their rate measured while busy is
+  // more than they deliver while the compute runs: more workers would only take turns on the
+  // same cores, and the line says so instead of naming a count of workers.
+  RankCores cores;
 
   std::string line() const;
   nlohmann::json to_json() const;
 };
-InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec);
+InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec,
+                           RankCores cores = {});
 
 std::string epochs_csv(const std::vector<EpochMetrics>& epochs);
 

@@ -265,7 +265,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   }
   double capacity = train_input.images_per_sec_capacity();
   comm.allreduce_sum(&capacity, 1);
-  const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec);
+  const RankCores cores{setup.threads, workers, setup.plan->device() ? 0 : rank_cpus(comm)};
+  const InputVerdict input =
+      input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec, cores);
   const bool traced = timeline && write_timeline(comm, *timeline, config.timeline);
   const int hosts = comm.hosts();
   if (!leader) return;

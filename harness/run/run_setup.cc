@@ -48,9 +48,7 @@ int default_threads(const Config& config, const Communicator& comm) {
                                   config.num_intra_threads, mine, mine == 1 ? "" : "s", most_per_cpu * mine,
                                   most_per_cpu));
   if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
-  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
-  return mine;
+  return rank_cpus(comm);
 }
 
 }  // namespace
@@ -67,6 +65,13 @@ void check_ranks_agree(const Config& config, const Communicator& comm) {
                                       theirs[i]));
     throw ConfigError(fmt::format("ranks disagree on the configuration (rank 0 and rank {})", r));
   }
+}
+
+int rank_cpus(const Communicator& comm) {
+  const int mine = available_cpus();
+  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
+  return mine;
 }
 
 uint64_t dropout_seed(const Config& config, int rank) {

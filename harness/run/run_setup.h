@@ -31,6 +31,9 @@ RunSetup set_up_run(const Config& config, Communicator& comm);
 // The plan of the settings' precision and layout on this rank's device: its memory allocated and
 // first-touched anew (set_up_run's, and each --repeats run's).
 // The seed of a rank's dropout masks: from --seed and the rank (each rank its own, as each its own images).
+// The CPUs this rank may use: those the launcher bound it to, or, where it did not bind the
+// ranks (each sees every CPU of the host), the host's CPUs shared among its ranks.
+int rank_cpus(const Communicator& comm);
 uint64_t dropout_seed(const Config& config, int rank);
 // The plan for this run: its options from the flags, label smoothing, and dropout_seed().
 // On a CPU each rank may take the setup's host_memory_share bytes (the ranks of a host agree on
