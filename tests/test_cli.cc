@@ -128,15 +128,17 @@ TEST(Cli, OutOfRangeNumbersAreOneLineAndExit2) {
 TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   const std::string dir = fresh_dir("cli_exchange_one_rank");
   const std::string run = "--model=trivial --batch_size=2 --num_batches=2 ";
-  CliRun r = run_cnnbench(run + "--compression=fp16 --hierarchical_allreduce --result_json=a/flags.json", dir);
+  CliRun r = run_cnnbench(run + "--compression=fp16 --hierarchical_allreduce --allreduce=gloo --result_json=a/flags.json",
+                          dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* flag : {"--compression", "--hierarchical_allreduce"})
+  for (const char* flag : {"--compression", "--hierarchical_allreduce", "--allreduce"})
     EXPECT_NE(r.output.find(std::string("cnnbench: note: ") + flag + ": a run on one rank exchanges no gradients; ignored"),
               std::string::npos)
         << r.output;
   const auto doc = nlohmann::json::parse(slurp_file(dir + "/a/flags.json"));
   EXPECT_EQ(doc["run"]["compression"], "none");
   EXPECT_EQ(doc["run"]["hierarchical_allreduce"], false);
+  EXPECT_EQ(doc["run"]["allreduce"], "none");
   r = run_cnnbench(run + "--result_json=b/plain.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;

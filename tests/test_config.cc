@@ -93,6 +93,9 @@ TEST(Config, ErrorsNameTheFlagAndTheReason) {
   EXPECT_EQ(error_of({"--model"}), "flag --model needs a value");
   EXPECT_EQ(error_of({"resnet50"}), "unexpected argument 'resnet50' (flags look like --name=value)");
   EXPECT_EQ(error_of({"--init_learning_rate=nan"}), "--init_learning_rate: 'nan' is not a number");
+  EXPECT_EQ(error_of({"--fusion_threshold_mb=0x10"}), "--fusion_threshold_mb: '0x10' is not a number")
+      << "decimal only, as the integer flags";
+  EXPECT_EQ(error_of({"--momentum=-0X1p-1"}), "--momentum: '-0X1p-1' is not a number");
 }
 
 TEST(Config, TomlFileThenFlagsOverride) {

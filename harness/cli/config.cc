@@ -59,7 +59,10 @@ PiecewiseSchedule parse_piecewise_schedule(const std::string& text) {
 double parse_real(const std::string& v) {
   // strtod, not stod: a value too small for a double (1e-320) is a number, read as the nearest
   // one (stod throws for it); only text that is not a number, or one beyond a double, is refused
-  const bool blank = v.empty() || std::isspace(static_cast<unsigned char>(v[0]));
+  // decimal only, as the integer flags and compare's --tolerance: strtod would read 0x10 as 16
+  const size_t digits = !v.empty() && (v[0] == '+' || v[0] == '-') ? 1 : 0;
+  const bool hex = v.size() > digits + 1 && v[digits] == '0' && (v[digits + 1] == 'x' || v[digits + 1] == 'X');
+  const bool blank = v.empty() || std::isspace(static_cast<unsigned char>(v[0])) || hex;
   char* end = nullptr;
   errno = 0;
   const double out = blank ? 0 : std::strtod(v.c_str(), &end);

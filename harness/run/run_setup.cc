@@ -217,7 +217,8 @@ void note_unused_exchange_flags(const Config& config, const Communicator& comm, 
                     : !settings.training                      ? "a forward-only run exchanges no gradients"
                                                               : "--variable_update=independent exchanges no gradients";
   for (const char* flag :
-       {"compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb", "first_layers_bucket_mb"})
+       {"allreduce", "compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb",
+        "first_layers_bucket_mb"})
     if (std::find(config.given.begin(), config.given.end(), flag) != config.given.end())
       fmt::print(stderr, "cnnbench: note: --{}: {}; ignored\n", flag, why);
 }
