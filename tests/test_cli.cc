@@ -148,6 +148,20 @@ TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   EXPECT_NE(r.output.find("Mann-Whitney 2+2"), std::string::npos) << r.output;
 }
 
+// OMP_NUM_THREADS does not set the compute threads; a count other than the one that ran is noted.
+TEST(Cli, OmpNumThreadsIsNotedWhereItDiffers) {
+  const std::string dir = fresh_dir("cli_omp_threads");
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=1 --num_intra_threads=1";
+  CliRun r = run_cnnbench_with("env OMP_NUM_THREADS=7 ", "", run, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: OMP_NUM_THREADS=7: cnnbench's compute threads are --num_intra_threads (1 per rank "
+                          "here); ignored"),
+            std::string::npos)
+      << r.output;
+  r = run_cnnbench_with("env OMP_NUM_THREADS=1 ", "", run, dir);
+  EXPECT_EQ(r.output.find("OMP_NUM_THREADS"), std::string::npos) << r.output;
+}
+
 TEST(Cli, GpuRunOrOneClearLineWithoutAGpu) {
   const std::string dir = fresh_dir("cli_gpu");
   const CliRun r = run_cnnbench("--model=trivial --device=gpu --num_batches=3", dir);

@@ -136,6 +136,13 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
   try {
     check_ranks_agree(config, comm);
     setup.threads = configure_threads(default_threads(config, comm));
+    // OpenMP's own variable does not set cnnbench's threads (configure_threads sets them): said,
+    // where it asks for another count, so that a recipe exporting it knows what ran
+    if (const char* omp = std::getenv("OMP_NUM_THREADS");
+        comm.rank() == 0 && omp && *omp && std::string(omp) != std::to_string(setup.threads))
+      fmt::print(stderr, "cnnbench: note: OMP_NUM_THREADS={}: cnnbench's compute threads are --num_intra_threads "
+                         "({} per rank here); ignored\n",
+                 printable(omp), setup.threads);
     setup.settings = resolve_settings(config, comm.size(), setup.threads);
     setup.settings.classes = head_classes(config, setup.settings);
     setup.graph = build_model(setup.settings.model, setup.settings.batch_size, setup.settings.classes);
