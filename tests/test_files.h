@@ -74,8 +74,11 @@ inline void write_cifar10_dataset(const std::string& dir, int per_train_batch, i
   write_file(root + "/test_batch.bin", batch(test_records, 0), false);
 }
 
-// A w x h JPEG (RGB, or grey) of a smooth pattern that depends on `seed`.
-inline void write_jpeg(const std::string& path, int w, int h, int seed, bool grey = false) {
+// A w x h JPEG of `components` channels in `space`, quality `quality`, each row's samples from
+// `fill(row, y)` (w x components bytes).
+template <class Fill>
+void write_jpeg_rows(const std::string& path, int w, int h, int components, J_COLOR_SPACE space, int quality,
+                     Fill fill) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr jerr;
   cinfo.err = jpeg_std_error(&jerr);
@@ -84,16 +87,15 @@ inline void write_jpeg(const std::string& path, int w, int h, int seed, bool gre
   jpeg_stdio_dest(&cinfo, f);
   cinfo.image_width = w;
   cinfo.image_height = h;
-  cinfo.input_components = grey ? 1 : 3;
-  cinfo.in_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
+  cinfo.input_components = components;
+  cinfo.in_color_space = space;
   jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 90, TRUE);
+  if (space == JCS_CMYK) cinfo.write_Adobe_marker = TRUE;
+  jpeg_set_quality(&cinfo, quality, TRUE);
   jpeg_start_compress(&cinfo, TRUE);
-  std::vector<unsigned char> row(w * cinfo.input_components);
+  std::vector<unsigned char> row(w * components);
   while (cinfo.next_scanline < cinfo.image_height) {
-    for (int x = 0; x < w; ++x)
-      for (int c = 0; c < cinfo.input_components; ++c)
-        row[x * cinfo.input_components + c] = static_cast<unsigned char>((x * (c + 1) + cinfo.next_scanline * 2 + seed * 40) % 256);
+    fill(row.data(), static_cast<int>(cinfo.next_scanline));
     JSAMPROW p = row.data();
     jpeg_write_scanlines(&cinfo, &p, 1);
   }
@@ -102,37 +104,30 @@ inline void write_jpeg(const std::string& path, int w, int h, int seed, bool gre
   jpeg_destroy_compress(&cinfo);
 }
 
+// write_jpeg's pattern: sample c of pixel x in row y.
+inline unsigned char jpeg_pattern(int x, int y, int c, int seed) {
+  return static_cast<unsigned char>((x * (c + 1) + y * 2 + seed * 40) % 256);
+}
+
+// A w x h JPEG (RGB, or grey) of a smooth pattern that depends on `seed`.
+inline void write_jpeg(const std::string& path, int w, int h, int seed, bool grey = false) {
+  const int components = grey ? 1 : 3;
+  write_jpeg_rows(path, w, h, components, grey ? JCS_GRAYSCALE : JCS_RGB, 90, [&](unsigned char* row, int y) {
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < components; ++c) row[x * components + c] = jpeg_pattern(x, y, c, seed);
+  });
+}
+
 // A w x h CMYK JPEG as Adobe's software writes them (an Adobe marker, inks stored inverted): the
 // inverted inks are write_jpeg's red, green and blue pattern, black's is `k`, so it shows that
 // pattern darkened by k / 255.
 inline void write_cmyk_jpeg(const std::string& path, int w, int h, int seed, int k) {
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr jerr;
-  cinfo.err = jpeg_std_error(&jerr);
-  jpeg_create_compress(&cinfo);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  jpeg_stdio_dest(&cinfo, f);
-  cinfo.image_width = w;
-  cinfo.image_height = h;
-  cinfo.input_components = 4;
-  cinfo.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&cinfo);
-  cinfo.write_Adobe_marker = TRUE;
-  jpeg_set_quality(&cinfo, 95, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<unsigned char> row(w * 4);
-  while (cinfo.next_scanline < cinfo.image_height) {
+  write_jpeg_rows(path, w, h, 4, JCS_CMYK, 95, [&](unsigned char* row, int y) {
     for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c)
-        row[x * 4 + c] = static_cast<unsigned char>((x * (c + 1) + cinfo.next_scanline * 2 + seed * 40) % 256);
+      for (int c = 0; c < 3; ++c) row[x * 4 + c] = jpeg_pattern(x, y, c, seed);
       row[x * 4 + 3] = static_cast<unsigned char>(k);
     }
-    JSAMPROW p = row.data();
-    jpeg_write_scanlines(&cinfo, &p, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  std::fclose(f);
-  jpeg_destroy_compress(&cinfo);
+  });
 }
 
 // root/train/<class>/ and root/val/<class>/ JPEG folders: `per_class` training and 1 validation
