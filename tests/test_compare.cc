@@ -1,5 +1,6 @@
 // `cnnbench compare`: the statistics on samples whose answers are known (scipy's), then the
 // command on result files written here: matched, unmatched, pooled, summary-only and malformed.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -232,6 +233,31 @@ TEST(Compare, RegressionOnlyBeyondTheTolerance) {
   r = run_compare({slow, base});  // the other way round is faster
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("faster"), std::string::npos) << r.out;
+}
+
+// Steps too few to decide give no verdict, however far apart: 1 + 1 (p = 1) and 3 + 3 with every
+// new step slower (p = 0.081 at best) are "too few steps to decide", exit 0; 4 + 4 so separated
+// is a regression. A bootstrap of one step is that step: its interval proved a regression before.
+TEST(Compare, TooFewStepsGiveNoVerdict) {
+  const std::string dir = fresh_dir("compare_too_few");
+  for (const auto& [n, decides] : {std::pair<int, bool>{1, false}, {3, false}, {4, true}}) {
+    const std::string base = write_json(dir + "/base.json", result_doc(settings_with(), step_times(0.100, 1, n)));
+    const std::string slow = write_json(dir + "/slow.json", result_doc(settings_with(), step_times(0.200, 2, n)));
+    const CompareReport report = compare_results(base, slow, CompareOptions{});
+    ASSERT_EQ(report.matched.size(), 1u);
+    EXPECT_EQ(report.matched[0].enough_steps, decides) << n;
+    EXPECT_EQ(report.matched[0].verdict, decides ? Verdict::regression : Verdict::no_change) << n;
+    const CommandRun r = run_compare({base, slow});
+    EXPECT_EQ(r.exit_code, decides ? 1 : 0) << r.out;
+    if (!decides)
+      EXPECT_NE(r.out.find(fmt::format("too few steps to decide ({} + {} cannot give p < 0.05)", n, n)),
+                std::string::npos)
+          << r.out;
+    const CommandRun j = run_compare({base, slow, "--json"});
+    const auto doc = nlohmann::json::parse(j.out);
+    EXPECT_EQ(doc["matched"][0]["enough_steps"], decides);
+    EXPECT_EQ(doc["matched"][0]["verdict"], decides ? "regression" : "too few steps to decide");
+  }
 }
 
 TEST(Compare, UnmatchedConfigurationsAreListedNotCompared) {

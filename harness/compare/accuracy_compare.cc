@@ -76,11 +76,8 @@ ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, 
   const bool slower = test.z > 0;
   // enough runs: these runs decided, or at least complete separation (every run of one side
   // faster than every run of the other, no ties) could have
-  std::vector<double> low(base.size()), high(next.size());
-  for (size_t i = 0; i < low.size(); ++i) low[i] = static_cast<double>(i);
-  for (size_t i = 0; i < high.size(); ++i) high[i] = static_cast<double>(low.size() + i);
   const bool significant = c.p_value < significance_level;
-  c.enough_runs = significant || mann_whitney(high, low).p_value < significance_level;
+  c.enough_runs = significant || separation_could_be_significant(base.size(), next.size(), significance_level);
   if (significant && slower && !(c.change <= tolerance))
     c.verdict = Verdict::regression;  // more seconds to the target by more than the tolerance, or missed it
   else if (significant)

@@ -159,8 +159,14 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   }
   c.change = c.base_speed > 0 ? c.new_speed / c.base_speed - 1 : 0;
   const bool significant = c.p_value < significance_level;
-  const bool interval_below = c.from_samples && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
-  if (c.change < -tolerance && (significant || interval_below))
+  c.enough_steps = significant || separation_could_be_significant(static_cast<size_t>(c.base_steps),
+                                                                  static_cast<size_t>(c.new_steps), significance_level);
+  // the interval is evidence only where the test could be: a bootstrap of 1 step is that step
+  const bool interval_below =
+      c.from_samples && c.enough_steps && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
+  if (!c.enough_steps)
+    c.verdict = Verdict::no_change;
+  else if (c.change < -tolerance && (significant || interval_below))
     c.verdict = Verdict::regression;
   else if (significant)
     c.verdict = c.change >= 0 ? Verdict::faster : Verdict::slower;
@@ -193,6 +199,16 @@ CompareReport compare_results(const std::string& base, const std::string& next, 
   return report;
 }
 
+namespace {
+
+std::string speed_verdict_text(const ComparedConfiguration& c) {
+  if (c.enough_steps) return verdict_name(c.verdict);
+  return fmt::format("too few steps to decide ({} + {} cannot give p < {:g})", c.base_steps, c.new_steps,
+                     significance_level);
+}
+
+}  // namespace
+
 std::string format_report(const CompareReport& r) {
   std::string out = fmt::format("cnnbench compare: base {} ({}), new {} ({})\n", r.base_path,
                                 plural(r.base_runs, "run"), r.new_path, plural(r.new_runs, "run"));
@@ -214,7 +230,7 @@ std::string format_report(const CompareReport& r) {
           c.from_samples ? number_text(c.ratio_ci.low, 3, 9) + "-" + number_text(c.ratio_ci.high, 3, 9) : "-";
       out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
                          number_text(c.base_speed, 2, 10), number_text(c.new_speed, 2, 10), change_text(c.change),
-                         p_text(c.p_value), interval, test_text(c), test_width, verdict_name(c.verdict));
+                         p_text(c.p_value), interval, test_text(c), test_width, speed_verdict_text(c));
       summaries = summaries || !c.from_samples;
     }
     out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
@@ -252,7 +268,8 @@ nlohmann::json report_json(const CompareReport& r) {
                           {"new_images_per_sec", c.new_speed},
                           {"change", c.change},
                           {"p_value", c.p_value},
-                          {"verdict", verdict_name(c.verdict)}};
+                          {"enough_steps", c.enough_steps},
+                          {"verdict", c.enough_steps ? verdict_name(c.verdict) : "too few steps to decide"}};
     if (c.from_samples) row["ratio_ci95"] = {c.ratio_ci.low, c.ratio_ci.high};
     matched.push_back(row);
   }

@@ -35,6 +35,9 @@ struct ComparedConfiguration {
   double change = 0;                 // new / base - 1
   double p_value = 1;                // Mann-Whitney U, or Welch's t on summaries
   Interval ratio_ci;                 // bootstrap 95% interval of new / base medians (samples only)
+  // these samples decided, or could have (separation_could_be_significant); without enough, no
+  // verdict but "too few steps to decide", however far apart the medians (1 + 1 steps proves nothing)
+  bool enough_steps = true;
   Verdict verdict = Verdict::no_change;
 };
 

@@ -65,6 +65,13 @@ double student_t_cdf(double t, double df) {
   return t > 0 ? 1 - tail : tail;
 }
 
+bool separation_could_be_significant(size_t a, size_t b, double level) {
+  std::vector<double> low(a), high(b);
+  for (size_t i = 0; i < a; ++i) low[i] = static_cast<double>(i);
+  for (size_t i = 0; i < b; ++i) high[i] = static_cast<double>(a + i);
+  return mann_whitney(high, low).p_value < level;
+}
+
 MannWhitney mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
   MannWhitney r;
   if (a.empty() || b.empty()) return r;

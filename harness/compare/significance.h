@@ -5,6 +5,7 @@
 // t-test is the best that is left.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct MannWhitney {
 };
 // As scipy.stats.mannwhitneyu(a, b, method="asymptotic"). Empty input gives p = 1.
 MannWhitney mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+
+// Whether samples of these sizes could give p < `level` at all: complete separation (every value
+// of one side above every value of the other, no ties) is the strongest evidence they can hold.
+// 1 + anything, 2 + 2 ... 3 + 3 cannot (3 + 3 at best p = 0.081); 4 + 4 can.
+bool separation_could_be_significant(size_t a, size_t b, double level);
 
 struct Interval {
   double low = 0, high = 0;
