@@ -301,6 +301,31 @@ TEST(Compare, RunsDifferingInALaterSettingAreNotPooled) {
                                               "resnet20 b32 fp32, 2 ranks x 1 thread, gloo, updates in the next forward"}));
 }
 
+// Runs that differ in a flag deciding speed (read from the JSON's config; the flag's default
+// where a result has none) are other configurations, named by the flag in their label: a run with
+// --fuse_ops=false, one with --num_classes=10 (another head) are not the plain run.
+TEST(Compare, RunsDifferingInASpeedFlagAreOtherConfigurations) {
+  const std::string base_dir = fresh_dir("compare_flags_base"), new_dir = fresh_dir("compare_flags_new");
+  write_result(base_dir + "/plain.json", 0.1, 1);  // no config: every flag at its default
+  nlohmann::json unfused = result_doc(settings_with(), step_times(0.12, 2));
+  unfused["config"] = {{"fuse_ops", "false"}, {"layer_timing", "false"}};
+  write_json(new_dir + "/unfused.json", unfused);
+  nlohmann::json head = result_doc(settings_with(), step_times(0.12, 3));
+  head["config"] = {{"num_classes", "10"}};
+  write_json(new_dir + "/head.json", head);
+  nlohmann::json same = result_doc(settings_with(), step_times(0.1, 4));
+  same["config"] = {{"fuse_ops", "true"}, {"num_classes", "0"}};  // given at their defaults
+  write_json(new_dir + "/same.json", same);
+  const CompareReport r = compare_results(base_dir, new_dir, {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].new_runs, 1) << "only the run at the defaults pairs with the plain one";
+  EXPECT_EQ(r.matched[0].verdict, Verdict::no_change);
+  std::vector<std::string> others = r.only_in_new;
+  std::sort(others.begin(), others.end());
+  EXPECT_EQ(others, (std::vector<std::string>{"resnet20 b32 fp32, 1 rank x 2 threads, --fuse_ops=false",
+                                              "resnet20 b32 fp32, 1 rank x 2 threads, --num_classes=10"}));
+}
+
 TEST(Compare, NothingMatchedIsBadInput) {
   const std::string dir = fresh_dir("compare_nothing");
   const std::string a = write_result(dir + "/a.json", 0.1, 1);
@@ -791,6 +816,21 @@ TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
   EXPECT_TRUE(slow.accuracy[0].enough_runs);
   EXPECT_EQ(slow.accuracy[0].verdict, Verdict::regression);
   EXPECT_EQ(slow.exit_code(), 1);
+
+  // runs of another learning rate are another configuration, not a slower one
+  {
+    const std::string other = dir + "/rate5";
+    make_folders(other);
+    for (int i = 0; i < 5; ++i) {
+      nlohmann::json doc = convergence_doc(130 + i);
+      doc["context"]["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+      doc["config"] = {{"init_learning_rate", "0.01"}, {"optimizer", "sgd"}};
+      write_json(other + "/run" + std::to_string(i) + ".json", doc);
+    }
+    CommandRun r = run_compare({base, other});
+    EXPECT_EQ(r.exit_code, 2) << "nothing to compare: " << r.out << r.err;
+    EXPECT_NE(r.err.find("--init_learning_rate=0.01"), std::string::npos) << r.err;
+  }
 
   // faster, and the same within noise
   EXPECT_EQ(compare_results(base, accuracy_folder(dir + "/fast5", {80, 82, 81, 79, 83}), {}).accuracy[0].verdict,

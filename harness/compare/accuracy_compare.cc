@@ -49,7 +49,10 @@ std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : numb
 }  // namespace
 
 std::string accuracy_label(const RunConfiguration& config) {
-  return configuration_label(config) + fmt::format(", to {:g}% top-1", 100 * std::atof(config["target_top_1_accuracy"].c_str()));
+  std::string label = configuration_label(config);
+  for (const std::string& flag : accuracy_flags())
+    if (!config[flag].empty() && config[flag] != flag_default(flag)) label += ", --" + flag + "=" + config[flag];
+  return label + fmt::format(", to {:g}% top-1", 100 * std::atof(config["target_top_1_accuracy"].c_str()));
 }
 
 ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next,

@@ -129,6 +129,8 @@ std::string configuration_label(const RunConfiguration& c) {
   if (c["overlap_forward"] == "true") label += ", updates in the next forward";
   if (c["first_layers_bucket_mb"] != "0")
     label += ", first layers' bucket " + c["first_layers_bucket_mb"] + " MB";
+  for (const std::string& flag : speed_flags())  // "--fuse_ops=false"
+    if (!c[flag].empty() && c[flag] != flag_default(flag)) label += ", --" + flag + "=" + c[flag];
   return label;
 }
 

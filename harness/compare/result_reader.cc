@@ -11,6 +11,7 @@
 #include <set>
 
 #include "harness/cli/bounded_file.h"
+#include "harness/cli/flag_spec.h"
 #include "harness/cli/limits.h"  // max_steps
 #include "harness/cli/printable.h"
 #include "harness/compare/result_numbers.h"
@@ -95,6 +96,21 @@ std::string setting_text(const json& v, const std::string& path, const std::stri
   fail(path, name + " is " + v.type_name() + ", not a setting");
 }
 
+// `flags` from the result's config (as the run wrote them: the flag table's text), a flag's
+// default where the result has no config or not that flag.
+void read_flag_settings(const json& doc, const std::string& path, const std::vector<std::string>& flags,
+                        RunConfiguration& config) {
+  const auto given = doc.find("config");
+  const bool has = given != doc.end() && given->is_object();
+  for (const std::string& flag : flags) {
+    const auto v = has ? given->find(flag) : given;
+    config.values[flag] = has && v != given->end() ? setting_text(*v, path, "config." + flag) : flag_default(flag);
+  }
+}
+void default_flag_settings(const std::vector<std::string>& flags, RunConfiguration& config) {
+  for (const std::string& flag : flags) config.values[flag] = flag_default(flag);
+}
+
 // later_configuration_fields() from run, where the result has them.
 void read_later_fields(const json& doc, const std::string& path, RunConfiguration& config) {
   const json& run = doc.at("run");  // present: the required fields were read from it
@@ -117,6 +133,7 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
     run.config.values[field] = setting_text(v, path, is_model ? "model.name" : "run." + field);
   }
   read_later_fields(doc, path, run.config);
+  read_flag_settings(doc, path, speed_flags(), run.config);
   const json& batch = member(doc, path, "run", "global_batch");
   // whole and bounded, as the run checked it: speeds (batch / time) and their squares stay finite
   if (!batch.is_number() || !(batch.get<double>() >= 1 && batch.get<double>() <= static_cast<double>(max_global_batch)) ||
@@ -161,6 +178,8 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   for (const std::string& field : configuration_fields())
     run.config.values[field] = setting_text(member(doc, path, "run", field), path, "run." + field);
   read_later_fields(doc, path, run.config);
+  read_flag_settings(doc, path, speed_flags(), run.config);
+  read_flag_settings(doc, path, accuracy_flags(), run.config);
   const double target = json_number(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
                                     "time_to_accuracy.target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
@@ -266,6 +285,8 @@ std::optional<AccuracyRun> accuracy_row(const Cell& at, const std::string& where
   run.source = where;
   for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
   for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
+  default_flag_settings(speed_flags(), run.config);
+  default_flag_settings(accuracy_flags(), run.config);
   const double target = csv_cell_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
   run.reached = !at("time_to_accuracy_sec").empty();  // empty: not reached
@@ -287,6 +308,7 @@ RunSpeeds speed_row(const Cell& at, const std::string& where) {
   run.source = where;
   for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
   for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
+  default_flag_settings(speed_flags(), run.config);
   csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_range);
   run.mean = csv_cell_number(at("images_per_sec_mean"), where, "images_per_sec_mean", speed_range);
   run.stderr_ = csv_cell_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr", spread_range);
@@ -407,6 +429,28 @@ const std::vector<std::pair<std::string, std::string>>& later_configuration_fiel
     return out;
   }();
   return fields;
+}
+
+const std::vector<std::string>& speed_flags() {
+  static const std::vector<std::string> flags = {
+      "fuse_ops",      "share_memory",     "data_format",     "layer_timing",      "num_classes",
+      "optimizer",     "powersgd_rank",    "powersgd_warmup_steps", "forward_priority", "cuda_graphs",
+      "num_data_workers", "train_augmentation", "print_training_accuracy"};
+  return flags;
+}
+
+const std::vector<std::string>& accuracy_flags() {
+  static const std::vector<std::string> flags = {
+      "init_learning_rate", "momentum", "weight_decay", "nesterov", "lars_eta", "label_smoothing",
+      "piecewise_learning_rate_schedule", "num_learning_rate_warmup_epochs", "cosine_learning_rate",
+      "learning_rate_base_batch", "eval_during_training_every_n_epochs", "num_epochs",
+      "stop_at_top_1_accuracy", "datasets_shuffle_buffer_size"};
+  return flags;
+}
+
+std::string flag_default(const std::string& flag) {
+  const FlagSpec* spec = find_flag(flag);
+  return spec ? spec->get(Config{}) : "";
 }
 
 std::string RunConfiguration::operator[](const std::string& field) const {

@@ -30,6 +30,16 @@ const std::vector<std::string>& configuration_fields();  // model, dataset, ...,
 // configuration, with the value a result that predates them had. results.csv has no column for
 // them, so a row whose JSON is gone takes that value too.
 const std::vector<std::pair<std::string, std::string>>& later_configuration_fields();
+// Flags that decide speed beyond those fields (--fuse_ops, --share_memory, --data_format,
+// --layer_timing, --num_classes, --optimizer, ...), and, for time to accuracy, those that decide
+// how a run learns (--init_learning_rate, the schedule, --weight_decay, --label_smoothing,
+// --eval_during_training_every_n_epochs, --num_epochs, ...): read from a JSON's config as the run
+// had them, a flag's default where a result has none (one written before it, a CSV row whose JSON
+// is gone). Runs differing in any are other configurations.
+const std::vector<std::string>& speed_flags();
+const std::vector<std::string>& accuracy_flags();
+// The flag's default as a result's config writes it ("true", "0", "NCHW").
+std::string flag_default(const std::string& flag);
 
 struct RunConfiguration {
   std::map<std::string, std::string> values;  // by the names of configuration_fields(), as the CSV writes them
