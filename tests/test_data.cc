@@ -12,6 +12,7 @@
 #include "harness/data/image_dataset.h"
 #include "harness/data/input_pipeline.h"
 #include "harness/data/jpeg_folder.h"
+#include "harness/run/epoch_loop.h"
 #include "harness/run/lr_schedule.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -459,6 +460,24 @@ TEST(JpegFolder, CorruptFileIsNamedThroughThePipeline) {
   const std::string m = error_of([&] { pipeline.next_images(); });
   EXPECT_NE(m.find("corrupt or unsupported JPEG"), std::string::npos) << m;
   EXPECT_NE(m.find("/img0.JPEG"), std::string::npos) << m;
+}
+
+// --eval_during_training_every_n_epochs: after each epoch in which a multiple of N falls. 0.7
+// evaluated after none of epochs 1 and 2 (fmod gave 0.3, 0.6), 0.5 once an epoch.
+TEST(EvaluationDue, EveryEpochInWhichAMultipleOfNFalls) {
+  auto due = [](double every, int epochs) {
+    std::vector<int> at;
+    for (int e = 1; e <= epochs; ++e)
+      if (evaluation_due(e, every)) at.push_back(e);
+    return at;
+  };
+  EXPECT_EQ(due(1, 4), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(due(2, 7), (std::vector<int>{2, 4, 6}));
+  EXPECT_EQ(due(0.5, 3), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(due(0.7, 3), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(due(2.5, 10), (std::vector<int>{3, 5, 8, 10}));
+  EXPECT_EQ(due(0.1, 3), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(due(0, 5), (std::vector<int>{}));
 }
 
 TEST(LrSchedule, PiecewiseWarmupCosineAndScaling) {

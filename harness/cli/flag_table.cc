@@ -320,7 +320,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .unless(not_training)
                     .probe(kSynthetic, "64", "json:steps.learning_rate"));
-    v.push_back(REAL_FLAG(eval_during_training_every_n_epochs, , "evaluate on the test set every N epochs (0: at the end only)")
+    v.push_back(REAL_FLAG(eval_during_training_every_n_epochs, , "evaluate on the test set every N epochs: after each epoch a multiple of N falls in (2.5: epochs 3, 5, 8; below 1: every epoch; 0: at the end only)")
                     .within(0, max_epochs)
                     .reads(D)
                     .probe(kRealData, "1", "json:epochs.0.test_top1"));

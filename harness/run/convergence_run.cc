@@ -194,7 +194,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     // a --num_batches run is a benchmark: it evaluates only where asked to
     const bool last = epoch + 1 == epochs && !(config.num_epochs == 0 && config.num_batches_set);
     const double every = config.eval_during_training_every_n_epochs;
-    if (last || (every > 0 && std::fmod(static_cast<double>(epoch + 1), every) < 1e-9)) {
+    if (last || evaluation_due(epoch + 1, every)) {
       const EvalResult e = evaluate(plan, test_input, comm, timeline.get());
       m.evaluated = true;
       m.test_loss = e.loss;

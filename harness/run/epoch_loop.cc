@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ void average_buffers(Plan& plan, const Communicator& comm, Timeline* timeline) {
 }
 
 }  // namespace
+
+bool evaluation_due(int64_t epochs_done, double every) {
+  if (!(every > 0)) return false;
+  // multiples of `every` up to the end of this epoch and of the one before; a hair of slack so
+  // that 0.1 x 30 counts as reaching 3
+  auto multiples = [every](double epochs) { return std::floor(epochs / every + 1e-9); };
+  return multiples(static_cast<double>(epochs_done)) > multiples(static_cast<double>(epochs_done - 1));
+}
 
 EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64_t epoch_steps, int64_t& steps_done) {
   const Config& config = run.config;

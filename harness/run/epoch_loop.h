@@ -42,4 +42,10 @@ struct EpochRun {
 // Returns the epoch's training figures, the same on every rank (no evaluation).
 EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64_t epoch_steps, int64_t& steps_done);
 
+// --eval_during_training_every_n_epochs=N: whether the test set is evaluated after epoch
+// `epochs_done` (1-based): where a multiple of N falls in that epoch, (epochs_done - 1,
+// epochs_done]. Whole N: every N-th epoch; 2.5: after epochs 3, 5, 8, 10 ...; below 1: every epoch
+// (evaluation happens at epochs' ends). 0: never (the run's end evaluates anyway).
+bool evaluation_due(int64_t epochs_done, double every);
+
 }  // namespace cnnbench
