@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 #include "harness/data/augmentation.h"
 #include "harness/data/image_dataset.h"
 #include "harness/data/input_pipeline.h"
@@ -495,6 +496,10 @@ TEST(LrSchedule, PiecewiseWarmupCosineAndScaling) {
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;82", 0, false, 10, 1, 0), ConfigError);
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;82;0.01;50;0.001", 0, false, 10, 1, 0), ConfigError);
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;x;0.01", 0, false, 10, 1, 0), ConfigError);
+  // the rate the JSON's run.learning_rate records: where the schedule starts, as the steps use it
+  EXPECT_DOUBLE_EQ(scheduled_base_rate(0.1, "0.2;0.002;0.02", 32, 16), 0.4);
+  EXPECT_DOUBLE_EQ(scheduled_base_rate(0.1, "", 64, 16), 0.4);
+  EXPECT_DOUBLE_EQ(scheduled_base_rate(0.1, "", 64, 0), 0.1);
 }
 
 }  // namespace

@@ -13,6 +13,12 @@ int64_t dataset_train_size(const std::string& dataset) {
   return 0;
 }
 
+double scheduled_base_rate(double rate, const std::string& piecewise, int64_t global_batch, int64_t base_batch) {
+  double base = piecewise.empty() ? rate : parse_piecewise_schedule(piecewise).rates.at(0);
+  if (base_batch > 0) base *= static_cast<double>(global_batch) / static_cast<double>(base_batch);
+  return base;
+}
+
 RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   RunSettings s;
   const auto model = config.data_name.empty() ? find_model(config.model) : find_model(config.model, config.data_name);
@@ -62,6 +68,8 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
                     : model->default_learning_rate > 0 ? model->default_learning_rate
                     : s.dataset == "imagenet"          ? 0.1 * static_cast<double>(s.global_batch) / 256.0
                                                        : 0.1;
+  s.schedule_base_rate = scheduled_base_rate(s.learning_rate, config.piecewise_learning_rate_schedule, s.global_batch,
+                                             config.learning_rate_base_batch);
   // --use_fp16 asks for the half type the device runs fastest: fp16 on GPUs (tensor cores); on
   // CPUs bf16 (AVX-512 BF16), as fp16 would need AVX-512 FP16.
   const bool gpu = config.device == "gpu";

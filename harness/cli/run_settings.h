@@ -20,12 +20,18 @@ struct RunSettings {
   int64_t global_batch = 0;
   int64_t warmup_steps = 0, timed_steps = 0;
   double epochs = 0;        // timed_steps x global batch / data set size
-  double learning_rate = 0;
+  double learning_rate = 0;          // --init_learning_rate, the model's, or the data set's rule
+  double schedule_base_rate = 0;     // where the schedule starts after warm-up (scheduled_base_rate)
   DType precision = DType::f32;
   int threads = 1;          // compute threads per rank
   int64_t classes = 0;      // the head's outputs (set with the data: see head_classes in run/real_data.h)
   bool training = true;
 };
+
+// The rate a learning-rate schedule starts from after its warm-up: the piecewise schedule's first
+// rate where there is one, else `rate`; times global batch / base batch with
+// --learning_rate_base_batch. (A bad piecewise text throws ConfigError.)
+double scheduled_base_rate(double rate, const std::string& piecewise, int64_t global_batch, int64_t base_batch);
 
 // Images in one epoch of each data set's training split.
 int64_t dataset_train_size(const std::string& dataset);

@@ -91,7 +91,7 @@ nlohmann::json result_json(const ResultInputs& in) {
   };
   doc["model"]["gflop_per_image"] = m.gflop_per_image;
   doc["run"]["warmup_steps"] = s.warmup_steps;
-  doc["run"]["learning_rate"] = s.learning_rate;
+  doc["run"]["learning_rate"] = s.schedule_base_rate;
   doc["run"]["forward_priority"] = m.overlap_forward && in.config.forward_priority;
   doc["run"]["buckets"] = m.buckets;
   doc["run"]["sent_mib_per_step"] = m.sent_mib_per_step;

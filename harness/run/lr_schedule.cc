@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 
 namespace cnnbench {
 
@@ -26,15 +27,13 @@ LrSchedule make_lr_schedule(double base_rate, const std::string& piecewise, doub
   s.warmup_epochs = warmup_epochs;
   s.cosine = cosine;
   s.total_epochs = total_epochs;
-  s.base = base_rate;
   if (!piecewise.empty()) {
     if (cosine) throw ConfigError("--piecewise_learning_rate_schedule and --cosine_learning_rate exclude each other");
     const PiecewiseSchedule parsed = parse_piecewise_schedule(piecewise);
     s.rates = parsed.rates;
     s.boundaries = parsed.boundaries;
-    s.base = s.rates[0];
   }
-  if (base_batch > 0) s.base *= static_cast<double>(global_batch) / static_cast<double>(base_batch);
+  s.base = scheduled_base_rate(base_rate, piecewise, global_batch, base_batch);
   return s;
 }
 
