@@ -148,6 +148,39 @@ TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   EXPECT_NE(r.output.find("Mann-Whitney 2+2"), std::string::npos) << r.output;
 }
 
+// The allreduce microbenchmark's sizes end at --allreduce_max_mb itself (0.02 MiB: 4, 8, 16 KiB,
+// then 20,968 bytes), and allreduce.csv records whether it was hierarchical; a file of the columns
+// before that one is widened, its rows kept.
+TEST(Cli, AllreduceSizesEndAtTheMaximumAndRowsSayIfHierarchical) {
+  const std::string dir = fresh_dir("cli_allreduce_sizes");
+  std::filesystem::create_directories(dir + "/L");
+  std::ofstream(dir + "/L/allreduce.csv")
+      << "time_utc,backend,ranks,hosts,type,bytes,time_sec,algbw_gbps,busbw_gbps,wrong\n"
+         "2026-11-20T00:00:00Z,mpi,2,1,fp32,4096,1e-05,0.4,0.4,0\n";
+  const CliRun r = run_cnnbench("--mode=allreduce --allreduce_max_mb=0.02 --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = slurp_file(dir + "/L/allreduce.csv");
+  EXPECT_EQ(csv.rfind("time_utc,backend,ranks,hosts,type,bytes,time_sec,algbw_gbps,busbw_gbps,wrong,hierarchical\n"
+                      "2026-11-20T00:00:00Z,mpi,2,1,fp32,4096,1e-05,0.4,0.4,0,\n",
+                      0),
+            0u)
+      << csv;
+  std::vector<std::string> sizes;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  std::getline(lines, line);  // the row from before
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 11u) << line;
+    EXPECT_EQ(cells[10], "false") << line;
+    sizes.push_back(cells[5]);  // bytes
+  }
+  EXPECT_EQ(sizes, (std::vector<std::string>{"4096", "8192", "16384", "20968"})) << csv;
+}
+
 // OMP_NUM_THREADS does not set the compute threads; a count other than the one that ran is noted.
 TEST(Cli, OmpNumThreadsIsNotedWhereItDiffers) {
   const std::string dir = fresh_dir("cli_omp_threads");

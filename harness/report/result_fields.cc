@@ -208,7 +208,9 @@ std::vector<std::string> csv_header() {
 }
 
 std::vector<std::string> allreduce_csv_header() {
-  return {"time_utc", "backend", "ranks", "hosts", "type", "bytes", "time_sec", "algbw_gbps", "busbw_gbps", "wrong"};
+  // hierarchical last: an allreduce.csv of the columns before it is widened, not refused
+  return {"time_utc",   "backend",    "ranks", "hosts",       "type", "bytes", "time_sec",
+          "algbw_gbps", "busbw_gbps", "wrong", "hierarchical"};
 }
 
 std::vector<std::string> input_csv_header() {

@@ -129,8 +129,13 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
     fmt::print("#{:>12} {:>12} {:>6} {:>12} {:>12} {:>12} {:>8}\n", "size(B)", "count", "type", "time(us)",
                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
+  // 4 KB doubling, then --allreduce_max_mb itself where doubling steps over it (3 MiB: 2, then 3)
+  std::vector<size_t> message_bytes;
+  for (size_t bytes = 4096; bytes <= largest; bytes *= 2) message_bytes.push_back(bytes);
+  const size_t last = largest / 4 * 4;  // whole elements of any wire type
+  if (last >= 4096 && (message_bytes.empty() || message_bytes.back() < last)) message_bytes.push_back(last);
   std::vector<SizeResult> sizes;
-  for (size_t bytes = 4096; bytes <= largest; bytes *= 2) {
+  for (const size_t bytes : message_bytes) {
     sizes.push_back(measure_size(comm, buffer.data(), bytes, wire));
     const SizeResult& r = sizes.back();
     if (leader)
@@ -205,7 +210,8 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
     append_csv_row(config.benchmark_log_dir + "/allreduce.csv", header,
                    {context.time_utc, comm.backend(), std::to_string(comm.size()), std::to_string(comm.hosts()),
                     wire_type_name(wire), std::to_string(r.bytes), fmt::format("{:.6g}", r.time_sec),
-                    fmt::format("{:.6g}", r.algbw), fmt::format("{:.6g}", r.busbw), std::to_string(r.wrong)});
+                    fmt::format("{:.6g}", r.algbw), fmt::format("{:.6g}", r.busbw), std::to_string(r.wrong),
+                    config.hierarchical_allreduce ? "true" : "false"});
   fmt::print("# results: {} (JSON), {}/allreduce.csv\n", path, config.benchmark_log_dir);
 }
 
