@@ -150,16 +150,14 @@ Config parse_command_line(int argc, const char* const* argv) {
   auto is_flag = [](const std::string& a) {
     return a.rfind("--", 0) == 0 || (a.size() > 1 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])));
   };
-  auto boolean = [](const std::string& name) {
-    const FlagSpec* spec = find_flag(name);
-    const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name);
-    return (spec && spec->kind == Kind::boolean) || (tf_cnn && tf_cnn->boolean);
+  enum class Takes { nothing_known, boolean, value };  // what a flag of that name takes
+  auto takes = [](const std::string& name) {
+    if (name == "config") return Takes::value;
+    if (const FlagSpec* spec = find_flag(name)) return spec->kind == Kind::boolean ? Takes::boolean : Takes::value;
+    if (const TfCnnFlag* tf_cnn = find_tf_cnn_flag(name)) return tf_cnn->boolean ? Takes::boolean : Takes::value;
+    return Takes::nothing_known;
   };
-  auto takes_value = [](const std::string& name) {
-    const FlagSpec* spec = find_flag(name);
-    const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name);
-    return name == "config" || (spec && spec->kind != Kind::boolean) || (tf_cnn && !tf_cnn->boolean);
-  };
+  auto boolean = [&](const std::string& name) { return takes(name) == Takes::boolean; };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (!is_flag(arg) || arg == "--")
@@ -178,7 +176,7 @@ Config parse_command_line(int argc, const char* const* argv) {
       } catch (const ConfigError&) {
         next_is_boolean = false;
       }
-      if (takes_value(item.name)) {
+      if (takes(item.name) == Takes::value) {
         if (!next_is_value) throw ConfigError("flag --" + printable(item.name) + " needs a value");
         item.value = argv[++i];
       } else if (boolean(item.name) && next_is_boolean) {

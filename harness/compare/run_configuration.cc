@@ -1,5 +1,6 @@
 // What a run's configuration is made of, for `cnnbench compare`: the result record's
 // configuration fields, those added later, and the flags read from a result's config.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,8 +51,17 @@ const std::vector<std::string>& accuracy_flags() {
 }
 
 std::string flag_default(const std::string& flag) {
-  const FlagSpec* spec = find_flag(flag);
-  return spec ? spec->get(Config{}) : "";
+  // read once: a CSV row without its JSON, and every label, asks for each flag's
+  static const std::map<std::string, std::string> defaults = [] {
+    const Config config;
+    std::map<std::string, std::string> out;
+    for (const auto* flags : {&speed_flags(), &accuracy_flags()})
+      for (const std::string& name : *flags)
+        if (const FlagSpec* spec = find_flag(name)) out[name] = spec->get(config);
+    return out;
+  }();
+  const auto it = defaults.find(flag);
+  return it == defaults.end() ? "" : it->second;
 }
 
 std::string RunConfiguration::operator[](const std::string& field) const {
