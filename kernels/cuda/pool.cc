@@ -15,8 +15,9 @@ namespace cnnbench::cuda {
 // the forward keeps each window's maximum's place (one byte an output element, beside the
 // arena) and the backward gathers from it.
 bool CudaPlan::tiled_max_pool(const Node& node) const {
+  if (node.kind != OpKind::max_pool) return false;  // asked of every node: the input has no inputs
   const Shape& in = graph_.nodes[node.inputs[0]].out;
-  return node.kind == OpKind::max_pool && node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
+  return node.pool.kernel == node.pool.stride && node.pool.pad == 0 &&
          node.out.h * node.pool.kernel == in.h && node.out.w * node.pool.kernel == in.w &&
          cuda::max_pool_tiled_fits(node.out.n, node.out.c, node.out.h, node.out.w);
 }
@@ -24,8 +25,9 @@ bool CudaPlan::tiled_max_pool(const Node& node) const {
 // Overlapping windows whose input wants a gradient: kernels of ours (pool_kernels.h), the
 // windows' maxima's places kept from forward to backward.
 bool CudaPlan::indexed_max_pool(const Node& node) const {
+  if (node.kind != OpKind::max_pool) return false;  // asked of every node: the input has no inputs
   const Shape& in = graph_.nodes[node.inputs[0]].out;
-  return node.kind == OpKind::max_pool && !tiled_max_pool(node) && wants_grad(node.inputs[0]) &&
+  return !tiled_max_pool(node) && wants_grad(node.inputs[0]) &&
          cuda::max_pool_indexed_fits(in.n, in.c, in.h, in.w, node.out.h, node.out.w, node.pool.kernel);
 }
 
