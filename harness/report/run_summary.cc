@@ -132,8 +132,10 @@ void print_summary(FILE* out, const RunSummary& s, const RunSettings& settings) 
     fmt::print(out, "  compute         {:.1f} GFLOP/s (no {} peak measurable on this CPU)\n", s.achieved_gflops,
                dtype_name(settings.precision));
   fmt::print(out, "  memory          peak RSS {:.2f} GiB per rank", static_cast<double>(s.peak_rss_bytes) / (1 << 30));
+  // a GPU plan's working memory is the device's, not part of the RSS
   if (s.working_memory_bytes > 0)
-    fmt::print(out, ", of which working memory {:.2f} GiB ({:.2f} GiB without sharing)",
+    fmt::print(out, "{} {:.2f} GiB ({:.2f} GiB without sharing)",
+               s.working_memory_on_device ? "; working memory on the GPU" : ", of which working memory",
                static_cast<double>(s.working_memory_bytes) / (1 << 30),
                static_cast<double>(s.unshared_working_memory_bytes) / (1 << 30));
   if (s.peak_device_memory_bytes > 0)

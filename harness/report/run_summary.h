@@ -29,6 +29,7 @@ struct RunSummary {
   double fraction_of_peak = 0;  // achieved / (peak x ranks); -1 where achieved is above the measured peak
   int64_t peak_rss_bytes = 0;
   int64_t working_memory_bytes = 0, unshared_working_memory_bytes = 0;  // the plan's, as planned (0: not said)
+  bool working_memory_on_device = false;  // a GPU plan's: in the device's memory, not in the RSS
   int64_t peak_device_memory_bytes = 0;  // a GPU's memory in use at its fullest (the worst rank; 0: no device)
   double final_loss = 0;
   // across ranks

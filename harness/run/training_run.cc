@@ -137,6 +137,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   summary.working_memory_bytes = static_cast<int64_t>(setup.plan->working_memory_bytes());
   summary.unshared_working_memory_bytes = static_cast<int64_t>(setup.plan->unshared_working_memory_bytes());
   const DevicePlan* device = setup.plan->device();
+  summary.working_memory_on_device = device != nullptr;
   double device_peak = device ? static_cast<double>(device->peak_device_memory_bytes()) : 0;
   comm.allreduce_max(&device_peak, 1);  // every rank calls it: a collective
   summary.peak_device_memory_bytes = static_cast<int64_t>(device_peak);
