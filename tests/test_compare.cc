@@ -249,10 +249,11 @@ TEST(Compare, TooFewStepsGiveNoVerdict) {
     EXPECT_EQ(report.matched[0].verdict, decides ? Verdict::regression : Verdict::no_change) << n;
     const CommandRun r = run_compare({base, slow});
     EXPECT_EQ(r.exit_code, decides ? 1 : 0) << r.out;
-    if (!decides)
+    if (!decides) {
       EXPECT_NE(r.out.find(fmt::format("too few steps to decide ({} + {} cannot give p < 0.05)", n, n)),
                 std::string::npos)
           << r.out;
+    }
     const CommandRun j = run_compare({base, slow, "--json"});
     const auto doc = nlohmann::json::parse(j.out);
     EXPECT_EQ(doc["matched"][0]["enough_steps"], decides);
