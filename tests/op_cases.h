@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -58,64 +59,113 @@ inline std::vector<float> half_rounded(std::vector<float> v, DType type) {
   return v;
 }
 
-// The oneDNN plan computing in `compute` against the fp32 reference on the same inputs. For
-// bf16 the reference gets the inputs and weights already rounded to bf16, and errors are
-// measured in relative L2 norm.
-// `tweak` changes the fast plan's options (one path of a backend's choices).
-inline void compare_with_reference(const OpCase& c, DType compute, double tolerance_scale,
-                                   const std::string& backend = "onednn",
-                                   const std::function<void(PlanOptions&)>& tweak = nullptr) {
+// The draws of one comparison: parameters, images, the output's gradient.
+struct Draws {
+  uint64_t params = 1234, images = 99, output_grad = 98;
+};
+
+// The reference and a fast plan computing in `compute` (`tweak` changes its options: one path of
+// a backend's choices) with the same parameters and statistics, given the same images (rounded to
+// a 16-bit `compute` as the reference gets them), after the training forward; output_grad drawn
+// for the backward. For bf16 and fp16 the reference gets the parameters already rounded.
+struct PlanPair {
+  std::unique_ptr<Plan> reference, fast;
+  std::vector<float> images, output_grad;
+};
+
+inline PlanPair forward_both(const OpCase& c, DType compute, const std::string& backend,
+                             const std::function<void(PlanOptions&)>& tweak, const Draws& draws = {}) {
   const Graph graph = c.build();
   PlanOptions options;
   options.input_grad = true;
-  auto reference = compile_plan("ref", graph, options);
+  PlanPair p;
+  p.reference = compile_plan("ref", graph, options);
   options.compute = compute;
   options.allow_tf32 = false;  // GPUs: fp32 stays fp32
   if (tweak) tweak(options);
-  auto fast = compile_plan(backend, graph, options);
-  const OpCase scaled{c.name, c.build, c.tolerance * tolerance_scale};
-  randomize(*reference, 1234);
+  p.fast = compile_plan(backend, graph, options);
+  randomize(*p.reference, draws.params);
   const bool half = compute != DType::f32;
   if (half) {
-    auto rounded = half_rounded({reference->parameters().begin(), reference->parameters().end()}, compute);
-    std::copy(rounded.begin(), rounded.end(), reference->parameters().begin());
+    auto rounded = half_rounded({p.reference->parameters().begin(), p.reference->parameters().end()}, compute);
+    std::copy(rounded.begin(), rounded.end(), p.reference->parameters().begin());
   }
-  std::copy(reference->parameters().begin(), reference->parameters().end(), fast->parameters().begin());
-  std::copy(reference->buffers().begin(), reference->buffers().end(), fast->buffers().begin());
-  if (DevicePlan* device = fast->device()) device->upload_state();
+  std::copy(p.reference->parameters().begin(), p.reference->parameters().end(), p.fast->parameters().begin());
+  std::copy(p.reference->buffers().begin(), p.reference->buffers().end(), p.fast->buffers().begin());
+  if (DevicePlan* device = p.fast->device()) device->upload_state();
+  p.images = random_vector<float>(graph.input().out.elements(), draws.images);
+  p.output_grad = random_vector<float>(graph.logits().out.elements(), draws.output_grad);
+  if (half) {
+    p.images = half_rounded(p.images, compute);
+    p.output_grad = half_rounded(p.output_grad, compute);
+  }
+  for (Plan* plan : {p.reference.get(), p.fast.get()}) {
+    plan->set_input(p.images.data());
+    plan->forward(Mode::training);
+  }
+  return p;
+}
+
+// The pair's backward from output_grad, the fast plan's state brought back to the host.
+inline void backward_both(PlanPair& p) {
+  for (Plan* plan : {p.reference.get(), p.fast.get()}) {
+    plan->set_output_grad(p.output_grad.data());
+    plan->backward();
+  }
+  if (DevicePlan* device = p.fast->device()) device->download_state();
+}
+
+// The fast plan computing in `compute` against the fp32 reference on the same inputs, errors
+// measured in relative L2 norm for 16-bit types.
+inline void compare_with_reference(const OpCase& c, DType compute, double tolerance_scale,
+                                   const std::string& backend = "onednn",
+                                   const std::function<void(PlanOptions&)>& tweak = nullptr) {
+  PlanPair p = forward_both(c, compute, backend, tweak);
+  Plan &reference = *p.reference, &fast = *p.fast;
+  const double tolerance = c.tolerance * tolerance_scale;
+  const bool half = compute != DType::f32;
   auto close = [half](const std::string& what, const std::vector<float>& a, const std::vector<float>& b, double t) {
     return half ? testing::close_l2(what, a, b, t) : testing::close(what, a, b, t);
   };
+  EXPECT_TRUE(close("training forward", output_of(fast), output_of(reference), tolerance));
+  backward_both(p);
+  for (const ArenaEntry& e : reference.layout().params)
+    EXPECT_TRUE(close("gradient of " + e.spec->name, slice(fast.gradients(), e), slice(reference.gradients(), e),
+                      tolerance));
+  std::vector<float> dx_ref(p.images.size()), dx_fast(p.images.size());
+  reference.read_input_grad(dx_ref.data());
+  fast.read_input_grad(dx_fast.data());
+  EXPECT_TRUE(close("input gradient", dx_fast, dx_ref, tolerance));
+  for (const ArenaEntry& e : reference.layout().buffers)
+    EXPECT_TRUE(close("running statistic " + e.spec->name, slice(fast.buffers(), e), slice(reference.buffers(), e),
+                      tolerance));
 
-  auto images = random_vector<float>(graph.input().out.elements(), 99);
-  auto output_grad = random_vector<float>(graph.logits().out.elements(), 98);
-  if (half) {
-    images = half_rounded(images, compute);
-    output_grad = half_rounded(output_grad, compute);
-  }
-  for (Plan* plan : {reference.get(), fast.get()}) {
-    plan->set_input(images.data());
-    plan->forward(Mode::training);
-  }
-  EXPECT_TRUE(close("training forward", output_of(*fast), output_of(*reference), scaled.tolerance));
-  for (Plan* plan : {reference.get(), fast.get()}) {
-    plan->set_output_grad(output_grad.data());
-    plan->backward();
-  }
-  if (DevicePlan* device = fast->device()) device->download_state();
-  for (const ArenaEntry& e : reference->layout().params)
-    EXPECT_TRUE(close("gradient of " + e.spec->name, slice(fast->gradients(), e), slice(reference->gradients(), e),
-                      scaled.tolerance));
-  std::vector<float> dx_ref(images.size()), dx_fast(images.size());
-  reference->read_input_grad(dx_ref.data());
-  fast->read_input_grad(dx_fast.data());
-  EXPECT_TRUE(close("input gradient", dx_fast, dx_ref, scaled.tolerance));
-  for (const ArenaEntry& e : reference->layout().buffers)
-    EXPECT_TRUE(close("running statistic " + e.spec->name, slice(fast->buffers(), e), slice(reference->buffers(), e),
-                      scaled.tolerance));
+  for (Plan* plan : {&reference, &fast}) plan->forward(Mode::inference);
+  EXPECT_TRUE(close("inference forward", output_of(fast), output_of(reference), tolerance));
+}
 
-  for (Plan* plan : {reference.get(), fast.get()}) plan->forward(Mode::inference);
-  EXPECT_TRUE(close("inference forward", output_of(*fast), output_of(*reference), scaled.tolerance));
+// One training step's worst relative L2 error against the reference over the output, every
+// parameter gradient and the input gradient; *worst names which.
+inline double worst_step_error(const OpCase& c, DType compute, const std::string& backend,
+                               const std::function<void(PlanOptions&)>& tweak, const Draws& draws,
+                               std::string* worst = nullptr) {
+  PlanPair p = forward_both(c, compute, backend, tweak, draws);
+  double most = testing::relative_l2(output_of(*p.fast), output_of(*p.reference));
+  if (worst) *worst = "output";
+  const auto note = [&](double e, const std::string& what) {
+    if (e > most) {
+      most = e;
+      if (worst) *worst = what;
+    }
+  };
+  backward_both(p);
+  for (const ArenaEntry& e : p.reference->layout().params)
+    note(testing::relative_l2(slice(p.fast->gradients(), e), slice(p.reference->gradients(), e)), e.spec->name);
+  std::vector<float> dx_ref(p.images.size()), dx_fast(p.images.size());
+  p.reference->read_input_grad(dx_ref.data());
+  p.fast->read_input_grad(dx_fast.data());
+  note(testing::relative_l2(dx_fast, dx_ref), "input gradient");
+  return most;
 }
 
 struct ConvShape {

@@ -1,8 +1,12 @@
 // Every op of the cuda backend against the reference backend on the shapes of
 // tests/op_cases.h, in fp32 (TF32 off), fp16 and bf16 (inputs and weights rounded for the
 // reference). Runs where a GPU is visible; skipped with the runtime's reason elsewhere.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
 #include <limits>
 #include <map>
 
@@ -38,9 +42,15 @@ TEST_P(CudaVsRef, ForwardBackwardMatch) {
 // over 30 seeds of tiny_bottleneck_blocks (rounding only the chains' outputs, and folded the scale
 // and bias): the worst gradient within 6.25% on 19 seeds unfused and 17 folded, within 12.5% on
 // 29 and 26. CudaFusions holds the fold to the unfused plan's own distance from the reference.
+// fp16 VGG16 conv + bias + ReLU: its output rounded to fp16 before the bias is added (as the plain
+// way writes it, and as cuDNN's fused graph evidently does too: an H100 gave 0.61% on the 512-channel
+// shape where exact sums would give 0.02%), so an element within a rounding step of zero can land
+// on the other side of the ReLU and take or drop its whole gradient. scripts/emulate_relu_masks.py
+// over 30 draws (results/relu_masks/emulation.txt): up to 0.92%, 2 of 30 past 0.5%; so 1.5%.
 double half_scale(const OpCase& c, DType type) {
   const double bf16 = bf16_tolerance_scale(c);
   if (c.name == "vgg16_conv3to64_k3s1p1_224_relu") return 1.5 * bf16;
+  if (type == DType::f16 && c.name.rfind("vgg16_conv", 0) == 0 && c.name.ends_with("_relu")) return 0.75 * bf16;
   if (type == DType::f16 && cuda::compute_capability() >= 80 && !find_conv_bn_relu(c.build()).empty()) return bf16 / 2;
   return type == DType::f16 ? bf16 / 4 : bf16;
 }
@@ -59,8 +69,19 @@ TEST_P(CudaBf16VsRef, ForwardBackwardMatch) {
 
 auto name_of = [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaVsRef, ::testing::ValuesIn(all_cases()), name_of);
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaF16VsRef, ::testing::ValuesIn(bf16_cases()), name_of);
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaBf16VsRef, ::testing::ValuesIn(bf16_cases()), name_of);
+// The VGG-like cases of several ReLUs in a row (vgg_convs_relu_conv, vgg_blocks_relu_pool) are
+// left out of the 16-bit suites: with a few thousand elements a layer, one element rounded across
+// a ReLU's boundary moves a gradient by several percent in a correct plan, or none does
+// (scripts/emulate_relu_masks.py: fp16 median 0.07%, 5 to 10 of 30 draws past 0.5%, up to 9%). One draw
+// cannot tell a correct plan from a wrong one there; CudaFusions below takes the median of many.
+std::vector<OpCase> single_draw_half_cases() {
+  std::vector<OpCase> out;
+  for (const OpCase& c : bf16_cases())
+    if (c.name != "vgg_convs_relu_conv" && c.name != "vgg_blocks_relu_pool") out.push_back(c);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaF16VsRef, ::testing::ValuesIn(single_draw_half_cases()), name_of);
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaBf16VsRef, ::testing::ValuesIn(single_draw_half_cases()), name_of);
 
 // NHWC input gives the same logits and input gradient as NCHW input.
 TEST(CudaLayouts, NhwcInputMatchesNchw) {
@@ -161,6 +182,41 @@ TEST(CudaFusions, ConvBiasReluGraphMatchesTheReference) {
   }
 }
 
+// The median over 15 draws of a step's worst relative L2 error against the reference (outputs,
+// parameter gradients, input gradient), of the plan as `tweak` makes it and of the same with every
+// fusion off, each draw's worst printed. The fused plan must land as close to the reference as the
+// unfused one (3x its median, plus a step of the type's rounding) and, in fp16, within 5%. An
+// element rounded across a ReLU's boundary moves a few draws in either plan (fp16 median 0.07%,
+// up to 9%; bf16 median 0.4-7%, up to 31%), which the median does not see; a fusion that loses
+// the ReLU's mask is off by 70-300% (medians). scripts/emulate_relu_masks.py
+// (results/relu_masks/emulation.txt) applies this rule to 2000 resamples of its 30 draws: correct
+// plans pass 99.1-100% of them, plans without the mask none.
+void fused_as_close_as_unfused(const OpCase& c, DType type, const std::function<void(PlanOptions&)>& tweak) {
+  SCOPED_TRACE(std::string(c.name) + (type == DType::f16 ? " fp16" : " bf16"));
+  std::vector<double> fused, unfused;
+  for (uint64_t draw = 0; draw < 15; ++draw) {
+    const Draws d{1234 + 101 * draw, 99 + draw, 98 + draw};
+    std::string which_fused, which_unfused;
+    fused.push_back(worst_step_error(c, type, "cuda", tweak, d, &which_fused));
+    const auto plain = [&tweak](PlanOptions& o) {
+      if (tweak) tweak(o);
+      o.fuse = false;
+    };
+    unfused.push_back(worst_step_error(c, type, "cuda", plain, d, &which_unfused));
+    std::printf("%s %s draw %d: fused %.4f (%s), unfused %.4f (%s)\n", c.name.c_str(), type == DType::f16 ? "fp16" : "bf16",
+                static_cast<int>(draw), fused.back(), which_fused.c_str(), unfused.back(), which_unfused.c_str());
+  }
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  const double step = type == DType::f16 ? 0.005 : 0.02;
+  EXPECT_LE(median(fused), 3 * median(unfused) + step) << "unfused median " << median(unfused);
+  if (type == DType::f16) {
+    EXPECT_LE(median(fused), 0.05);
+  }
+}
+
 // VGG's conv -> ReLU -> conv: the second convolution's data gradient as one cuDNN graph that also
 // does the ReLU's backward (conv.cc, fp16 from compute capability 8.0), after a convolution with
 // a bias and after one without. Untimed, the graph is taken wherever cuDNN builds it, which it
@@ -181,13 +237,13 @@ TEST(CudaFusions, DataGradientDoesTheReluBackward) {
     EXPECT_NE(kernels.find("doing " + g.nodes[node.inputs[0]].name + "'s backward"), std::string::npos)
         << node.name << ": " << kernels;
   }
-  compare_with_reference(c, DType::f16, half_scale(c, DType::f16), "cuda", untimed);
+  fused_as_close_as_unfused(c, DType::f16, untimed);
 }
 
 // VGG's conv -> ReLU -> 2x2 pool: the tiling pool's backward does the ReLU's (pool.cc) where the
 // ReLU runs in place and the pool alone reads it, after a convolution with a bias and after one
-// without; the gradients match the reference in every type (the op case runs in all three
-// suites above too; here the plan also says the pools took the ReLUs' backward).
+// without; the plan says the pools took the ReLUs' backward, fp32 matches the reference, and fp16
+// and bf16 land as close to it as the unfused plan does.
 TEST(CudaFusions, MaxPoolDoesTheReluBackward) {
   SKIP_WITHOUT_GPU();
   const OpCase c = op_case("vgg_blocks_relu_pool");
@@ -204,19 +260,8 @@ TEST(CudaFusions, MaxPoolDoesTheReluBackward) {
         << node.name << ": " << kernels;
     EXPECT_EQ(unfused->layer_kernels(node.id).find("backward"), std::string::npos) << unfused->layer_kernels(node.id);
   }
-  for (const DType type : {DType::f32, DType::f16})
-    compare_with_reference(c, type, type == DType::f32 ? 10.0 : half_scale(c, type), "cuda");
-}
-
-// ||a - b|| / ||b||, infinite where a holds a non-finite value.
-double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, norm = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return std::numeric_limits<double>::infinity();
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    norm += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / norm);
+  compare_with_reference(c, DType::f32, 10.0, "cuda");
+  for (const DType type : {DType::f16, DType::bf16}) fused_as_close_as_unfused(c, type, nullptr);
 }
 
 // One training step's errors against the fp32 reference: the worst parameter gradient's, that of
@@ -314,7 +359,7 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
     std::vector<float> unit, unit_ref;
     for (const ArenaEntry& p : reference->layout().params) {
       const auto got = slice(plan->gradients(), p), want = slice(reference->gradients(), p);
-      const double err = relative_l2(got, want);
+      const double err = testing::relative_l2(got, want);
       e.per_tensor[p.spec->name] = err;
       if (err > e.worst) e.worst = err, e.worst_name = p.spec->name;
       double norm = 1e-30;
@@ -324,11 +369,11 @@ TEST(CudaFusions, ConvBnChainsFoldAsCloseToTheReferenceAsTheUnfusedPlan) {
         unit_ref.push_back(static_cast<float>(want[i] / std::sqrt(norm)));
       }
     }
-    e.all = relative_l2(unit, unit_ref);
+    e.all = testing::relative_l2(unit, unit_ref);
     std::vector<float> image(images.size());
     plan->read_input_grad(image.data());
-    e.image = relative_l2(image, ref_image);
-    e.statistics = relative_l2({plan->buffers().begin(), plan->buffers().end()},
+    e.image = testing::relative_l2(image, ref_image);
+    e.statistics = testing::relative_l2({plan->buffers().begin(), plan->buffers().end()},
                                {reference->buffers().begin(), reference->buffers().end()});
     std::printf("%s vs the fp32 reference: parameter gradients %.4f (worst %s %.4f), image gradient %.4f, running statistics %.5f\n",
                 names[run], e.all, e.worst_name.c_str(), e.worst, e.image, e.statistics);

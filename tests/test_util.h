@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,18 +68,26 @@ inline ::testing::AssertionResult close(const std::string& what, const std::vect
   return ::testing::AssertionFailure() << what << ": scaled max error " << err << " > " << tolerance;
 }
 
-// ||a - b|| / ||b||: for low-precision types, where a few elements may legitimately differ
-// more (a max-pool window whose two largest values round to the same bf16).
+// ||a - b|| / ||b||, infinite where a holds a non-finite value (or the sizes differ).
+inline double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return std::numeric_limits<double>::infinity();
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// relative_l2() within `tolerance`: for low-precision types, where a few elements may legitimately
+// differ more (a max-pool window whose two largest values round to the same bf16).
 inline ::testing::AssertionResult close_l2(const std::string& what, const std::vector<float>& actual,
                                            const std::vector<float>& expected, double tolerance) {
   if (actual.size() != expected.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
-  double diff = 0, norm = 1e-30;
-  for (size_t i = 0; i < actual.size(); ++i) {
+  for (size_t i = 0; i < actual.size(); ++i)
     if (!std::isfinite(actual[i])) return ::testing::AssertionFailure() << what << ": element " << i << " is " << actual[i];
-    diff += (static_cast<double>(actual[i]) - expected[i]) * (static_cast<double>(actual[i]) - expected[i]);
-    norm += static_cast<double>(expected[i]) * expected[i];
-  }
-  const double err = std::sqrt(diff / norm);
+  const double err = relative_l2(actual, expected);
   if (err <= tolerance) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << what << ": relative L2 error " << err << " > " << tolerance;
 }
