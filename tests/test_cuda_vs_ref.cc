@@ -43,8 +43,8 @@ TEST_P(CudaVsRef, ForwardBackwardMatch) {
 // and bias): the worst gradient within 6.25% on 19 seeds unfused and 17 folded, within 12.5% on
 // 29 and 26. CudaFusions holds the fold to the unfused plan's own distance from the reference.
 // fp16 VGG16 conv + bias + ReLU: its output rounded to fp16 before the bias is added (as the plain
-// way writes it, and as cuDNN's fused graph evidently does too: an H100 gave 0.61% on the 512-channel
-// shape where exact sums would give 0.02%), so an element within a rounding step of zero can land
+// way writes it, and, it seems, as cuDNN's fused graph does too: an H100 gave 0.61% on the 512-channel
+// shape where exact sums would give 0.02%; test_cuda_relu_graphs prints which), so an element within a rounding step of zero can land
 // on the other side of the ReLU and take or drop its whole gradient. scripts/emulate_relu_masks.py
 // over 30 draws (results/relu_masks/emulation.txt): up to 0.92%, 2 of 30 past 0.5%; so 1.5%.
 double half_scale(const OpCase& c, DType type) {
