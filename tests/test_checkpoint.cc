@@ -1,6 +1,7 @@
 // Checkpoints: what is written reads back whole, and a damaged or forged one is refused with one
 // line naming the file. The forged ones carry a correct checksum, as fuzz_checkpoint's inputs do:
 // a checksum proves only that the bytes are those written, not that the writer was cnnbench.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,40 @@ TEST(TimeToAccuracy, OnlyAFiniteEvaluationAtTheTargetReachesIt) {
   none.target = 0.99;
   none.observe(0.5, 1.0, 1, 1, 1);
   EXPECT_EQ(none.line(), "time to 99.00% test top-1: not reached (best 50.00% in 1 evaluations)");
+}
+
+// Every epoch so far rides in the header (a resumed run's results hold the epochs before it; a
+// diverged loss is JSON's null and reads back as NaN), and the newest checkpoint is the one of
+// most epochs, past the 4 digits of the names' padding.
+TEST(Checkpoint, HistoryReadsBackAndTheNewestHasTheMostEpochs) {
+  const std::string dir = fresh_dir("ckpt_history");
+  fuzz::TinyPlan plan;
+  CheckpointInfo info{fuzz::tiny_model, 2, 80, 42, "", -1, std::nullopt, ""};
+  EpochMetrics first, second;
+  first.epoch = 1, first.images = 1280, first.train_loss = 2.1, first.seconds = 3.5;
+  first.evaluated = true, first.test_top1 = 0.4, first.test_loss = 1.9, first.test_top5 = 0.8, first.elapsed_sec = 4.25;
+  second.epoch = 2, second.images = 2560, second.train_loss = std::numeric_limits<double>::quiet_NaN();
+  info.history = std::vector<EpochMetrics>{first, second};
+  const CheckpointInfo back = read_checkpoint_header(write_checkpoint(dir, plan, info));
+  ASSERT_TRUE(back.history);
+  ASSERT_EQ(back.history->size(), 2u);
+  EXPECT_EQ((*back.history)[0].images, 1280);
+  EXPECT_TRUE((*back.history)[0].evaluated);
+  EXPECT_EQ((*back.history)[0].elapsed_sec, 4.25);
+  EXPECT_EQ((*back.history)[0].test_top1, 0.4);
+  EXPECT_FALSE((*back.history)[1].evaluated);
+  EXPECT_TRUE(std::isnan((*back.history)[1].train_loss));
+  // a checkpoint without history (an earlier version's) has none
+  EXPECT_FALSE(read_checkpoint_header(write_checkpoint(dir, plan, {fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt,
+                                                                   ""}))
+                   .history);
+  for (const int64_t epochs : {9999, 10000, 998})
+    write_checkpoint(dir, plan, {fuzz::tiny_model, epochs, epochs * 40, 42, "", -1, std::nullopt, ""});
+  const std::vector<std::string> newest_first = list_checkpoints(dir);
+  ASSERT_EQ(newest_first.size(), 5u);
+  EXPECT_EQ(newest_first[0], dir + "/checkpoint-epoch-10000.ckpt");
+  EXPECT_EQ(newest_first[1], dir + "/checkpoint-epoch-9999.ckpt");
+  EXPECT_EQ(newest_first[2], dir + "/checkpoint-epoch-0998.ckpt");
 }
 
 // Found by fuzz_checkpoint: a header that was not JSON escaped as nlohmann's parse_error (not the

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <algorithm>
 #include <fstream>
@@ -80,7 +83,8 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   CliRun r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto before = snapshot(dir + "/T");
-  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(before.size(), 5u);  // three checkpoints, the marker of the results written, the (empty) lock
+  EXPECT_TRUE(before.contains(dir + "/T/results-written"));
   // a new run, another seed, no --resume: refused, nothing touched
   r = run_cnnbench(idx + "--num_epochs=1 --train_dir=T --seed=2", dir);
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -142,6 +146,125 @@ std::string checkpoint_payload(const std::string& path) {
 
 // A --num_batches run's checkpoint ends inside an epoch: the resume goes on from that step, and
 // ends where a run never interrupted does, bit for bit.
+// A resumed run's results hold every epoch since the run began (with --result_json, the file
+// rewritten at the resume kept only the epochs after it), and time to accuracy for a target the
+// checkpoint did not measure is replayed from the epochs before, its clock whole.
+TEST(NothingLost, AResumedRunsResultsHoldTheEpochsBeforeIt) {
+  const std::string dir = idx_dir("lost_history");
+  CliRun r = run_cnnbench(idx + "--num_epochs=1 --train_dir=H --result_json=a.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto first = nlohmann::json::parse(slurp_file(dir + "/a.json"));
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=H --resume --result_json=a.json --target_top_1_accuracy=0.01", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/a.json"));
+  ASSERT_EQ(doc["epochs"].size(), 2u) << doc["epochs"].dump();
+  EXPECT_EQ(doc["epochs"][0]["epoch"], 1);
+  EXPECT_EQ(doc["epochs"][0]["test_top1"], first["epochs"][0]["test_top1"]);
+  EXPECT_EQ(doc["epochs"][1]["epoch"], 2);
+  EXPECT_EQ(doc["run"]["first_epoch"], 1);
+  EXPECT_EQ(csv_rows(dir + "/a_epochs.csv"), 2);
+  // any accuracy reaches 1%: at the first epoch, before the resume, on a clock that covers it
+  EXPECT_EQ(doc["time_to_accuracy"]["epochs"], 1) << doc["time_to_accuracy"].dump();
+  EXPECT_EQ(doc["time_to_accuracy"]["clock_complete"], true);
+  EXPECT_EQ(doc["summary"]["target_top_1_accuracy"], 0.01);
+  EXPECT_EQ(doc["summary"]["time_to_accuracy_sec"], doc["epochs"][0]["elapsed_sec"]);
+}
+
+// A cosine schedule spans --num_epochs: another length on --resume is another schedule, refused
+// (it went on at the other length's rate, one run in the results).
+TEST(NothingLost, ACosineScheduleKeepsItsLengthOnResume) {
+  const std::string dir = idx_dir("lost_cosine");
+  CliRun r = run_cnnbench(idx + "--num_epochs=2 --cosine_learning_rate --train_dir=C", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench(idx + "--num_epochs=3 --cosine_learning_rate --train_dir=C --resume", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cosine_epochs 2 (this run: 3)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/C/checkpoint-epoch-0003.ckpt"));
+}
+
+// A finished run that stopped between its last checkpoint and its results (killed, or the disk
+// full) writes them on --resume from the checkpoint's epochs, once; a later --resume has nothing
+// left to do.
+TEST(NothingLost, ResultsLostAfterTheLastCheckpointAreWrittenOnResume) {
+  const std::string dir = idx_dir("lost_results");
+  CliRun r = run_cnnbench(idx + "--num_epochs=2 --train_dir=R --benchmark_log_dir=L1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(dir + "/R/results-written"));
+  fs::remove(dir + "/R/results-written");  // as if it died before writing them
+  fs::remove_all(dir + "/L1");
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=R --resume --benchmark_log_dir=L2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the run is complete, but its results were not written"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Epoch 3"), std::string::npos) << r.output;
+  EXPECT_EQ(csv_rows(dir + "/L2/results.csv"), 1);
+  ASSERT_EQ(count_ending(dir + "/L2", ".json"), 1);
+  for (const auto& e : fs::directory_iterator(dir + "/L2"))
+    if (e.path().extension() == ".json") {
+      const auto doc = nlohmann::json::parse(slurp_file(e.path().string()));
+      EXPECT_EQ(doc["epochs"].size(), 2u);
+      EXPECT_GT(doc["summary"]["images_per_sec"].get<double>(), 0);
+      EXPECT_EQ(doc["summary"]["images"], 256);
+    }
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=R --resume --benchmark_log_dir=L2", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the run is complete (2 epochs, 8 steps done of 8): nothing to train"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(csv_rows(dir + "/L2/results.csv"), 1);
+}
+
+// One run at a time in a train_dir: a second one, while the first holds it, is refused and
+// touches nothing (two runs there wrote their checkpoints over each other's).
+TEST(NothingLost, ARunningRunsTrainDirIsRefusedToAnother) {
+  const std::string dir = idx_dir("lost_shared");
+  fs::create_directories(dir + "/S");
+  const int fd = ::open((dir + "/S/.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  struct flock whole = {};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  ASSERT_EQ(::fcntl(fd, F_SETLK, &whole), 0);  // as a running run holds it
+  const CliRun r = run_cnnbench(idx + "--num_epochs=1 --train_dir=S", dir);
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--train_dir: S is in use by another run (pid " + std::to_string(getpid()) +
+                          "): one run at a time"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/S/checkpoint-epoch-0001.ckpt"));
+  // released, the folder is free
+  EXPECT_EQ(run_cnnbench(idx + "--num_epochs=1 --train_dir=S", dir).exit_code, 0);
+}
+
+// --resume where checkpoints are there but none reads back whole is refused: starting from
+// scratch wrote over them.
+TEST(NothingLost, AResumeWithEveryCheckpointDamagedIsRefused) {
+  const std::string dir = idx_dir("lost_all_damaged");
+  CliRun r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"/T/checkpoint-epoch-0001.ckpt", "/T/checkpoint-epoch-0002.ckpt"})
+    fs::resize_file(dir + name, 100);
+  const auto before = snapshot(dir + "/T");
+  r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T --resume", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--resume: no checkpoint in T reads back whole"), std::string::npos) << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
+}
+
+// A run stopped at --stop_at_top_1_accuracy goes on where a --resume asks for a higher one.
+TEST(NothingLost, AStoppedRunGoesOnForAHigherStop) {
+  const std::string dir = idx_dir("lost_stop");
+  const std::string every = "--eval_during_training_every_n_epochs=1 ";
+  CliRun r = run_cnnbench(idx + every + "--num_epochs=3 --train_dir=T --stop_at_top_1_accuracy=0.01", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt")) << r.output;
+  r = run_cnnbench(idx + every + "--num_epochs=3 --train_dir=T --resume --stop_at_top_1_accuracy=0.01", dir);
+  EXPECT_NE(r.output.find("it reached --stop_at_top_1_accuracy after 1 epoch"), std::string::npos) << r.output;
+  r = run_cnnbench(idx + every + "--num_epochs=2 --train_dir=T --resume --stop_at_top_1_accuracy=1.0", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
+}
+
 TEST(NothingLost, AResumeInsideAnEpochGoesOnFromItsStep) {
   const std::string dir = idx_dir("lost_mid_epoch");  // 4 steps an epoch
   CliRun r = run_cnnbench(idx + "--num_batches=3 --train_dir=whole --benchmark_log_dir=L", dir);
@@ -150,6 +273,11 @@ TEST(NothingLost, AResumeInsideAnEpochGoesOnFromItsStep) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_cnnbench(idx + "--num_batches=3 --train_dir=parts --resume --result_json=parts.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from parts/checkpoint-epoch-0001.ckpt (2 steps done: 0.5 epochs)"),
+            std::string::npos)
+      << r.output;
+  // the epoch it ended inside is one row, trained to its end here
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/parts.json"))["epochs"].size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/parts.json"))["summary"]["images"], 32) << "one step of 32";
   const std::string whole = checkpoint_payload(dir + "/whole/checkpoint-epoch-0001.ckpt");
   ASSERT_FALSE(whole.empty());

@@ -136,6 +136,8 @@ const std::vector<ResultField>& result_fields() {
       {"epochs[].test_loss", "", "loss", C},
       {"epochs[].test_top1", "", "fraction", C},
       {"epochs[].test_top5", "", "fraction", C},
+      {"epochs[].images", "", "images", C},
+      {"epochs[].elapsed_sec", "", "s", C},
       {"input.pipeline_images_per_sec", "", "images/s", C},
       {"input.compute_images_per_sec", "", "images/s", C},
       {"input.stall_fraction", "", "fraction", C},

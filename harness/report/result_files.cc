@@ -146,6 +146,14 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::unlink(temp.c_str());
     fail(path, "cannot rename into place");
   }
+  // the rename itself on disk too: a power loss after it would otherwise find the old file (or
+  // none); a folder that cannot be synced (some network file systems) is left as it is
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 std::string write_new_file(const std::string& stem, const std::string& suffix, const std::string& contents) {

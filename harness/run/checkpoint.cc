@@ -115,6 +115,10 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   if (!info.rank_state_id.empty()) header["rank_state_id"] = info.rank_state_id;
   if (info.run.is_object()) header["run"] = info.run;
   if (info.stopped_at_target) header["stopped_at_target"] = true;
+  if (info.history) {
+    header["history"] = nlohmann::json::array();
+    for (const EpochMetrics& m : *info.history) header["history"].push_back(epoch_json(m));
+  }
   write_file_atomically(path, frame(kMagic, header,
                                     {{plan.parameters().data(), plan.parameters().size_bytes()},
                                      {plan.momentum().data(), plan.momentum().size_bytes()},
@@ -174,6 +178,15 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
     if (!it->is_object()) return fail("header's run is not an object");
     info.run = *it;
   }
+  if (const auto it = header.find("history"); it != header.end()) {
+    if (!it->is_array()) return fail("header's history is not a list of epochs");
+    info.history.emplace();
+    try {
+      for (const nlohmann::json& e : *it) info.history->push_back(epoch_from_json(e));
+    } catch (const std::exception& e) {
+      return fail(std::string("header's history: ") + e.what());
+    }
+  }
   info.epochs_done = static_cast<int64_t>(epochs_done);
   info.steps_done = static_cast<int64_t>(steps_done);
   info.seed = seed;
@@ -210,7 +223,17 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("checkpoint-epoch-", 0) == 0 && entry.path().extension() == ".ckpt") paths.push_back(entry.path().string());
   }
-  std::sort(paths.rbegin(), paths.rend());  // zero-padded epochs: newest first
+  // by the epoch's number, not the name: 4 digits of padding end at epoch 9999
+  const auto epoch_of = [](const std::string& path) {
+    const std::string name = std::filesystem::path(path).stem().string().substr(std::strlen("checkpoint-epoch-"));
+    return name.find_first_not_of("0123456789") == std::string::npos && !name.empty() && name.size() < 19
+               ? std::stoll(name)
+               : -1;
+  };
+  std::sort(paths.begin(), paths.end(), [&](const std::string& a, const std::string& b) {
+    const long long ea = epoch_of(a), eb = epoch_of(b);
+    return ea != eb ? ea > eb : a > b;
+  });
   return paths;
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/convergence_record.h"
 #include "harness/report/time_to_accuracy.h"
 
 #include "kernels/plan.h"
@@ -32,6 +33,9 @@ struct CheckpointInfo {
   nlohmann::json run = nlohmann::json();
   uint64_t parameters = 0, buffers = 0;  // as the header says
   bool stopped_at_target = false;  // the run stopped here at --stop_at_top_1_accuracy: it is complete
+  // Optional (absent before 2026-11-28): every epoch so far, so that a resumed run's results hold
+  // the epochs before the resume, and a run whose results were lost can write them again.
+  std::optional<std::vector<EpochMetrics>> history = std::nullopt;
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt
@@ -41,7 +45,7 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
 // The header of `path` alone (the whole file is read and its checksum checked; nothing is
 // loaded): throws std::runtime_error naming the file when it is not a whole checkpoint.
 CheckpointInfo read_checkpoint_header(const std::string& path);
-// The checkpoint files in dir, newest first.
+// The checkpoint files in dir, newest (most epochs) first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
 // Loads `path` into plan; throws std::runtime_error naming the file and the problem.
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);

@@ -89,10 +89,17 @@ void run_convergence(const Config& config, Communicator& comm) {
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
-  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count);
+  std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
+  bool complete = false;              // nothing to train: a finished run whose results were lost
+  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count, total_epochs);
   if (!config.train_dir.empty()) {
-    const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, comm);
-    if (opened.complete) {
+    const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, steps, comm);
+    complete = opened.complete;
+    if (opened.complete && !opened.results_written && leader)
+      fmt::print("{}: the run is complete, but its results were not written (it stopped after its last checkpoint): "
+                 "writing them from the checkpoint's epochs\n",
+                 opened.resumed->path);
+    if (opened.complete && opened.results_written) {
       if (leader && opened.resumed->stopped_at_target)
         fmt::print("{}: the run is complete: it reached --stop_at_top_1_accuracy after {} epoch{} ({} steps): "
                    "nothing to train\n",
@@ -108,16 +115,29 @@ void run_convergence(const Config& config, Communicator& comm) {
       // by steps: a --num_batches run's checkpoint can end inside an epoch
       first_epoch = steps > 0 ? found->steps_done / steps : 0;
       steps_done = found->steps_done;
+      if (found->history) carried = *found->history;
       plan.set_dropout_seed(dropout_seed(config, comm.rank()), static_cast<uint64_t>(steps_done));  // the masks go on
       const bool same_target = to_target.target <= 0 ||
                                (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
+      // another target: the evaluations before are replayed against it where the history holds
+      // each one's clock and covers every step
+      bool replayable = found->history.has_value() &&
+                        (carried.empty() ? steps_done == 0 : carried.back().images == steps_done * settings.global_batch);
+      for (const EpochMetrics& m : carried) replayable = replayable && (!m.evaluated || m.elapsed_sec >= 0);
       if (found->training_seconds >= 0 && same_target) {
         seconds_before = found->training_seconds;
         if (to_target.target > 0) to_target = *found->time_to_accuracy;
+      } else if (found->training_seconds >= 0 && replayable) {
+        seconds_before = found->training_seconds;
+        for (const EpochMetrics& m : carried)
+          if (m.evaluated) to_target.observe(m.test_top1, m.test_loss, m.elapsed_sec, m.epoch, m.images);
       } else {
-        // an earlier version's checkpoint, or another target: the seconds start at the resume
-        to_target.clock_complete = first_epoch == 0;
+        // an earlier version's checkpoint: the seconds start at the resume, complete only where
+        // nothing was trained before it
+        to_target.clock_complete = steps_done == 0;
       }
+      // an epoch the checkpoint ended inside is trained to its end again here: its partial row goes
+      std::erase_if(carried, [&](const EpochMetrics& m) { return m.epoch > first_epoch; });
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
@@ -172,7 +192,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       if (!path.empty()) std::filesystem::remove(path, ec);
     }
   } unused_claim{names.claimed ? names.epochs_csv : ""};
-  std::vector<EpochMetrics> history;
+  std::vector<EpochMetrics> history = carried;
   double run_seconds = 0, run_stall_sec = 0;
   int64_t run_images = 0;
   const auto training_start = std::chrono::steady_clock::now();
@@ -183,11 +203,16 @@ void run_convergence(const Config& config, Communicator& comm) {
                            scaler.get(), timeline.get(), events_file.get(), schedule, sgd,          train_input,
                            steps,       epochs,      terminal};
   const int64_t resumed_inside_epoch = steps_done - first_epoch * steps;  // steps of first_epoch done before
-  for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
+  if (leader && !complete && !config.train_dir.empty()) {  // results written before are not this run's
+    std::error_code ec;
+    std::filesystem::remove(results_marker_path(config.train_dir), ec);
+  }
+  for (int64_t epoch = first_epoch; epoch < epochs && !complete; ++epoch) {
     const int64_t epoch_steps = std::min<int64_t>(steps, total_steps - epoch * steps);
     const int64_t skip = epoch == first_epoch ? resumed_inside_epoch : 0;
     const auto start = std::chrono::steady_clock::now();
     EpochMetrics m = train_epoch(epoch_run, epoch, skip, epoch_steps, steps_done);
+    m.images = steps_done * settings.global_batch;
     run_seconds += m.seconds;
     run_stall_sec += m.input_stall_sec;
     run_images += (epoch_steps - skip) * settings.global_batch;
@@ -203,6 +228,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       // the same figure on every rank: rank 0's clock, the images all ranks trained
       double elapsed = training_seconds();
       comm.broadcast(&elapsed, sizeof elapsed, 0);
+      m.elapsed_sec = elapsed;
       if (to_target.observe(m.test_top1, m.test_loss, elapsed, m.epoch, steps_done * settings.global_batch) && leader)
         fmt::print("Reached the target: {}\n", to_target.line());
     }
@@ -248,6 +274,7 @@ void run_convergence(const Config& config, Communicator& comm) {
         info.training_seconds = training_seconds();
         if (to_target.target > 0) info.time_to_accuracy = to_target;
         info.rank_state_id = rank_state_id;
+        info.history = history;
         write_checkpoint(config.train_dir, plan, info);
         if (timeline)
           timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(),
@@ -271,6 +298,15 @@ void run_convergence(const Config& config, Communicator& comm) {
   const bool traced = timeline && write_timeline(comm, *timeline, config.timeline);
   const int hosts = comm.hosts();
   if (!leader) return;
+  if (complete && run_images == 0) {  // results written again from the checkpoint: its epochs' speed
+    for (const EpochMetrics& m : history) run_seconds += m.seconds, run_stall_sec += m.input_stall_sec;
+    if (!history.empty()) run_images = history.back().images;
+  }
+  if (!history.empty()) {  // every epoch so far, the ones before a resume among them
+    make_folders(config.benchmark_log_dir);
+    write_file_atomically(names.epochs_csv, epochs_csv(history));
+    unused_claim.path.clear();
+  }
   fmt::print("{}\n", input.line());
   if (to_target.target > 0) fmt::print("{}\n", to_target.line());
   // the speed over this run's training epochs (evaluations and checkpoints left out)
@@ -283,6 +319,13 @@ void run_convergence(const Config& config, Communicator& comm) {
                                    run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
                                    &setup.graph};
   const std::string json_path = write_convergence_results(outcome, names);
+  if (!config.train_dir.empty()) {  // a --resume of this finished run now has nothing left to do
+    try {
+      write_file_atomically(results_marker_path(config.train_dir), json_path + "\n");
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "cnnbench: {} (a --resume would write the results again)\n", e.what());
+    }
+  }
   fmt::print("Results: {} (JSON), {} (per epoch), {}/results.csv (row appended)\n", json_path, names.epochs_csv,
              config.benchmark_log_dir);
   if (traced) fmt::print("{}", timeline_line(config.timeline, *timeline));

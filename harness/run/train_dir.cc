@@ -1,5 +1,6 @@
 #include "harness/run/train_dir.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,6 +8,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <vector>
+
+#include "harness/report/result_files.h"
 
 namespace cnnbench {
 namespace {
@@ -28,18 +31,49 @@ void remove_checkpoints(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("checkpoint-epoch-", 0) != 0) continue;
-    if (!name.ends_with(".ckpt") && !name.ends_with(".state")) continue;
+    const bool marker = name == "results-written";  // the old run's results, not this one's
+    if (!marker && name.rfind("checkpoint-epoch-", 0) != 0) continue;
+    if (!marker && !name.ends_with(".ckpt") && !name.ends_with(".state")) continue;
     std::error_code removed;
     std::filesystem::remove(entry.path(), removed);
     if (removed) throw std::runtime_error(entry.path().string() + ": cannot remove: " + removed.message());
   }
 }
 
+// Holds a lock on train_dir/.lock for the rest of the process (rank 0): another run given the
+// folder while this one trains is refused instead of writing its checkpoints between this run's.
+// A POSIX record lock, so that the refusal can name the holder's pid; the file stays empty (a
+// refused run changes nothing). A folder where no lock can be made (read-only) is left to the
+// checks that refuse it.
+void lock_train_dir(const std::string& dir) {
+  static int held = -1;
+  if (held >= 0) return;
+  try {
+    make_folders(dir);
+  } catch (const std::exception&) {
+    return;
+  }
+  const int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  struct flock whole = {};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_SETLK, &whole) != 0) {
+    struct flock holder = whole;
+    const bool named = ::fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK && holder.l_pid > 0;
+    ::close(fd);
+    throw std::runtime_error(fmt::format("--train_dir: {} is in use by another run{}: one run at a time",
+                                         printable(dir, 4096), named ? fmt::format(" (pid {})", holder.l_pid) : ""));
+  }
+  held = fd;
+}
+
 }  // namespace
 
+std::string results_marker_path(const std::string& train_dir) { return train_dir + "/results-written"; }
+
 nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
-                            int64_t train_examples) {
+                            int64_t train_examples, double schedule_epochs) {
   // resolved values, not the flags' text: "0.10;82" and "0.1;82" are one schedule, and "auto" is
   // the data set's recipe
   std::string schedule;
@@ -79,6 +113,8 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
   }
   if (config.optimizer == "lars") id["lars_eta"] = fmt::format("{}", config.lars_eta);
   if (config.compression == "powersgd") id["powersgd_rank"] = std::to_string(config.powersgd_rank);
+  // a cosine schedule's length is --num_epochs: another length is another schedule
+  if (config.cosine_learning_rate) id["cosine_epochs"] = fmt::format("{}", schedule_epochs);
   return id;
 }
 
@@ -97,7 +133,8 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
     return out;
   }
   for (const auto& [key, value] : ours.items()) {
-    if (key == "train_examples" && !theirs.run.contains(key)) continue;  // recorded since 2026-11-27
+    // recorded since 2026-11-27 and 2026-11-28
+    if ((key == "train_examples" || key == "cosine_epochs") && !theirs.run.contains(key)) continue;
     differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : "", text_of(value));
   }
   for (const auto& [key, value] : theirs.run.items())
@@ -143,7 +180,7 @@ std::string broadcast_text(const Communicator& comm, std::string text) {
 }  // namespace
 
 TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identity, Plan& plan, int64_t total_steps,
-                             Communicator& comm) {
+                             int64_t steps_per_epoch, Communicator& comm) {
   const bool leader = comm.rank() == 0;
   const std::string& dir = config.train_dir;
   TrainDirStart start;
@@ -156,6 +193,7 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       std::error_code ec;
       if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
         throw std::runtime_error("--train_dir: " + printable(dir, 4096) + " is a file, not a folder");
+      lock_train_dir(dir);
       const std::vector<std::string> found = list_checkpoints(dir);
       if (!found.empty() && !config.resume) {
         if (!config.overwrite_train_dir)
@@ -186,6 +224,11 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
           }
           break;
         }
+        // checkpoints there, none whole: starting from scratch would write over them
+        if (!found.empty() && chosen.empty() && !afresh && !config.overwrite_train_dir)
+          throw std::runtime_error(fmt::format(
+              "--resume: no checkpoint in {} reads back whole ({}); --overwrite_train_dir starts afresh and removes them",
+              printable(dir, 4096), skipped));
       }
       if (!skipped.empty()) fmt::print(stderr, "cnnbench: skipped damaged checkpoints: {}\n", skipped);
       // the folder is this run's from here on: the old run's files go, and so do killed writes' leftovers
@@ -209,9 +252,26 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
     }
   }
   if (report_errors_together(error)) throw ErrorsReported{2};
-  start.complete = start.resumed && (start.resumed->steps_done >= total_steps || start.resumed->stopped_at_target);
+  if (const auto& r = start.resumed) {
+    // a run stopped at --stop_at_top_1_accuracy stays complete while this run's stop is no higher
+    // than what it reached (its history says; a checkpoint of an earlier version: complete)
+    bool still_stopped = r->stopped_at_target;
+    if (still_stopped && r->history) {
+      double reached = -1;
+      for (const EpochMetrics& m : *r->history)
+        if (m.evaluated) reached = m.test_top1;
+      still_stopped = config.stop_at_top_1_accuracy > 0 && reached >= config.stop_at_top_1_accuracy;
+    }
+    start.complete = r->steps_done >= total_steps || still_stopped;
+    std::error_code ec;
+    // an earlier version wrote no history and no marker: its results were written
+    start.results_written = !r->history || std::filesystem::exists(results_marker_path(dir), ec);
+  }
   if (config.resume && leader && !afresh && !start.complete) {
-    if (start.resumed)
+    if (start.resumed && steps_per_epoch > 0 && start.resumed->steps_done % steps_per_epoch != 0)
+      fmt::print("Resuming from {} ({} steps done: {:.4g} epochs)\n", start.resumed->path, start.resumed->steps_done,
+                 static_cast<double>(start.resumed->steps_done) / static_cast<double>(steps_per_epoch));
+    else if (start.resumed)
       fmt::print("Resuming from {} ({} epochs done)\n", start.resumed->path, start.resumed->epochs_done);
     else
       fmt::print("No checkpoint in {}: starting from scratch\n", dir);

@@ -4,8 +4,10 @@
 // is refused with one line naming the difference, touching nothing, unless --overwrite_train_dir
 // says to start afresh (the old run's checkpoints and state files are removed first, so a later
 // --resume can never continue from the old run's epochs). A damaged checkpoint (it does not read
-// back whole) is skipped and named; a foreign one is refused. --num_epochs and the split of the
-// global batch over ranks may change on --resume.
+// back whole) is skipped and named; a foreign one is refused, and so is a --resume where every
+// checkpoint is damaged. --num_epochs and the split of the global batch over ranks may change on
+// --resume (not the length of a cosine schedule, which --num_epochs sets). One run at a time: a
+// second run given a folder that a running one holds is refused (a lock, train_dir/.lock).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +24,10 @@
 namespace cnnbench {
 
 // What a checkpoint records of its run: the settings that shape the weights, as text, and the
-// number of training examples (a step count means its epochs on that many examples).
+// number of training examples (a step count means its epochs on that many examples); under a
+// cosine schedule, the epochs it spans (`schedule_epochs`).
 nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
-                            int64_t train_examples);
+                            int64_t train_examples, double schedule_epochs);
 
 // "model small_cnn (this run: resnet20), seed 1 (this run: 2)": where `theirs` (a checkpoint's)
 // differs from `ours`; empty when they agree. A checkpoint of an earlier version records no
@@ -35,13 +38,19 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
 struct TrainDirStart {
   std::optional<CheckpointInfo> resumed;  // loaded into the plan
   bool complete = false;                  // resumed from a checkpoint that finished the run
+  bool results_written = true;            // complete: its results were written (else: write them)
 };
+
+// train_dir/results-written: the result JSON's path, written once a finished run's results are
+// (a run that died between its last checkpoint and its results writes them on --resume).
+std::string results_marker_path(const std::string& train_dir);
 
 // Every rank, before training: checks the folder against the run (errors gathered and printed
 // once, then ErrorsReported{2}); clears temporaries of killed writes; with --resume loads the
-// newest checkpoint of this run into `plan`. `total_steps`: the steps the whole run trains.
+// newest checkpoint of this run into `plan`. `total_steps`: the steps the whole run trains;
+// `steps_per_epoch`: for the line that says how far the run had come.
 TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identity, Plan& plan, int64_t total_steps,
-                             Communicator& comm);
+                             int64_t steps_per_epoch, Communicator& comm);
 
 // Removes `dir`'s temporaries (NAME.tmp.HOST.PID, or NAME.tmp.PID of earlier versions) whose
 // writer was a process of this host that no longer runs; returns how many.
