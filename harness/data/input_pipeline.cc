@@ -102,13 +102,18 @@ void BatchPipeline::produce(int worker) {
 const float* BatchPipeline::next_images() {
   const int64_t b = consumed_;
   const int s = slot(b);
-  const auto start = std::chrono::steady_clock::now();
+  last_wait_ = {};
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return ready_[s] == b || error_; });
+    const auto ready = [&] { return ready_[s] == b || error_ != nullptr; };
+    if (!ready()) {  // a stall only where the batch was not there yet: the wait, not the lock
+      last_wait_.start = std::chrono::steady_clock::now();
+      changed_.wait(lock, ready);
+      last_wait_.end = std::chrono::steady_clock::now();
+    }
     if (ready_[s] != b) std::rethrow_exception(error_);
   }
-  stall_sec_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stall_sec_ += std::chrono::duration<double>(last_wait_.end - last_wait_.start).count();
   // the slot stays ours until the next call: consumed_ moves on then
   {
     std::lock_guard<std::mutex> lock(mutex_);

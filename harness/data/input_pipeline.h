@@ -9,6 +9,7 @@
 // do not depend on thread timing. The consumer's waits are counted as input stall time.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -40,6 +41,12 @@ class BatchPipeline {
   const int32_t* current_labels() const { return labels_[slot(consumed_ - 1)].data(); }
   int64_t current_valid() const { return valid_[slot(consumed_ - 1)]; }
   double stall_sec() const { return stall_sec_; }
+  // The last next_images()'s wait for its batch: start == end where the batch was ready.
+  struct Wait {
+    std::chrono::steady_clock::time_point start, end;
+    bool waited() const { return end > start; }
+  };
+  const Wait& last_wait() const { return last_wait_; }
   // Images made per second of the workers' busy time, times the workers: what the pipeline could
   // deliver if the consumer never made it wait (0 before the first batch).
   double images_per_sec_capacity() const;
@@ -72,6 +79,7 @@ class BatchPipeline {
   std::vector<std::vector<int32_t>> labels_;
   std::vector<int64_t> valid_, ready_;  // per slot: valid examples, the batch index it holds
   double stall_sec_ = 0, busy_sec_ = 0;
+  Wait last_wait_;
   int64_t made_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;

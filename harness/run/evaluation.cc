@@ -9,13 +9,12 @@
 
 namespace cnnbench {
 
-// The pipeline's next batch; with a timeline, a wait for it is an "input stall" span.
+// The pipeline's next batch; with a timeline, a wait for it (the batch not there yet) is an
+// "input stall" span of that wait.
 const float* next_batch(BatchPipeline& input, Timeline* timeline) {
-  const double stalled_before = input.stall_sec();
-  const auto start = std::chrono::steady_clock::now();
   const float* images = input.next_images();
-  if (timeline && input.stall_sec() > stalled_before)
-    timeline->span(Track::input, "input stall", start, std::chrono::steady_clock::now());
+  if (timeline && input.last_wait().waited())
+    timeline->span(Track::input, "input stall", input.last_wait().start, input.last_wait().end);
   return images;
 }
 
