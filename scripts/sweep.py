@@ -165,6 +165,25 @@ def rewrite_csv(path, change):
         write_atomically(path, "".join(out))
 
 
+def add_result_columns(path, old_header, header, rows, dry_run):
+    """A sweep.csv written before cnnbench reported more result columns: where the new header is
+    the old one with result columns added (the grid's columns the same, in the same order), its
+    rows are rewritten under the new header, the added cells empty (not measured then), so that
+    the sweep resumes. Returns the columns added; [] where the difference is anything else."""
+    added = [c for c in header if c not in old_header]
+    if not added or any(c not in RESULT_COLUMNS + ACCURACY_FIELDS for c in added) or \
+            [c for c in header if c in old_header] != old_header:
+        return []
+    if not dry_run:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow([r.get(c, "") for c in header])
+        write_atomically(path, buf.getvalue())
+    return added
+
+
 def append_line(path, values):
     """Appends one complete CSV line with a single write, then fsyncs: a kill leaves whole rows."""
     buf = io.StringIO()
@@ -296,8 +315,13 @@ def run_sweep(s, args):
     if os.path.exists(csv_path) and not args.fresh:
         old_header, rows = read_csv(csv_path) if not args.dry_run else read_csv_readonly(csv_path)
         if old_header and old_header != header:
-            raise SweepError(f"{rel(csv_path)} has other columns than this sweep file gives "
-                             "(the grid changed?): use --fresh to start a new one")
+            added = add_result_columns(csv_path, old_header, header, rows, args.dry_run)
+            if not added:
+                raise SweepError(f"{rel(csv_path)} has other columns than this sweep file gives "
+                                 "(the grid changed?): use --fresh to start a new one")
+            print(f"sweep.py: {rel(csv_path)}: {'would add' if args.dry_run else 'added'} the result column(s) "
+                  f"{', '.join(added)} of this cnnbench, empty for the {len(rows)} row(s) written before",
+                  file=sys.stderr)
     last = {}
     for r in rows:
         last[r.get("point")] = r

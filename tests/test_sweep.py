@@ -160,6 +160,30 @@ class Sweep(unittest.TestCase):
         self.assertEqual(read(os.path.join(self.out, "sweep.toml")), toml)
         self.assertEqual(read(self.csv), csv_text)
 
+    def test_3c_a_csv_from_before_a_result_column_resumes_with_it_added(self):
+        # a sweep.csv written before cnnbench reported sent_mib_per_step: the sweep resumes (it
+        # was refused with "use --fresh"), the column added and empty in the rows written before
+        with open(self.csv, newline="") as f:
+            table = list(csv.reader(f))
+        gone = table[0].index("sent_mib_per_step")
+        old_rows = [r[:gone] + r[gone + 1:] for r in table]
+        with open(self.csv, "w", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(old_rows)
+        before = read(self.csv)
+        rc, out, err = self.sweep("--dry-run")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("would add the result column(s) sent_mib_per_step", err)
+        self.assertEqual(read(self.csv), before, "a dry run changes nothing")
+        rc, out, err = self.sweep()
+        self.assertEqual(rc, 1, "the failed point still counts\n" + out + err)
+        self.assertIn("added the result column(s) sent_mib_per_step of this cnnbench, empty for the 4 row(s)", err)
+        self.assertIn("0 to run, 3 done, 1 failed before", out)
+        with open(self.csv, newline="") as f:
+            now = list(csv.reader(f))
+        self.assertEqual(now[0], table[0])
+        self.assertTrue(all(r[gone] == "" for r in now[1:]))
+        self.assertEqual([r[:gone] + r[gone + 1:] for r in now], old_rows)
+
     def test_4_torn_last_line_is_dropped(self):
         with open(self.csv, "a") as f:
             f.write("0123456789ab,1,2,1,resnet")  # a kill mid-write
