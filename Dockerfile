@@ -2,7 +2,7 @@
 # Debian 12, the same packages as a bare machine, the binary at /opt/cnnbench/build/cnnbench, and
 # sshd, through which the MPI operator's launcher starts the workers' ranks.
 #   docker build -t cnnbench .
-#   docker run --rm cnnbench mpiexec --allow-run-as-root -np 2 cnnbench --model=resnet50 --num_batches=20
+#   docker run --rm cnnbench mpiexec --allow-run-as-root --oversubscribe -np 2 cnnbench --model=resnet50 --num_batches=20
 FROM debian:12
 
 COPY . /opt/cnnbench

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Draws a cnnbench --timeline trace as a Gantt chart PNG: one row per rank and track (compute,
 communication, update, input, checkpoint, device, device communication), spans as bars (nested
 spans drawn thinner inside the ones that hold them), instants as ticks, for people who would rather

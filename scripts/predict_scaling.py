@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Predicts data-parallel images/sec and scaling efficiency from 1 to 1024 ranks with an
 alpha-beta model of ring and tree allreduce, replaying cnnbench's own gradient pipeline.
 

@@ -194,7 +194,11 @@ void print_layer_table(FILE* out, const Graph& graph, const std::vector<LayerTim
   for (const Node& node : graph.nodes) {
     const LayerTime& t = layers[node.id];
     if (t.forward_sec + t.backward_sec <= 0) continue;
-    const double flop = 2.0 * static_cast<double>(node.forward_macs) * (t.backward_sec > 0 ? 3 : 1);
+    // backward: the weight gradient, and the data gradient unless the input is the images (the
+    // first convolution computes none)
+    const bool data_grad = !node.inputs.empty() && graph.nodes[node.inputs[0]].kind != OpKind::input;
+    const double passes = t.backward_sec > 0 ? 2.0 + (data_grad ? 1.0 : 0.0) : 1.0;
+    const double flop = 2.0 * static_cast<double>(node.forward_macs) * passes;
     const std::string rate = flop > 0 ? fmt::format("{:.1f}", flop / (t.forward_sec + t.backward_sec) * steps / 1e9) : "";
     const std::string weights = t.weight_grad_sec > 0 ? fmt::format("{:.3f}", ms(t.weight_grad_sec)) : "";
     const std::string chosen = static_cast<size_t>(node.id) < kernels.size() && !kernels[node.id].empty()
