@@ -679,6 +679,27 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   }
 }
 
+// 2 ranks: a finished run whose results were lost writes them on --resume, every rank taking the
+// same path (rank 0 alone looks for train_dir/results-written and tells the others), and a
+// second --resume has nothing left to do; neither hangs.
+TEST(CliMpi, LostResultsOfAFinishedRunAreWrittenOnResumeOnEveryRank) {
+  const std::string dir = learnable_idx_dir("cli_lost_results_2ranks");
+  const std::string mpiexec = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  const std::string common = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 "
+                             "--num_data_workers=1 --num_epochs=1 --train_dir=T ";
+  CliRun r = run_cnnbench_with(mpiexec, "", common + "--benchmark_log_dir=L1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::filesystem::remove(dir + "/T/results-written"));
+  r = run_cnnbench_with(mpiexec, "", common + "--resume --benchmark_log_dir=L2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("its results were not written"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/L2/results.csv")) << r.output;
+  r = run_cnnbench_with(mpiexec, "", common + "--resume --benchmark_log_dir=L3", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("nothing to train"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/L3/results.csv")) << r.output;
+}
+
 // PowerSGD keeps per-rank state (the warm-up count, Q factors, each rank's error feedback):
 // two ranks killed in epoch 3 and resumed end bit-identical to a run never interrupted, because
 // every rank's state was saved beside each checkpoint. With one rank's state file gone, every

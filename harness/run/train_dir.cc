@@ -263,9 +263,13 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       still_stopped = config.stop_at_top_1_accuracy > 0 && reached >= config.stop_at_top_1_accuracy;
     }
     start.complete = r->steps_done >= total_steps || still_stopped;
+    // an earlier version wrote no history and no marker: its results were written. Rank 0 looks
+    // and tells the others: every rank takes the same path after (collectives), even where a
+    // shared file system shows the marker to some ranks later than to others
     std::error_code ec;
-    // an earlier version wrote no history and no marker: its results were written
-    start.results_written = !r->history || std::filesystem::exists(results_marker_path(dir), ec);
+    uint8_t written = !r->history || (leader && std::filesystem::exists(results_marker_path(dir), ec));
+    comm.broadcast(&written, sizeof written, 0);
+    start.results_written = written != 0;
   }
   if (config.resume && leader && !afresh && !start.complete) {
     if (start.resumed && steps_per_epoch > 0 && start.resumed->steps_done % steps_per_epoch != 0)
