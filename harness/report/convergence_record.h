@@ -10,6 +10,7 @@
 
 #include "harness/cli/config.h"
 #include "harness/cli/run_settings.h"
+#include "harness/report/epoch_metrics.h"
 #include "harness/report/run_context.h"
 #include "models/graph.h"
 #include "harness/report/run_summary.h"
@@ -17,20 +18,6 @@
 
 namespace cnnbench {
 
-struct EpochMetrics {
-  int64_t epoch = 0;  // 1-based
-  double train_loss = 0, train_top1 = 0, learning_rate = 0;
-  double seconds = 0, images_per_sec = 0, compute_images_per_sec = 0, input_stall_sec = 0;
-  bool evaluated = false;
-  double test_loss = 0, test_top1 = 0, test_top5 = 0;
-  int64_t images = 0;         // images all ranks had trained by the epoch's end, since the run began
-  double elapsed_sec = -1;    // evaluated: the training clock then (time to accuracy's); -1 unknown
-};
-
-// An epoch as the JSON's "epochs" and a checkpoint's history hold it, and back (throws
-// std::runtime_error naming the bad field).
-nlohmann::json epoch_json(const EpochMetrics& m);
-EpochMetrics epoch_from_json(const nlohmann::json& j);
 
 // Whether the input pipeline held the run back: its workers' rate (images made per second of
 // their busy time, all workers of all ranks) against the compute's (images per second of the

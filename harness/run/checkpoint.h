@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/report/convergence_record.h"
+#include "harness/report/epoch_metrics.h"
 #include "harness/report/time_to_accuracy.h"
 
 #include "kernels/plan.h"

@@ -136,6 +136,19 @@ int main(int argc, char** argv) {
   const std::string written =
       write_checkpoint(ckpt_dir.string(), plan, CheckpointInfo{fuzz::tiny_model, 3, 120, 42, "", -1, std::nullopt, ""});
   put(out / "checkpoint/checkpoint-epoch-0003.ckpt", fuzz::read_bytes(written));
+  // a run's checkpoint as it writes them now: the training time, time to accuracy and history
+  CheckpointInfo with_history{fuzz::tiny_model, 2, 80, 42, "", 12.5, std::nullopt, ""};
+  TimeToAccuracy target;
+  target.target = 0.5;
+  target.observe(0.55, 1.2, 6.25, 1, 40);
+  with_history.time_to_accuracy = target;
+  EpochMetrics first, second;
+  first.epoch = 1, first.images = 40, first.train_loss = 2.0, first.seconds = 5.0, first.evaluated = true;
+  first.test_loss = 1.2, first.test_top1 = 0.55, first.test_top5 = 0.9, first.elapsed_sec = 6.25;
+  second.epoch = 2, second.images = 80, second.train_loss = 1.5, second.seconds = 5.0;
+  with_history.history = std::vector<EpochMetrics>{first, second};
+  put(out / "checkpoint/checkpoint-epoch-0002-history.ckpt",
+      fuzz::read_bytes(write_checkpoint(ckpt_dir.string(), plan, with_history)));
   fs::remove_all(ckpt_dir);
 
   for (const char* name : {"resnet20_b32_1rank.json", "resnet20_b32_2ranks_mpi.json"})

@@ -1,0 +1,26 @@
+// harness/report/epoch_metrics.h — one epoch of a run on real data, as the result JSON's "epochs"
+// and a checkpoint's history hold it: its training figures, its evaluation where there was one,
+// and how far the run had come by its end.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+namespace cnnbench {
+
+struct EpochMetrics {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0, train_top1 = 0, learning_rate = 0;
+  double seconds = 0, images_per_sec = 0, compute_images_per_sec = 0, input_stall_sec = 0;
+  bool evaluated = false;
+  double test_loss = 0, test_top1 = 0, test_top5 = 0;
+  int64_t images = 0;         // images all ranks had trained by the epoch's end, since the run began
+  double elapsed_sec = -1;    // evaluated: the training clock then (time to accuracy's); -1 unknown
+};
+
+// An epoch as the JSON's "epochs" and a checkpoint's history hold it, and back (throws
+// std::runtime_error naming the bad field).
+nlohmann::json epoch_json(const EpochMetrics& m);
+EpochMetrics epoch_from_json(const nlohmann::json& j);
+
+}  // namespace cnnbench
