@@ -302,7 +302,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     for (const EpochMetrics& m : history) run_seconds += m.seconds, run_stall_sec += m.input_stall_sec;
     if (!history.empty()) run_images = history.back().images;
   }
-  if (!history.empty()) {  // every epoch so far, the ones before a resume among them
+  if (complete && !history.empty()) {  // nothing trained: the epochs' CSV from the checkpoint's (each epoch writes it)
     make_folders(config.benchmark_log_dir);
     write_file_atomically(names.epochs_csv, epochs_csv(history));
     unused_claim.path.clear();
