@@ -174,6 +174,17 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
       {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}"),
               with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}").size(), payload),
        "header's time_to_accuracy.target_top_1_accuracy is missing or out of range"},
+      {sealed(with(",\"loss_scale\":{\"scale\":0.5,\"good_in_a_row\":1,\"skipped\":0}}"),
+              with(",\"loss_scale\":{\"scale\":0.5,\"good_in_a_row\":1,\"skipped\":0}}").size(), payload),
+       "header's loss_scale is not a scale >= 1 and two counts"},
+      {sealed(with(",\"loss_scale\":{\"scale\":8,\"skipped\":0}}"),
+              with(",\"loss_scale\":{\"scale\":8,\"skipped\":0}}").size(), payload),
+       "header's loss_scale is not a scale >= 1 and two counts"},
+      {sealed(with(",\"loss_scale\":{\"scale\":8,\"good_in_a_row\":-1,\"skipped\":0}}"),
+              with(",\"loss_scale\":{\"scale\":8,\"good_in_a_row\":-1,\"skipped\":0}}").size(), payload),
+       "header's loss_scale is not a scale >= 1 and two counts"},
+      {sealed(with(",\"loss_scale\":[8]}"), with(",\"loss_scale\":[8]}").size(), payload),
+       "header's loss_scale is not a scale >= 1 and two counts"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/checkpoint-epoch-000" + std::to_string(i % 10) + ".ckpt";
@@ -181,6 +192,35 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
     const std::string m = testing::error_of([&] { read_checkpoint(path, plan, fuzz::tiny_model); });
     EXPECT_EQ(m, cases[i].second.empty() ? "" : path + ": " + cases[i].second) << "case " << i;
   }
+}
+
+// A loss scaler's state reads back, and a resumed scaler goes on from it: a dynamic one at the
+// scale and the run of good steps it had reached, a static one at its flag's scale.
+TEST(Checkpoint, TheLossScalersStateReadsBackAndRestores) {
+  const std::string dir = fresh_dir("ckpt_loss_scale");
+  fuzz::TinyPlan plan;
+  CheckpointInfo written{fuzz::tiny_model, 2, 80, 1, "", -1, std::nullopt, ""};
+  written.loss_scale = LossScaleState{4096, 3, 2};
+  const std::string path = write_checkpoint(dir, plan, written);
+  const CheckpointInfo info = read_checkpoint(path, plan, fuzz::tiny_model);
+  ASSERT_TRUE(info.loss_scale.has_value());
+  EXPECT_EQ(info.loss_scale->scale, 4096);
+  EXPECT_EQ(info.loss_scale->good_in_a_row, 3);
+  EXPECT_EQ(info.loss_scale->skipped, 2);
+  EXPECT_FALSE(read_checkpoint(write_checkpoint(dir, plan, {fuzz::tiny_model, 3, 90, 1, "", -1, std::nullopt, ""}), plan,
+                               fuzz::tiny_model)
+                   .loss_scale.has_value());
+
+  LossScaler dynamic(65536, true, 4);
+  dynamic.restore(*info.loss_scale);
+  EXPECT_EQ(dynamic.scale(), 4096);
+  EXPECT_EQ(dynamic.skipped_steps(), 2);
+  EXPECT_TRUE(dynamic.record(true));  // the fourth good step in a row doubles it
+  EXPECT_EQ(dynamic.scale(), 8192);
+  LossScaler fixed(128, false, 1);
+  fixed.restore(*info.loss_scale);
+  EXPECT_EQ(fixed.scale(), 128);
+  EXPECT_EQ(fixed.skipped_steps(), 2);
 }
 
 // A rank's own state beside a checkpoint reads back only for the same checkpoint id, rank, number

@@ -86,6 +86,9 @@ struct Config {
   int64_t datasets_shuffle_buffer_size = 10000;  // TFRecord training: records shuffled per rank
   bool resume = false;                   // continue from the newest valid checkpoint in train_dir
   bool overwrite_train_dir = false;      // start afresh in a train_dir holding another run's checkpoints
+  int64_t save_model_steps = 0;          // > 0: a checkpoint inside the epoch every this many steps
+  double save_model_secs = 0;            // > 0: a checkpoint inside the epoch every this many seconds
+  int64_t max_ckpts_to_keep = 5;         // the newest checkpoints kept in train_dir (0: all)
   bool allow_nonfinite_loss = false;     // a NaN/inf loss ends the run (non-zero) unless this is set
   // output
   std::string train_dir;

@@ -364,6 +364,16 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(D)
                     .unless([](const Config& c) { return c.train_dir.empty() ? "only with --train_dir" : ""; })
                     .no_probe("needs a train_dir of another run: Cli.TrainDirBelongsToItsRun"));
+    auto with_train_dir = [](const Config& c) { return c.train_dir.empty() ? "only with --train_dir" : ""; };
+    v.push_back(INT_FLAG(save_model_steps, , "a checkpoint inside the epoch every this many steps (0: at epochs' ends only)")
+                    .within(0, 1e12).reads(D).unless(with_train_dir)
+                    .probe(kRealData, "1", "out:Checkpoint at step", "--train_dir=t --overwrite_train_dir"));
+    v.push_back(REAL_FLAG(save_model_secs, , "a checkpoint inside the epoch every this many seconds (0: at epochs' ends only)")
+                    .within(0, 1e9).reads(D).unless(with_train_dir)
+                    .probe(kRealData, "0.000001", "out:Checkpoint at step", "--train_dir=t --overwrite_train_dir"));
+    v.push_back(INT_FLAG(max_ckpts_to_keep, , "the newest checkpoints kept in --train_dir; older ones are removed (0: keep all)")
+                    .within(0, 1e12).reads(D).unless(with_train_dir)
+                    .no_probe("needs several epochs' checkpoints: StopAndResume.OnlyTheNewestCheckpointsAreKept"));
     v.push_back(BOOL_FLAG(allow_nonfinite_loss,
                           "go on when the loss is NaN or infinite (a diverged run otherwise ends, exit 3, naming the "
                           "step; steps the dynamic loss scaler skips are not that)")

@@ -21,7 +21,6 @@ constexpr const char* kPreprocess = "tf_cnn_benchmarks' image preprocessing; cnn
                                     "--train_augmentation's (ImageNet's recipe on ImageNet)";
 constexpr const char* kEval = "cnnbench evaluates the whole test set, with --eval_during_training_every_n_epochs and "
                               "at the end";
-constexpr const char* kCheckpoints = "cnnbench checkpoints every epoch into --train_dir";
 constexpr const char* kOtherOptimizers = "read only with --optimizer=rmsprop or adam, which cnnbench does not model";
 constexpr const char* kDistributed = "distributed TensorFlow's cluster; cnnbench's ranks are launched by mpiexec or "
                                      "srun (docs/ranks-and-hosts.md)";
@@ -52,9 +51,6 @@ const std::vector<TfCnnFlag> kFlags = {
     {"num_eval_epochs", false, kEval, false},
     {"eval_dir", false, kEval, false},
     {"collect_eval_results_async", true, kEval, false},
-    {"save_model_secs", false, kCheckpoints, false},
-    {"save_model_steps", false, kCheckpoints, false},
-    {"max_ckpts_to_keep", false, kCheckpoints, false},
     {"freeze_when_forward_only", true, "cnnbench's --forward_only runs the inference graph as built", false},
     {"distortions", true, kPreprocess, false},
     {"distort_color_in_yiq", true, kPreprocess, false},

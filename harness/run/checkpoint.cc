@@ -115,6 +115,10 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
   if (!info.rank_state_id.empty()) header["rank_state_id"] = info.rank_state_id;
   if (info.run.is_object()) header["run"] = info.run;
   if (info.stopped_at_target) header["stopped_at_target"] = true;
+  if (info.loss_scale)
+    header["loss_scale"] = {{"scale", info.loss_scale->scale},
+                            {"good_in_a_row", info.loss_scale->good_in_a_row},
+                            {"skipped", info.loss_scale->skipped}};
   if (info.history) {
     header["history"] = nlohmann::json::array();
     for (const EpochMetrics& m : *info.history) header["history"].push_back(epoch_json(m));
@@ -187,6 +191,19 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
       return fail(std::string("header's history: ") + e.what());
     }
   }
+  if (const auto it = header.find("loss_scale"); it != header.end()) {
+    const nlohmann::json& v = *it;
+    auto whole = [&](const char* name) {
+      return v.contains(name) && (v[name].is_number_unsigned() || (v[name].is_number_integer() && v[name].get<int64_t>() >= 0));
+    };
+    if (!v.is_object() || !v.contains("scale") || !v["scale"].is_number() || !whole("good_in_a_row") ||
+        !whole("skipped") || !std::isfinite(v["scale"].get<double>()) || v["scale"].get<double>() < 1 ||
+        v["scale"].get<double>() > 1e30 || v["good_in_a_row"].get<uint64_t>() > INT64_MAX ||
+        v["skipped"].get<uint64_t>() > INT64_MAX)
+      return fail("header's loss_scale is not a scale >= 1 and two counts");
+    info.loss_scale = LossScaleState{v["scale"].get<double>(), v["good_in_a_row"].get<int64_t>(),
+                                     v["skipped"].get<int64_t>()};
+  }
   info.epochs_done = static_cast<int64_t>(epochs_done);
   info.steps_done = static_cast<int64_t>(steps_done);
   info.seed = seed;
@@ -235,6 +252,24 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
     return ea != eb ? ea > eb : a > b;
   });
   return paths;
+}
+
+int remove_older_checkpoints(const std::string& dir, int64_t keep) {
+  if (keep <= 0) return 0;
+  const std::vector<std::string> newest_first = list_checkpoints(dir);
+  int removed = 0;
+  for (size_t i = static_cast<size_t>(keep); i < newest_first.size(); ++i) {
+    const std::filesystem::path path = newest_first[i];
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) continue;  // not one we wrote
+    const std::string ranks_prefix = path.stem().string() + ".rank-";
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(ranks_prefix, 0) == 0 && name.ends_with(".state")) std::filesystem::remove(entry.path(), ec);
+    }
+    removed += std::filesystem::remove(path, ec);
+  }
+  return removed;
 }
 
 std::string rank_state_path(const std::string& checkpoint, int rank) {

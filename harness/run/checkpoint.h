@@ -13,6 +13,7 @@
 
 #include "harness/report/epoch_metrics.h"
 #include "harness/report/time_to_accuracy.h"
+#include "harness/run/loss_scaler.h"
 
 #include "kernels/plan.h"
 
@@ -36,6 +37,8 @@ struct CheckpointInfo {
   // Optional (absent before 2026-11-28): every epoch so far, so that a resumed run's results hold
   // the epochs before the resume, and a run whose results were lost can write them again.
   std::optional<std::vector<EpochMetrics>> history = std::nullopt;
+  // Optional (absent before 2026-11-29, and in runs without loss scaling): the loss scaler's state.
+  std::optional<LossScaleState> loss_scale = std::nullopt;
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt
@@ -47,6 +50,9 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
 CheckpointInfo read_checkpoint_header(const std::string& path);
 // The checkpoint files in dir, newest (most epochs) first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
+// --max_ckpts_to_keep: removes the checkpoints in dir after the newest `keep` (and their ranks'
+// state files); keep 0 removes none. Returns how many checkpoints went.
+int remove_older_checkpoints(const std::string& dir, int64_t keep);
 // Loads `path` into plan; throws std::runtime_error naming the file and the problem.
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);
 // The newest checkpoint in dir that reads back whole; nullopt if none. Damaged ones are skipped

@@ -21,6 +21,7 @@
 #include "harness/report/time_to_accuracy.h"
 #include "harness/report/timeline_file.h"
 #include "harness/run/checkpoint.h"
+#include "harness/run/checkpoint_trigger.h"
 #include "harness/run/epoch_loop.h"
 #include "harness/run/evaluation.h"
 #include "harness/run/exchange_state.h"
@@ -31,6 +32,20 @@
 #include "harness/run/train_dir.h"
 
 namespace cnnbench {
+
+namespace {
+
+// After the checkpoint a stop signal asked for: every rank ends, exit 128 + the signal's number.
+[[noreturn]] void stop_for_signal(int signal, const std::string& checkpoint, int64_t steps_done, bool leader) {
+  if (leader) {
+    fmt::print("Stopped by {} after step {}: {} written; --resume goes on from there\n", signal_name(signal),
+               steps_done, checkpoint);
+    std::fflush(stdout);
+  }
+  throw ErrorsReported{128 + signal};
+}
+
+}  // namespace
 
 void run_convergence(const Config& config, Communicator& comm) {
   const bool leader = comm.rank() == 0;
@@ -91,7 +106,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::optional<CheckpointInfo> resumed_from;
   std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
   bool complete = false;              // nothing to train: a finished run whose results were lost
-  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count, total_epochs);
+  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count, data.fingerprint,
+                                               total_epochs);
   if (!config.train_dir.empty()) {
     const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, steps, comm);
     complete = opened.complete;
@@ -172,6 +188,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   const bool terminal = draws_progress_bar(config, leader);
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
+  // the scale it had reached: the initial one, halved again over skipped steps, was the old way
+  if (scaler && resumed_from && resumed_from->loss_scale) scaler->restore(*resumed_from->loss_scale);
 
   // the result's name is claimed now, by its per-epoch CSV
   ResultNames names;
@@ -199,9 +217,46 @@ void run_convergence(const Config& config, Communicator& comm) {
   auto training_seconds = [&] {
     return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - training_start).count();
   };
-  const EpochRun epoch_run{config,      settings,    comm,     plan,         reducer.get(),  overlap.get(),
-                           scaler.get(), timeline.get(), events_file.get(), schedule, sgd,          train_input,
-                           steps,       epochs,      terminal};
+  // --save_model_steps, --save_model_secs and stop signals: checkpoints inside an epoch
+  const std::unique_ptr<CheckpointTrigger> trigger =
+      config.train_dir.empty() ? nullptr : std::make_unique<CheckpointTrigger>(config, comm);
+  EpochRun epoch_run{config,       settings,       comm,          plan,     reducer.get(), overlap.get(),
+                     scaler.get(), timeline.get(), events_file.get(), schedule, sgd,       train_input,
+                     steps,        epochs,         terminal,      trigger.get(), {}};
+  // Every rank: its own state (PowerSGD's) before the checkpoint that names it, then rank 0
+  // writes the checkpoint (and removes those past --max_ckpts_to_keep); no rank goes on, or
+  // stops, before it is whole. An epoch's checkpoint written inside it goes by its name too.
+  auto save_checkpoint = [&](int64_t epoch_named, bool stopping) {
+    const std::string path = checkpoint_path(config.train_dir, epoch_named);
+    const std::string rank_state_id = save_exchange_state(reducer.get(), comm, path);
+    if (!rank_state_id.empty()) comm.barrier();
+    if (leader) {
+      const auto writing = std::chrono::steady_clock::now();
+      CheckpointInfo info{settings.model.name, epoch_named, steps_done, config.seed, "", -1, std::nullopt, ""};
+      info.run = identity;
+      info.stopped_at_target = stopping;
+      info.training_seconds = training_seconds();
+      if (to_target.target > 0) info.time_to_accuracy = to_target;
+      info.rank_state_id = rank_state_id;
+      info.history = history;
+      if (scaler) info.loss_scale = scaler->state();
+      write_checkpoint(config.train_dir, plan, info);
+      remove_older_checkpoints(config.train_dir, config.max_ckpts_to_keep);
+      if (timeline)
+        timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(), {.step = steps_done});
+    }
+    comm.barrier();
+    trigger->written();
+    return path;
+  };
+  if (trigger)
+    epoch_run.checkpoint_inside_epoch = [&](int64_t done) {
+      const std::string path = save_checkpoint(done / steps + 1, false);
+      if (leader && trigger->stop_signal() == 0)
+        fmt::print("Checkpoint at step {} (epoch {}, step {} of {}): {}\n", done, done / steps + 1, done % steps, steps,
+                   path);
+      std::fflush(stdout);  // a log read while the run goes on (or after it is killed) shows it
+    };
   const int64_t resumed_inside_epoch = steps_done - first_epoch * steps;  // steps of first_epoch done before
   if (leader && !complete && !config.train_dir.empty()) {  // results written before are not this run's
     std::error_code ec;
@@ -212,6 +267,8 @@ void run_convergence(const Config& config, Communicator& comm) {
     const int64_t skip = epoch == first_epoch ? resumed_inside_epoch : 0;
     const auto start = std::chrono::steady_clock::now();
     EpochMetrics m = train_epoch(epoch_run, epoch, skip, epoch_steps, steps_done);
+    if (trigger && trigger->stop_signal() != 0 && steps_done < epoch * steps + epoch_steps)
+      stop_for_signal(trigger->stop_signal(), checkpoint_path(config.train_dir, epoch + 1), steps_done, leader);
     m.images = steps_done * settings.global_batch;
     run_seconds += m.seconds;
     run_stall_sec += m.input_stall_sec;
@@ -259,31 +316,15 @@ void run_convergence(const Config& config, Communicator& comm) {
       unused_claim.path.clear();
     }
     const bool stopping = config.stop_at_top_1_accuracy > 0 && m.evaluated && m.test_top1 >= config.stop_at_top_1_accuracy;
-    // every rank's own state (PowerSGD's) before the checkpoint that names it
-    std::string rank_state_id;
-    if (!config.train_dir.empty()) {
-      rank_state_id = save_exchange_state(reducer.get(), comm, checkpoint_path(config.train_dir, epoch + 1));
-      if (!rank_state_id.empty()) comm.barrier();
-    }
-    if (leader) {
-      if (!config.train_dir.empty()) {
-        const auto writing = std::chrono::steady_clock::now();
-        CheckpointInfo info{settings.model.name, epoch + 1, steps_done, config.seed, "", -1, std::nullopt, ""};
-        info.run = identity;
-        info.stopped_at_target = stopping;
-        info.training_seconds = training_seconds();
-        if (to_target.target > 0) info.time_to_accuracy = to_target;
-        info.rank_state_id = rank_state_id;
-        info.history = history;
-        write_checkpoint(config.train_dir, plan, info);
-        if (timeline)
-          timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(),
-                         {.step = steps_done});
-      }
-    }
-    comm.barrier();  // the checkpoint is complete before any rank goes on (or stops)
+    if (!config.train_dir.empty())
+      save_checkpoint(epoch + 1, stopping);
+    else
+      comm.barrier();  // no rank goes on (or stops) before the others
     if (timeline)
       timeline->span(Track::compute, "epoch " + std::to_string(epoch + 1), start, std::chrono::steady_clock::now());
+    // a signal at an epoch's last step: the epoch ends as usual (evaluation, checkpoint) first
+    if (trigger && trigger->stop_signal() != 0 && epoch + 1 < epochs && !stopping)
+      stop_for_signal(trigger->stop_signal(), checkpoint_path(config.train_dir, epoch + 1), steps_done, leader);
     if (stopping) {
       if (leader) fmt::print("Reached test top-1 {:.2f}% >= {:.2f}%: stopping\n", 100 * m.test_top1,
                              100 * config.stop_at_top_1_accuracy);

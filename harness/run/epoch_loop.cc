@@ -71,6 +71,19 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
       write_step_scalars(*run.events, steps_done, r, run.settings.global_batch);
     }
     exit_here_if_asked(run.comm.rank(), steps_done);
+    raise_signal_if_asked(run.comm.rank(), steps_done);
+    // inside the epoch only: its end writes a checkpoint anyway (and a stop waits for it)
+    if (run.trigger && run.trigger->after_step(steps_done) != CheckpointTrigger::none && s + 1 < epoch_steps) {
+      if (run.overlap) run.overlap->finish();  // this step's updates, before the weights are written
+      // the ranks' averaged statistics, as at an epoch's end: averaging is linear, so doing it
+      // here too leaves the epoch's end where it would have been
+      if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
+      run.checkpoint_inside_epoch(steps_done);
+      if (run.trigger->stop_signal() != 0) {
+        if (run.progress_bar) fmt::print("\n");
+        return EpochMetrics{};
+      }
+    }
     if (run.progress_bar && (s % config.display_every == 0 || s + 1 == epoch_steps)) {
       const int width = 30, done = static_cast<int>(width * (s + 1) / epoch_steps);
       fmt::print("\rEpoch {}/{} [{}{}] {}/{} loss {:.3f}", epoch + 1, run.epochs, std::string(done, '='),

@@ -4,6 +4,8 @@
 // the batch-norm statistics are averaged over ranks and the epoch's figures over ranks.
 #pragma once
 
+#include <functional>
+
 #include "comm/communicator.h"
 #include "comm/gradient_reducer.h"
 #include "comm/timeline.h"
@@ -12,6 +14,7 @@
 #include "harness/data/input_pipeline.h"
 #include "harness/report/convergence_record.h"
 #include "harness/report/event_file.h"
+#include "harness/run/checkpoint_trigger.h"
 #include "harness/run/forward_overlap.h"
 #include "harness/run/loss_scaler.h"
 #include "harness/run/lr_schedule.h"
@@ -35,11 +38,17 @@ struct EpochRun {
   BatchPipeline& input;
   int64_t steps_per_epoch = 0, epochs = 0;
   bool progress_bar = false;  // rank 0 on a terminal
+  // With a --train_dir: asked after each step whether to checkpoint (or stop) inside the epoch;
+  // the checkpoint itself is written by `checkpoint_inside_epoch` (every rank, given steps_done).
+  CheckpointTrigger* trigger = nullptr;
+  std::function<void(int64_t)> checkpoint_inside_epoch;
 };
 
 // Trains steps [skip, epoch_steps) of epoch `epoch` (0-based; the first `skip` batches are drawn
 // and passed over, so the rest are the ones an unbroken run trains). `steps_done` counts on.
-// Returns the epoch's training figures, the same on every rank (no evaluation).
+// Returns the epoch's training figures, the same on every rank (no evaluation); where a signal
+// stops the run inside the epoch (run.trigger's stop_signal()), after that step's checkpoint, and
+// the figures are not the epoch's.
 EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64_t epoch_steps, int64_t& steps_done);
 
 // --eval_during_training_every_n_epochs=N: whether the test set is evaluated after epoch

@@ -29,6 +29,13 @@ bool LossScaler::record(bool finite) {
   return true;
 }
 
+void LossScaler::restore(const LossScaleState& saved) {
+  skipped_ = saved.skipped;
+  if (!dynamic_) return;
+  scale_ = saved.scale;
+  good_in_a_row_ = saved.good_in_a_row;
+}
+
 }  // namespace cnnbench
 
 namespace cnnbench {

@@ -13,6 +13,13 @@
 
 namespace cnnbench {
 
+// What a checkpoint keeps of a scaler, so that a resumed run goes on at the scale it had reached
+// (not the initial one, which a dynamic scaler would halve again over skipped steps).
+struct LossScaleState {
+  double scale = 0;
+  int64_t good_in_a_row = 0, skipped = 0;
+};
+
 class LossScaler {
  public:
   LossScaler(double initial_scale, bool dynamic, int64_t increase_every);
@@ -24,6 +31,11 @@ class LossScaler {
   bool accept(std::span<const float> gradients);
   // The same, given whether every gradient is finite (checked where they are, e.g. on a GPU).
   bool record(bool finite);
+
+  LossScaleState state() const { return {scale_, good_in_a_row_, skipped_}; }
+  // A checkpoint's state: a dynamic scaler takes all of it; a static one its count of skipped
+  // steps alone (its scale is the flag's).
+  void restore(const LossScaleState& saved);
 
  private:
   double scale_;

@@ -73,7 +73,7 @@ void lock_train_dir(const std::string& dir) {
 std::string results_marker_path(const std::string& train_dir) { return train_dir + "/results-written"; }
 
 nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
-                            int64_t train_examples, double schedule_epochs) {
+                            int64_t train_examples, uint64_t data_fingerprint, double schedule_epochs) {
   // resolved values, not the flags' text: "0.10;82" and "0.1;82" are one schedule, and "auto" is
   // the data set's recipe
   std::string schedule;
@@ -91,6 +91,7 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
   nlohmann::json id = {{"model", settings.model.name},
                        {"dataset", settings.dataset},
                        {"train_examples", std::to_string(train_examples)},
+                       {"data_fingerprint", fmt::format("{:016x}", data_fingerprint)},
                        {"seed", std::to_string(config.seed)},
                        {"global_batch", std::to_string(settings.global_batch)},
                        {"precision", std::string(dtype_name(settings.precision))},
@@ -122,6 +123,11 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
   std::string out;
   auto differ = [&](const std::string& key, const std::string& their_value, const std::string& our_value) {
     if (their_value == our_value) return;
+    if (key == "data_fingerprint") {  // a hash means nothing to a user: say what differs
+      out += fmt::format("{}other data in --data_dir (fingerprint {}, this run: {})", out.empty() ? "" : ", ",
+                         their_value, our_value);
+      return;
+    }
     // no classes key: the model's own head (run_identity)
     const std::string unset = key == "classes" ? "the model's own" : "none";
     out += fmt::format("{}{} {} (this run: {})", out.empty() ? "" : ", ", key, their_value.empty() ? unset : their_value,
@@ -133,8 +139,9 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
     return out;
   }
   for (const auto& [key, value] : ours.items()) {
-    // recorded since 2026-11-27 and 2026-11-28
-    if ((key == "train_examples" || key == "cosine_epochs") && !theirs.run.contains(key)) continue;
+    // recorded since 2026-11-27, 2026-11-28 and 2026-11-29
+    if ((key == "train_examples" || key == "cosine_epochs" || key == "data_fingerprint") && !theirs.run.contains(key))
+      continue;
     differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : "", text_of(value));
   }
   for (const auto& [key, value] : theirs.run.items())

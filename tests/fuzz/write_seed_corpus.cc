@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
   first.test_loss = 1.2, first.test_top1 = 0.55, first.test_top5 = 0.9, first.elapsed_sec = 6.25;
   second.epoch = 2, second.images = 80, second.train_loss = 1.5, second.seconds = 5.0;
   with_history.history = std::vector<EpochMetrics>{first, second};
+  with_history.loss_scale = LossScaleState{1024, 7, 1};
   put(out / "checkpoint/checkpoint-epoch-0002-history.ckpt",
       fuzz::read_bytes(write_checkpoint(ckpt_dir.string(), plan, with_history)));
   fs::remove_all(ckpt_dir);

@@ -1,0 +1,189 @@
+// A run on real data stopped by a signal loses nothing: a checkpoint after the step in flight,
+// then --resume ends where an unbroken run ends, bit for bit; checkpoints inside an epoch
+// (--save_model_steps), the newest --max_ckpts_to_keep kept, the dynamic loss scale carried
+// over a resume, and a resume on other data of the same size refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "cli_run.h"
+#include "test_files.h"
+
+namespace cnnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 128 training images of 32: 4 steps an epoch
+const std::string idx = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_data_workers=1 ";
+
+std::string idx_dir(const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  testing::write_idx_dataset(dir, "train", 128, false);
+  testing::write_idx_dataset(dir, "t10k", 32, false);
+  return dir;
+}
+
+// A checkpoint's header (JSON) and payload (weights, momentum, statistics).
+nlohmann::json checkpoint_header(const std::string& path) {
+  const std::string bytes = slurp_file(path);
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + 8, sizeof length);
+  return nlohmann::json::parse(bytes.substr(16, length));
+}
+std::string checkpoint_payload(const std::string& path) {
+  const std::string bytes = slurp_file(path);
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + 8, sizeof length);
+  return bytes.substr(16 + length, bytes.size() - 16 - length - 8);
+}
+
+std::set<std::string> names_in(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+// SIGTERM (a batch system's time limit) after step 6 of 8: a checkpoint of those 6 steps, exit
+// 143, and the resume ends with the weights of a run never stopped. SIGINT at an epoch's last
+// step lets the epoch end as usual (its evaluation and checkpoint) before stopping.
+TEST(StopAndResume, ASignalWritesACheckpointAndTheResumeEndsWhereAnUnbrokenRunEnds) {
+  const std::string dir = idx_dir("stop_signal");
+  CliRun r = run_cnnbench(idx + "--num_epochs=2 --train_dir=whole --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench_with("CNNBENCH_TEST_SIGNAL_AT=0:6:15 ", "", idx + "--num_epochs=2 --train_dir=T --benchmark_log_dir=L",
+                        dir);
+  EXPECT_EQ(r.exit_code, 128 + 15) << r.output;
+  EXPECT_NE(r.output.find("Stopped by SIGTERM after step 6: T/checkpoint-epoch-0002.ckpt written; --resume goes on"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Epoch 2/2"), std::string::npos) << r.output;
+  const nlohmann::json header = checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt");
+  EXPECT_EQ(header["steps_done"], 6);
+  EXPECT_EQ(header["history"].size(), 1u) << "the epoch it stopped inside is not in the history";
+  EXPECT_FALSE(fs::exists(dir + "/T/results-written"));
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L --result_json=resumed.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0002.ckpt (6 steps done: 1.5 epochs)"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(checkpoint_payload(dir + "/whole/checkpoint-epoch-0002.ckpt") ==
+              checkpoint_payload(dir + "/T/checkpoint-epoch-0002.ckpt"));
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/resumed.json"))["epochs"].size(), 2u);
+
+  // at the last step of epoch 1 of 2: epoch 1 ends (evaluated, checkpointed), then the stop
+  r = run_cnnbench_with("CNNBENCH_TEST_SIGNAL_AT=0:4:2 ", "",
+                        idx + "--num_epochs=2 --train_dir=U --benchmark_log_dir=L --eval_during_training_every_n_epochs=1",
+                        dir);
+  EXPECT_EQ(r.exit_code, 128 + 2) << r.output;
+  EXPECT_NE(r.output.find("Epoch 1/2: loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("test top-1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Stopped by SIGINT after step 4: U/checkpoint-epoch-0001.ckpt written"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/U/checkpoint-epoch-0001.ckpt")["steps_done"], 4);
+}
+
+// Two ranks, the signal reaching rank 1 alone: both stop after the same step, one checkpoint, and
+// the resume finishes the run.
+TEST(StopAndResume, ASignalToOneRankStopsEveryRankAtTheSameStep) {
+  const std::string dir = idx_dir("stop_two_ranks");  // 2 steps an epoch on 2 ranks
+  const std::string launch = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 -x CNNBENCH_TEST_SIGNAL_AT=1:3:10 ";
+  CliRun r = run_cnnbench_with(launch, "", idx + "--num_epochs=3 --train_dir=T --benchmark_log_dir=L", dir);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Stopped by SIGUSR1 after step 3: T/checkpoint-epoch-0002.ckpt written"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt")["steps_done"], 3);
+  r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                        idx + "--num_epochs=3 --train_dir=T --resume --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0002.ckpt (3 steps done: 1.5 epochs)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0003.ckpt")["steps_done"], 6);
+}
+
+// --save_model_steps: a checkpoint inside the epoch every N steps, named by that epoch (the
+// epoch's end writes over it); a run killed after one resumes from its step.
+TEST(StopAndResume, SaveModelStepsCheckpointsInsideTheEpoch) {
+  const std::string dir = idx_dir("stop_save_steps");
+  CliRun r = run_cnnbench_with("CNNBENCH_TEST_EXIT_AT=0:7 ", "",
+                               idx + "--num_epochs=2 --train_dir=T --save_model_steps=3 --benchmark_log_dir=L", dir);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("Checkpoint at step 3 (epoch 1, step 3 of 4): T/checkpoint-epoch-0001.ckpt"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Checkpoint at step 6 (epoch 2, step 2 of 4): T/checkpoint-epoch-0002.ckpt"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0001.ckpt")["steps_done"], 4) << "the epoch's end wrote over it";
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt")["steps_done"], 6);
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0002.ckpt (6 steps done: 1.5 epochs)"), std::string::npos)
+      << r.output;
+}
+
+// --max_ckpts_to_keep: the newest N stay, older ones go; 0 keeps every one.
+TEST(StopAndResume, OnlyTheNewestCheckpointsAreKept) {
+  const std::string dir = idx_dir("stop_keep");
+  CliRun r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --max_ckpts_to_keep=2 --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(names_in(dir + "/T"), (std::set<std::string>{".lock", "checkpoint-epoch-0003.ckpt",
+                                                          "checkpoint-epoch-0004.ckpt", "results-written"}));
+  r = run_cnnbench(idx + "--num_epochs=7 --train_dir=A --max_ckpts_to_keep=0 --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(names_in(dir + "/A").size(), 9u) << "seven checkpoints, the marker, the lock";
+  // the default keeps five, as tf_cnn_benchmarks does
+  r = run_cnnbench(idx + "--num_epochs=7 --train_dir=D --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/D/checkpoint-epoch-0002.ckpt"));
+  EXPECT_TRUE(fs::exists(dir + "/D/checkpoint-epoch-0003.ckpt"));
+  EXPECT_TRUE(fs::exists(dir + "/D/checkpoint-epoch-0007.ckpt"));
+}
+
+// A dynamic loss scale goes on from the scale it had reached: doubled after every good step,
+// the resumed run ends at the unbroken run's scale and weights.
+TEST(StopAndResume, TheDynamicLossScaleIsCarriedOverAResume) {
+  const std::string dir = idx_dir("stop_loss_scale");
+  const std::string scaled = idx + "--precision=bf16 --fp16_enable_auto_loss_scale --fp16_loss_scale=2 "
+                                   "--fp16_inc_loss_scale_every_n=1 --benchmark_log_dir=L ";
+  CliRun r = run_cnnbench(scaled + "--num_epochs=2 --train_dir=whole", dir);
+  if (r.output.find("bf16 compute needs AVX-512") != std::string::npos)  // test_checkpoint restores it without a run
+    GTEST_SKIP() << "no bf16 on this CPU: loss scaling runs in 16-bit precision only";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench(scaled + "--num_epochs=1 --train_dir=T", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0001.ckpt")["loss_scale"]["scale"], 32) << "2 x 2^4";
+  r = run_cnnbench(scaled + "--num_epochs=2 --train_dir=T --resume", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json whole = checkpoint_header(dir + "/whole/checkpoint-epoch-0002.ckpt");
+  EXPECT_EQ(whole["loss_scale"]["scale"], 512) << "2 x 2^8";
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt")["loss_scale"], whole["loss_scale"]);
+  EXPECT_TRUE(checkpoint_payload(dir + "/whole/checkpoint-epoch-0002.ckpt") ==
+              checkpoint_payload(dir + "/T/checkpoint-epoch-0002.ckpt"));
+}
+
+// Other images of the same count (Fashion-MNIST and MNIST are both 60,000 of 28x28) are another
+// run's data: the resume is refused, touching nothing.
+TEST(StopAndResume, AResumeOnOtherDataOfTheSameSizeIsRefused) {
+  const std::string dir = idx_dir("stop_other_data");
+  CliRun r = run_cnnbench(idx + "--num_epochs=1 --train_dir=T --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string before = slurp_file(dir + "/T/checkpoint-epoch-0001.ckpt");
+  {
+    std::fstream images(dir + "/train-images-idx3-ubyte", std::ios::in | std::ios::out | std::ios::binary);
+    images.seekp(16 + 1000);
+    images.put(static_cast<char>(7));  // one pixel of 100,352
+  }
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is another run's checkpoint (other data in --data_dir (fingerprint "), std::string::npos)
+      << r.output;
+  EXPECT_EQ(slurp_file(dir + "/T/checkpoint-epoch-0001.ckpt"), before);
+  EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
+}
+
+}  // namespace
+}  // namespace cnnbench
