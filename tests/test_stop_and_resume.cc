@@ -156,8 +156,10 @@ TEST(StopAndResume, TheDynamicLossScaleIsCarriedOverAResume) {
   r = run_cnnbench(scaled + "--num_epochs=1 --train_dir=T", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0001.ckpt")["loss_scale"]["scale"], 32) << "2 x 2^4";
-  r = run_cnnbench(scaled + "--num_epochs=2 --train_dir=T --resume", dir);
+  r = run_cnnbench(scaled + "--num_epochs=2 --train_dir=T --resume --result_json=resumed.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loss scaling: final scale 512, 0 steps skipped"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/resumed.json"))["summary"]["loss_scale"], 512);
   const nlohmann::json whole = checkpoint_header(dir + "/whole/checkpoint-epoch-0002.ckpt");
   EXPECT_EQ(whole["loss_scale"]["scale"], 512) << "2 x 2^8";
   EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt")["loss_scale"], whole["loss_scale"]);

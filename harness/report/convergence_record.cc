@@ -112,6 +112,10 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
              {"peak_rss_bytes", r.peak_rss_bytes}};
   if (!r.history.empty()) summary["final_loss"] = r.history.back().train_loss;
   if (!r.history.empty() && r.history.back().evaluated) summary["test_top1"] = r.history.back().test_top1;
+  if (r.loss_scale > 0) {
+    summary["loss_scale"] = r.loss_scale;
+    summary["skipped_steps"] = r.skipped_steps;
+  }
   if (r.baseline && images_per_sec > 0) {
     summary["baseline_images_per_sec"] = r.baseline->images_per_sec;
     summary["baseline_ranks"] = r.baseline->ranks;

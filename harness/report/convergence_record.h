@@ -72,6 +72,8 @@ struct ConvergenceOutcome {
   const TimeToAccuracy& to_target;  // target 0: none asked for
   int64_t peak_rss_bytes = 0;
   const Graph* graph = nullptr;  // the model as trained (its head's classes, its parameters)
+  double loss_scale = 0;          // with loss scaling: the final scale (0: none)
+  int64_t skipped_steps = 0;      // with loss scaling: steps skipped for inf/NaN gradients since the run began
 
   double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
 };

@@ -354,11 +354,17 @@ void run_convergence(const Config& config, Communicator& comm) {
   const double images_per_sec = run_seconds > 0 ? static_cast<double>(run_images) / run_seconds : 0;
   if (baseline && images_per_sec > 0) fmt::print("Scaling: {}\n", baseline->text(images_per_sec, comm.size()));
   const RunContext context = collect_run_context();
-  const ConvergenceOutcome outcome{config,       settings, context,     comm.size(), hosts,
+  ConvergenceOutcome outcome{config,       settings, context,     comm.size(), hosts,
                                    reducer ? comm.backend() : "none", reducer && config.overlap_forward,
                                    steps,        first_epoch, steps_done, history,     run_seconds,
                                    run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
                                    &setup.graph};
+  if (scaler) {
+    outcome.loss_scale = scaler->scale();
+    outcome.skipped_steps = scaler->skipped_steps();
+    fmt::print("loss scaling: final scale {:g}, {} step{} skipped for inf/NaN gradients\n", scaler->scale(),
+               scaler->skipped_steps(), scaler->skipped_steps() == 1 ? "" : "s");
+  }
   const std::string json_path = write_convergence_results(outcome, names);
   if (!config.train_dir.empty()) {  // a --resume of this finished run now has nothing left to do
     try {
