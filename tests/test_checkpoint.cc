@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "comm/powersgd.h"
@@ -174,17 +175,17 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
       {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}"),
               with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":2}}").size(), payload),
        "header's time_to_accuracy.target_top_1_accuracy is missing or out of range"},
-      {sealed(with(",\"loss_scale\":{\"scale\":0.5,\"good_in_a_row\":1,\"skipped\":0}}"),
-              with(",\"loss_scale\":{\"scale\":0.5,\"good_in_a_row\":1,\"skipped\":0}}").size(), payload),
-       "header's loss_scale is not a scale >= 1 and two counts"},
+      {sealed(with(",\"loss_scale\":{\"scale\":0,\"good_in_a_row\":1,\"skipped\":0}}"),
+              with(",\"loss_scale\":{\"scale\":0,\"good_in_a_row\":1,\"skipped\":0}}").size(), payload),
+       "header's loss_scale is not a scale in (0, 2^24] and two counts"},
       {sealed(with(",\"loss_scale\":{\"scale\":8,\"skipped\":0}}"),
               with(",\"loss_scale\":{\"scale\":8,\"skipped\":0}}").size(), payload),
-       "header's loss_scale is not a scale >= 1 and two counts"},
+       "header's loss_scale is not a scale in (0, 2^24] and two counts"},
       {sealed(with(",\"loss_scale\":{\"scale\":8,\"good_in_a_row\":-1,\"skipped\":0}}"),
               with(",\"loss_scale\":{\"scale\":8,\"good_in_a_row\":-1,\"skipped\":0}}").size(), payload),
-       "header's loss_scale is not a scale >= 1 and two counts"},
+       "header's loss_scale is not a scale in (0, 2^24] and two counts"},
       {sealed(with(",\"loss_scale\":[8]}"), with(",\"loss_scale\":[8]}").size(), payload),
-       "header's loss_scale is not a scale >= 1 and two counts"},
+       "header's loss_scale is not a scale in (0, 2^24] and two counts"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/checkpoint-epoch-000" + std::to_string(i % 10) + ".ckpt";
@@ -221,6 +222,28 @@ TEST(Checkpoint, TheLossScalersStateReadsBackAndRestores) {
   fixed.restore(*info.loss_scale);
   EXPECT_EQ(fixed.scale(), 128);
   EXPECT_EQ(fixed.skipped_steps(), 2);
+}
+
+// --max_ckpts_to_keep: the one just written and the newest before it stay, with nothing of
+// another kind touched: a higher-numbered damaged leftover, a name that is not a number, a link.
+TEST(Checkpoint, OnlyTheNewestBeforeTheOneWrittenAreRemoved) {
+  const std::string dir = fresh_dir("ckpt_keep");
+  for (const char* name : {"checkpoint-epoch-0001.ckpt", "checkpoint-epoch-0002.ckpt", "checkpoint-epoch-0003.ckpt",
+                           "checkpoint-epoch-0004.ckpt", "checkpoint-epoch-0009.ckpt", "checkpoint-epoch-0010-best.ckpt",
+                           "checkpoint-epoch-0001.rank-0000.state", "checkpoint-epoch-0001.rank-0001.state",
+                           "checkpoint-epoch-0003.rank-0000.state", "notes.txt"})
+    std::ofstream(dir + "/" + name) << "x";
+  std::filesystem::create_symlink(dir + "/notes.txt", dir + "/checkpoint-epoch-0000.ckpt");
+  EXPECT_EQ(remove_older_checkpoints(checkpoint_path(dir, 4), 2), 2);
+  std::set<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"checkpoint-epoch-0000.ckpt", "checkpoint-epoch-0003.ckpt",
+                                         "checkpoint-epoch-0003.rank-0000.state", "checkpoint-epoch-0004.ckpt",
+                                         "checkpoint-epoch-0009.ckpt", "checkpoint-epoch-0010-best.ckpt", "notes.txt"}));
+  EXPECT_EQ(remove_older_checkpoints(checkpoint_path(dir, 4), 0), 0) << "0 keeps every one";
+  EXPECT_EQ(remove_older_checkpoints(checkpoint_path(dir, 4), 1), 1);
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 4)));
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_path(dir, 3)));
 }
 
 // A rank's own state beside a checkpoint reads back only for the same checkpoint id, rank, number

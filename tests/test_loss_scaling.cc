@@ -28,6 +28,10 @@ TEST(LossScaler, DynamicHalvesOnOverflowAndGrowsAfterGoodSteps) {
   EXPECT_TRUE(s.accept(good));  // third good step in a row
   EXPECT_EQ(s.scale(), 512);
   EXPECT_EQ(s.skipped_steps(), 2);
+  // growth stops at 2^24: in bf16 no step overflows, and a scale grown to infinity stayed there
+  LossScaler growing(4194304, true, 1);
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(growing.accept(good));
+  EXPECT_EQ(growing.scale(), 16777216);
   LossScaler fixed(128, false, 1);
   EXPECT_FALSE(fixed.accept(inf));
   EXPECT_TRUE(fixed.accept(good));

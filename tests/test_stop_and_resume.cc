@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,12 +89,38 @@ TEST(StopAndResume, ASignalWritesACheckpointAndTheResumeEndsWhereAnUnbrokenRunEn
   EXPECT_EQ(checkpoint_header(dir + "/U/checkpoint-epoch-0001.ckpt")["steps_done"], 4);
 }
 
+// A signal ignored when the run began (SIGINT in a shell's background job) stays ignored; a run
+// stopped inside an epoch replays a new --target_top_1_accuracy over the epochs before, its clock
+// whole.
+TEST(StopAndResume, AnIgnoredSignalStaysIgnoredAndATargetIsReplayedAfterAStop) {
+  const std::string dir = idx_dir("stop_ignored");
+  CliRun r = run_cnnbench_with("trap '' INT; CNNBENCH_TEST_SIGNAL_AT=0:2:2 ", "",
+                               idx + "--num_epochs=1 --train_dir=I --benchmark_log_dir=L", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Stopped by"), std::string::npos) << r.output;
+  const std::string every = "--eval_during_training_every_n_epochs=1 --benchmark_log_dir=L ";
+  r = run_cnnbench_with("CNNBENCH_TEST_SIGNAL_AT=0:6:15 ", "", idx + every + "--num_epochs=2 --train_dir=T", dir);
+  ASSERT_EQ(r.exit_code, 143) << r.output;
+  r = run_cnnbench(idx + every + "--num_epochs=2 --train_dir=T --resume --result_json=t.json --target_top_1_accuracy=0.01",
+                   dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json doc = nlohmann::json::parse(slurp_file(dir + "/t.json"));
+  EXPECT_EQ(doc["time_to_accuracy"]["clock_complete"], true) << doc["time_to_accuracy"].dump();
+  EXPECT_EQ(doc["time_to_accuracy"]["epochs"], 1) << "reached at epoch 1, before the stop";
+  EXPECT_EQ(doc["summary"]["time_to_accuracy_sec"], doc["epochs"][0]["elapsed_sec"]);
+}
+
 // Two ranks, the signal reaching rank 1 alone: both stop after the same step, one checkpoint, and
-// the resume finishes the run.
+// the resume finishes the run with the weights and momentum of a run never stopped, bit for bit
+// (the batch-norm running statistics, averaged over the ranks at the checkpoint as at an epoch's
+// end, agree to rounding).
 TEST(StopAndResume, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   const std::string dir = idx_dir("stop_two_ranks");  // 2 steps an epoch on 2 ranks
-  const std::string launch = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 -x CNNBENCH_TEST_SIGNAL_AT=1:3:10 ";
-  CliRun r = run_cnnbench_with(launch, "", idx + "--num_epochs=3 --train_dir=T --benchmark_log_dir=L", dir);
+  const std::string two = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  CliRun r = run_cnnbench_with(two, "", idx + "--num_epochs=3 --train_dir=whole --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string launch = two + "-x CNNBENCH_TEST_SIGNAL_AT=1:3:10 ";
+  r = run_cnnbench_with(launch, "", idx + "--num_epochs=3 --train_dir=T --benchmark_log_dir=L", dir);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Stopped by SIGUSR1 after step 3: T/checkpoint-epoch-0002.ckpt written"), std::string::npos)
       << r.output;
@@ -103,7 +130,19 @@ TEST(StopAndResume, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0002.ckpt (3 steps done: 1.5 epochs)"), std::string::npos)
       << r.output;
-  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0003.ckpt")["steps_done"], 6);
+  const nlohmann::json header = checkpoint_header(dir + "/T/checkpoint-epoch-0003.ckpt");
+  EXPECT_EQ(header["steps_done"], 6);
+  const std::string whole = checkpoint_payload(dir + "/whole/checkpoint-epoch-0003.ckpt"),
+                    resumed = checkpoint_payload(dir + "/T/checkpoint-epoch-0003.ckpt");
+  const size_t weights = 2 * header["parameters"].get<size_t>() * sizeof(float);  // and momentum
+  ASSERT_EQ(whole.size(), resumed.size());
+  EXPECT_TRUE(whole.compare(0, weights, resumed, 0, weights) == 0);
+  for (size_t at = weights; at < whole.size(); at += sizeof(float)) {
+    float a, b;
+    std::memcpy(&a, whole.data() + at, sizeof a);
+    std::memcpy(&b, resumed.data() + at, sizeof b);
+    EXPECT_NEAR(a, b, 1e-5 * (1 + std::abs(a))) << "statistic " << (at - weights) / sizeof(float);
+  }
 }
 
 // --save_model_steps: a checkpoint inside the epoch every N steps, named by that epoch (the
@@ -185,6 +224,16 @@ TEST(StopAndResume, AResumeOnOtherDataOfTheSameSizeIsRefused) {
       << r.output;
   EXPECT_EQ(slurp_file(dir + "/T/checkpoint-epoch-0001.ckpt"), before);
   EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
+  // a copy of the training images as they were, elsewhere, with another test split: the same
+  // run (the test split shapes no weights)
+  fs::create_directories(dir + "/same");
+  testing::write_idx_dataset(dir + "/same", "train", 128, false);
+  testing::write_idx_dataset(dir + "/same", "t10k", 64, false);
+  r = run_cnnbench("--model=small_cnn --data_dir=same --batch_size=32 --num_intra_threads=1 --num_data_workers=1 "
+                   "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L",
+                   dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("testing on 64 images"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .unless(fp32_run)
                     .probe(kSynthetic, "true", "json:summary.loss_scale", "--precision=bf16"));
     v.push_back(INT_FLAG(fp16_inc_loss_scale_every_n, positive(c.fp16_inc_loss_scale_every_n),
-                         "double the dynamic loss scale after this many good steps")
+                         "double the dynamic loss scale after this many good steps (up to 2^24)")
                     .reads(training_runs)
                     .unless([](const Config& c) {
                       return !c.fp16_enable_auto_loss_scale ? "only with --fp16_enable_auto_loss_scale" : fp32_run(c);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/cli/bounded_file.h"
+#include "harness/cli/limits.h"
 #include "harness/report/result_files.h"
 #include "kernels/device_plan.h"
 
@@ -197,10 +198,9 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
       return v.contains(name) && (v[name].is_number_unsigned() || (v[name].is_number_integer() && v[name].get<int64_t>() >= 0));
     };
     if (!v.is_object() || !v.contains("scale") || !v["scale"].is_number() || !whole("good_in_a_row") ||
-        !whole("skipped") || !std::isfinite(v["scale"].get<double>()) || v["scale"].get<double>() < 1 ||
-        v["scale"].get<double>() > 1e30 || v["good_in_a_row"].get<uint64_t>() > INT64_MAX ||
+        !whole("skipped") || !(v["scale"].get<double>() > 0) || v["scale"].get<double>() > max_loss_scale || v["good_in_a_row"].get<uint64_t>() > INT64_MAX ||
         v["skipped"].get<uint64_t>() > INT64_MAX)
-      return fail("header's loss_scale is not a scale >= 1 and two counts");
+      return fail("header's loss_scale is not a scale in (0, 2^24] and two counts");
     info.loss_scale = LossScaleState{v["scale"].get<double>(), v["good_in_a_row"].get<int64_t>(),
                                      v["skipped"].get<int64_t>()};
   }
@@ -233,6 +233,20 @@ CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::s
   return info;
 }
 
+namespace {
+
+// checkpoint-epoch-NNNN.ckpt's NNNN; -1 where the rest of the name is not a number (not ours)
+long long checkpoint_epoch(const std::string& path) {
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (stem.rfind("checkpoint-epoch-", 0) != 0) return -1;
+  const std::string name = stem.substr(std::strlen("checkpoint-epoch-"));
+  return name.find_first_not_of("0123456789") == std::string::npos && !name.empty() && name.size() < 19
+             ? std::stoll(name)
+             : -1;
+}
+
+}  // namespace
+
 std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::vector<std::string> paths;
   std::error_code ec;
@@ -241,25 +255,25 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
     if (name.rfind("checkpoint-epoch-", 0) == 0 && entry.path().extension() == ".ckpt") paths.push_back(entry.path().string());
   }
   // by the epoch's number, not the name: 4 digits of padding end at epoch 9999
-  const auto epoch_of = [](const std::string& path) {
-    const std::string name = std::filesystem::path(path).stem().string().substr(std::strlen("checkpoint-epoch-"));
-    return name.find_first_not_of("0123456789") == std::string::npos && !name.empty() && name.size() < 19
-               ? std::stoll(name)
-               : -1;
-  };
   std::sort(paths.begin(), paths.end(), [&](const std::string& a, const std::string& b) {
-    const long long ea = epoch_of(a), eb = epoch_of(b);
+    const long long ea = checkpoint_epoch(a), eb = checkpoint_epoch(b);
     return ea != eb ? ea > eb : a > b;
   });
   return paths;
 }
 
-int remove_older_checkpoints(const std::string& dir, int64_t keep) {
-  if (keep <= 0) return 0;
-  const std::vector<std::string> newest_first = list_checkpoints(dir);
-  int removed = 0;
-  for (size_t i = static_cast<size_t>(keep); i < newest_first.size(); ++i) {
-    const std::filesystem::path path = newest_first[i];
+int remove_older_checkpoints(const std::string& written, int64_t keep) {
+  const long long newest = checkpoint_epoch(written);
+  if (keep <= 0 || newest < 0) return 0;
+  const std::string dir = std::filesystem::path(written).parent_path().string();
+  int kept = 0, removed = 0;
+  for (const std::string& checkpoint : list_checkpoints(dir)) {
+    const long long epoch = checkpoint_epoch(checkpoint);
+    // a higher one is a damaged leftover the resume skipped (this run writes over it in time);
+    // a name that is not a number is not one cnnbench wrote
+    if (epoch > newest || epoch < 0) continue;
+    if (kept++ < keep) continue;  // the written one counts first
+    const std::filesystem::path path = checkpoint;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) continue;  // not one we wrote
     const std::string ranks_prefix = path.stem().string() + ".rank-";

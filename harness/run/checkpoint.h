@@ -50,9 +50,11 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
 CheckpointInfo read_checkpoint_header(const std::string& path);
 // The checkpoint files in dir, newest (most epochs) first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
-// --max_ckpts_to_keep: removes the checkpoints in dir after the newest `keep` (and their ranks'
-// state files); keep 0 removes none. Returns how many checkpoints went.
-int remove_older_checkpoints(const std::string& dir, int64_t keep);
+// --max_ckpts_to_keep, after `written` (a checkpoint_path) is whole: keeps it and the `keep` - 1
+// newest before it, removing older ones (and their ranks' state files); keep 0 removes none.
+// Higher-numbered files (damaged ones a resume skipped) and names cnnbench does not write are
+// left alone. Returns how many checkpoints went.
+int remove_older_checkpoints(const std::string& written, int64_t keep);
 // Loads `path` into plan; throws std::runtime_error naming the file and the problem.
 CheckpointInfo read_checkpoint(const std::string& path, Plan& plan, const std::string& model);
 // The newest checkpoint in dir that reads back whole; nullopt if none. Damaged ones are skipped

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,15 +10,23 @@ namespace cnnbench {
 namespace {
 
 constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGUSR1};
+constexpr size_t kCount = sizeof(kStopSignals) / sizeof(kStopSignals[0]);
 
-volatile sig_atomic_t g_signal = 0;  // the first stop signal received; set by the handler alone
+// the first stop signal received; lock-free, so that the handler may set it on any thread
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-// SA_RESETHAND: the handler is used once, so a second signal does what it does without cnnbench
+struct sigaction g_before[kCount];
+bool g_installed[kCount] = {};
+
+// The first signal is noted, and every stop signal goes back to what it did before cnnbench
+// (sigaction is async-signal-safe): a second one, of any kind, ends the run at once.
 void note_signal(int signal) {
-  if (g_signal == 0) g_signal = signal;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);
+  for (size_t i = 0; i < kCount; ++i)
+    if (g_installed[i]) sigaction(kStopSignals[i], &g_before[i], nullptr);
 }
-
-struct sigaction g_before[sizeof(kStopSignals) / sizeof(kStopSignals[0])];
 
 }  // namespace
 
@@ -38,20 +47,31 @@ CheckpointTrigger::CheckpointTrigger(const Config& config, const Communicator& c
   g_signal = 0;
   struct sigaction action = {};
   action.sa_handler = note_signal;
-  action.sa_flags = SA_RESETHAND | SA_RESTART;  // a read or write in flight goes on
-  sigemptyset(&action.sa_mask);
-  for (size_t i = 0; i < sizeof(kStopSignals) / sizeof(kStopSignals[0]); ++i)
-    sigaction(kStopSignals[i], &action, &g_before[i]);
+  action.sa_flags = SA_RESTART;  // a read or write in flight goes on
+  sigfillset(&action.sa_mask);   // the handler runs alone
+  for (size_t i = 0; i < kCount; ++i) {
+    // a signal ignored before (SIGINT in a shell's background job) stays ignored
+    g_installed[i] = sigaction(kStopSignals[i], nullptr, &g_before[i]) == 0 && g_before[i].sa_handler != SIG_IGN;
+    if (g_installed[i]) sigaction(kStopSignals[i], &action, nullptr);
+  }
 }
 
 CheckpointTrigger::~CheckpointTrigger() {
-  for (size_t i = 0; i < sizeof(kStopSignals) / sizeof(kStopSignals[0]); ++i)
-    sigaction(kStopSignals[i], &g_before[i], nullptr);
+  for (size_t i = 0; i < kCount; ++i)
+    if (g_installed[i]) sigaction(kStopSignals[i], &g_before[i], nullptr);
+  for (bool& installed : g_installed) installed = false;
+}
+
+bool CheckpointTrigger::stop_agreed() {
+  double asked = static_cast<double>(g_signal.load());
+  if (comm_.size() > 1) comm_.allreduce_max(&asked, 1);
+  if (asked > 0) stop_signal_ = static_cast<int>(asked);
+  return asked > 0;
 }
 
 CheckpointTrigger::Action CheckpointTrigger::after_step(int64_t steps_done) {
   // [0]: a signal's number; [1]: rank 0's clock says a checkpoint is due
-  double asked[2] = {static_cast<double>(g_signal), 0};
+  double asked[2] = {static_cast<double>(g_signal.load()), 0};
   if (comm_.rank() == 0 && every_seconds_ > 0)
     asked[1] = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_written_).count() >= every_seconds_;
   if (comm_.size() > 1) comm_.allreduce_max(asked, 2);

@@ -5,6 +5,7 @@
 // `#SBATCH --signal=USR1@120`, or `kill -USR1` to mpiexec, which passes it on to its ranks).
 // A stop writes a checkpoint after the step in flight and ends the run (exit 128 + the signal's
 // number), so that --resume loses nothing; a second signal ends it at once, as without cnnbench.
+// A signal that was ignored when the run began (SIGINT in a shell's background job) stays ignored.
 //
 // A signal may reach one rank only, or the ranks at different steps: after each step the ranks
 // agree (one small reduction, only in runs of several ranks with a --train_dir), so that every
@@ -31,6 +32,9 @@ class CheckpointTrigger {
 
   // Collective, every rank after each training step: what to do now, the same on every rank.
   Action after_step(int64_t steps_done);
+  // Collective, every rank after an epoch's checkpoint: whether a signal has come to any rank
+  // (during the epoch's last step, its evaluation or its checkpoint), so the run stops there.
+  bool stop_agreed();
   // A checkpoint was written (inside an epoch or at its end): --save_model_secs counts from now.
   void written() { last_written_ = std::chrono::steady_clock::now(); }
   // The signal that asked the run to stop, once after_step has said so (0: none).

@@ -106,8 +106,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   std::optional<CheckpointInfo> resumed_from;
   std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
   bool complete = false;              // nothing to train: a finished run whose results were lost
-  const nlohmann::json identity = run_identity(config, settings, settings.learning_rate, data.train_count, data.fingerprint,
-                                               total_epochs);
+  const nlohmann::json identity =
+      run_identity(config, settings, settings.learning_rate, data.train_count, data.train_fingerprint, total_epochs);
   if (!config.train_dir.empty()) {
     const TrainDirStart opened = open_train_dir(config, identity, plan, total_steps, steps, comm);
     complete = opened.complete;
@@ -135,10 +135,14 @@ void run_convergence(const Config& config, Communicator& comm) {
       plan.set_dropout_seed(dropout_seed(config, comm.rank()), static_cast<uint64_t>(steps_done));  // the masks go on
       const bool same_target = to_target.target <= 0 ||
                                (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
+      // an epoch the checkpoint ended inside is trained to its end again here: its partial row goes
+      std::erase_if(carried, [&](const EpochMetrics& m) { return m.epoch > first_epoch; });
       // another target: the evaluations before are replayed against it where the history holds
-      // each one's clock and covers every step
+      // each one's clock and covers every whole epoch before (a checkpoint inside an epoch
+      // evaluated nothing after them)
+      const int64_t whole_epochs_images = first_epoch * steps * settings.global_batch;
       bool replayable = found->history.has_value() &&
-                        (carried.empty() ? steps_done == 0 : carried.back().images == steps_done * settings.global_batch);
+                        (carried.empty() ? first_epoch == 0 : carried.back().images == whole_epochs_images);
       for (const EpochMetrics& m : carried) replayable = replayable && (!m.evaluated || m.elapsed_sec >= 0);
       if (found->training_seconds >= 0 && same_target) {
         seconds_before = found->training_seconds;
@@ -152,8 +156,6 @@ void run_convergence(const Config& config, Communicator& comm) {
         // nothing was trained before it
         to_target.clock_complete = steps_done == 0;
       }
-      // an epoch the checkpoint ended inside is trained to its end again here: its partial row goes
-      std::erase_if(carried, [&](const EpochMetrics& m) { return m.epoch > first_epoch; });
     }
   }
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
@@ -241,7 +243,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       info.history = history;
       if (scaler) info.loss_scale = scaler->state();
       write_checkpoint(config.train_dir, plan, info);
-      remove_older_checkpoints(config.train_dir, config.max_ckpts_to_keep);
+      remove_older_checkpoints(path, config.max_ckpts_to_keep);
       if (timeline)
         timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(), {.step = steps_done});
     }
@@ -257,6 +259,12 @@ void run_convergence(const Config& config, Communicator& comm) {
                    path);
       std::fflush(stdout);  // a log read while the run goes on (or after it is killed) shows it
     };
+  // a stop signal's end, its checkpoint written: the timeline so far, then every rank stops
+  auto stop_after_checkpoint = [&](int64_t epoch_named) {
+    if (timeline && write_timeline(comm, *timeline, config.timeline) && leader)
+      fmt::print("{}", timeline_line(config.timeline, *timeline));
+    stop_for_signal(trigger->stop_signal(), checkpoint_path(config.train_dir, epoch_named), steps_done, leader);
+  };
   const int64_t resumed_inside_epoch = steps_done - first_epoch * steps;  // steps of first_epoch done before
   if (leader && !complete && !config.train_dir.empty()) {  // results written before are not this run's
     std::error_code ec;
@@ -268,7 +276,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     const auto start = std::chrono::steady_clock::now();
     EpochMetrics m = train_epoch(epoch_run, epoch, skip, epoch_steps, steps_done);
     if (trigger && trigger->stop_signal() != 0 && steps_done < epoch * steps + epoch_steps)
-      stop_for_signal(trigger->stop_signal(), checkpoint_path(config.train_dir, epoch + 1), steps_done, leader);
+      stop_after_checkpoint(epoch + 1);
     m.images = steps_done * settings.global_batch;
     run_seconds += m.seconds;
     run_stall_sec += m.input_stall_sec;
@@ -322,9 +330,10 @@ void run_convergence(const Config& config, Communicator& comm) {
       comm.barrier();  // no rank goes on (or stops) before the others
     if (timeline)
       timeline->span(Track::compute, "epoch " + std::to_string(epoch + 1), start, std::chrono::steady_clock::now());
-    // a signal at an epoch's last step: the epoch ends as usual (evaluation, checkpoint) first
-    if (trigger && trigger->stop_signal() != 0 && epoch + 1 < epochs && !stopping)
-      stop_for_signal(trigger->stop_signal(), checkpoint_path(config.train_dir, epoch + 1), steps_done, leader);
+    // a signal during the epoch's last step, its evaluation or its checkpoint: the epoch ended
+    // as usual first
+    if (trigger && epoch + 1 < epochs && !stopping && trigger->stop_agreed())
+      stop_after_checkpoint(epoch + 1);
     if (stopping) {
       if (leader) fmt::print("Reached test top-1 {:.2f}% >= {:.2f}%: stopping\n", 100 * m.test_top1,
                              100 * config.stop_at_top_1_accuracy);

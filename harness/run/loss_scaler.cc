@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/cli/limits.h"
+
 namespace cnnbench {
 
 LossScaler::LossScaler(double initial_scale, bool dynamic, int64_t increase_every)
@@ -23,7 +25,9 @@ bool LossScaler::record(bool finite) {
     return false;
   }
   if (dynamic_ && ++good_in_a_row_ >= increase_every_) {
-    scale_ *= 2;
+    // at most the flag's limit (2^24, as apex's max_loss_scale): in bf16 nothing overflows, and
+    // an unbounded scale reached infinity, where halving no longer brings it back
+    scale_ = std::min(scale_ * 2, max_loss_scale);
     good_in_a_row_ = 0;
   }
   return true;

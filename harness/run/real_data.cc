@@ -46,17 +46,16 @@ void mix_words(uint64_t& h, const uint8_t* data, size_t bytes) {
   mix(h, data + i, bytes - i);
 }
 
-uint64_t shards_fingerprint(const DataSplits& d) {
-  uint64_t h = 14695981039346656037ull;
-  for (const auto* files : {&d.train_shards.files, &d.test_shards.files}) {
-    for (const std::string& path : *files) {
-      std::error_code ec;
-      const uint64_t size = std::filesystem::file_size(path, ec);
-      mix(h, std::filesystem::path(path).filename().string());
-      mix(h, &size, sizeof(size));
-    }
-    mix(h, "|");
+constexpr uint64_t kFnvStart = 14695981039346656037ull;
+
+uint64_t shards_fingerprint(uint64_t h, const std::vector<std::string>& files) {
+  for (const std::string& path : files) {
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    mix(h, std::filesystem::path(path).filename().string());
+    mix(h, &size, sizeof(size));
   }
+  mix(h, "|");
   return h;
 }
 
@@ -146,7 +145,8 @@ DataSplits find_shards(const std::string& dataset, const std::string& dir, const
   }
   // every rank takes the same path from here, or the counting's sums would not match: the ranks
   // first agree on which shards there are (a rank whose listing failed counts as seeing none)
-  d.fingerprint = shards_fingerprint(d);
+  d.train_fingerprint = shards_fingerprint(kFnvStart, d.train_shards.files);
+  d.fingerprint = shards_fingerprint(d.train_fingerprint, d.test_shards.files);
   if (comm.size() > 1) {
     const std::vector<RankData> ranks =
         gather_rank_data(d.fingerprint, static_cast<int64_t>(d.train_shards.files.size()),
@@ -183,12 +183,13 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
     if (with_test) {
       JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
       d.test_count = static_cast<int64_t>(val.files.size());
-      d.fingerprint = folder_fingerprint(14695981039346656037ull, val);
+      d.fingerprint = folder_fingerprint(kFnvStart, val);
       d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
     }
     d.classes = static_cast<int64_t>(train.classes.size());
     d.train_count = static_cast<int64_t>(train.files.size());
     d.fingerprint = folder_fingerprint(d.fingerprint, train);
+    d.train_fingerprint = folder_fingerprint(kFnvStart, train);
     d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
     d.channels = 3;
     d.height = d.width = image_size;
@@ -205,7 +206,8 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   d.height = d.train_images->height;
   d.width = d.train_images->width;
   d.classes = d.train_images->classes;
-  d.fingerprint = dataset_fingerprint(dataset_fingerprint(14695981039346656037ull, *d.train_images), *d.test_images);
+  d.train_fingerprint = dataset_fingerprint(kFnvStart, *d.train_images);
+  d.fingerprint = dataset_fingerprint(d.train_fingerprint, *d.test_images);
   return d;
 }
 

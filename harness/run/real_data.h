@@ -26,6 +26,8 @@ struct DataSplits {
   // what the data is made of, for the ranks to compare: the shards' names and sizes, the JPEG
   // folders' files and labels, the in-memory sets' pixels and labels
   uint64_t fingerprint = 0;
+  // the training split's alone: what shaped the weights (a checkpoint's run identity)
+  uint64_t train_fingerprint = 0;
   bool tfrecords() const { return !train_shards.files.empty(); }
   // "1000 JPEG files", "8 TFRecord shards", "50000 images"
   std::string describe_train() const;
