@@ -254,8 +254,18 @@ TEST(RankState, ReadsBackOnlyForTheRunThatWroteIt) {
   const std::string state("\x01\x00\xff state bytes", 15);
   write_rank_state(checkpoint, 1, 4, "powersgd", "id1", state);
   const std::string path = dir + "/checkpoint-epoch-0002.rank-0001.state";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint-epoch-0002.rank-0001.next.state"));
+  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd", "id1"), state) << "killed before the commit: the next one";
+  commit_rank_state(checkpoint, 1);
   EXPECT_EQ(rank_state_path(checkpoint, 1), path);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint-epoch-0002.rank-0001.next.state"));
   EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd", "id1"), state);
+  // the checkpoint written again under its name: until the commit, the old state stays for the
+  // old checkpoint and the new one is found for the new
+  write_rank_state(checkpoint, 1, 4, "powersgd", "id9", "new state");
+  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd", "id1"), state);
+  EXPECT_EQ(read_rank_state(checkpoint, 1, 4, "powersgd", "id9"), "new state");
+  std::filesystem::remove(dir + "/checkpoint-epoch-0002.rank-0001.next.state");
   EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 4, "powersgd", "id2"); }),
             path + ": belongs to another checkpoint than " + checkpoint);  // another run's, left in the folder
   EXPECT_EQ(testing::error_of([&] { read_rank_state(checkpoint, 1, 2, "powersgd", "id1"); }),

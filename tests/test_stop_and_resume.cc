@@ -145,6 +145,29 @@ TEST(StopAndResume, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   }
 }
 
+// PowerSGD's per-rank state beside checkpoints written again under one name (every step here):
+// a stop and resume still end with the weights of a run never stopped.
+TEST(StopAndResume, PowerSgdStateSurvivesCheckpointsWrittenAgainUnderOneName) {
+  const std::string dir = idx_dir("stop_powersgd");  // 2 steps an epoch on 2 ranks
+  const std::string two = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  const std::string psgd = idx + "--allreduce=gloo --compression=powersgd --powersgd_warmup_steps=1 --num_epochs=3 "
+                                 "--save_model_steps=1 --benchmark_log_dir=L ";
+  CliRun r = run_cnnbench_with(two, "", psgd + "--train_dir=whole", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench_with(two + "-x CNNBENCH_TEST_SIGNAL_AT=0:3:15 ", "", psgd + "--train_dir=T", dir);
+  EXPECT_NE(r.output.find("Stopped by SIGTERM after step 3"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.rank-0001.next.state")) << "committed";
+  r = run_cnnbench_with(two, "", psgd + "--train_dir=T --resume", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Resuming PowerSGD's error feedback and Q factors from the 2 rank state files"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json header = checkpoint_header(dir + "/T/checkpoint-epoch-0003.ckpt");
+  const size_t weights = 2 * header["parameters"].get<size_t>() * sizeof(float);
+  EXPECT_TRUE(checkpoint_payload(dir + "/whole/checkpoint-epoch-0003.ckpt").substr(0, weights) ==
+              checkpoint_payload(dir + "/T/checkpoint-epoch-0003.ckpt").substr(0, weights));
+}
+
 // --save_model_steps: a checkpoint inside the epoch every N steps, named by that epoch (the
 // epoch's end writes over it); a run killed after one resumes from its step.
 TEST(StopAndResume, SaveModelStepsCheckpointsInsideTheEpoch) {

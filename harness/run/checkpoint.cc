@@ -286,22 +286,41 @@ int remove_older_checkpoints(const std::string& written, int64_t keep) {
   return removed;
 }
 
-std::string rank_state_path(const std::string& checkpoint, int rank) {
+namespace {
+
+std::string rank_state_name(const std::string& checkpoint, int rank, const char* kind) {
   char suffix[32];
-  std::snprintf(suffix, sizeof(suffix), ".rank-%04d.state", rank);
+  std::snprintf(suffix, sizeof(suffix), ".rank-%04d%s.state", rank, kind);
   const std::string stem = checkpoint.ends_with(".ckpt") ? checkpoint.substr(0, checkpoint.size() - 5) : checkpoint;
   return stem + suffix;
+}
+
+}  // namespace
+
+std::string rank_state_path(const std::string& checkpoint, int rank) { return rank_state_name(checkpoint, rank, ""); }
+std::string next_rank_state_path(const std::string& checkpoint, int rank) {
+  return rank_state_name(checkpoint, rank, ".next");
 }
 
 void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
                       const std::string& id, const std::string& state) {
   const nlohmann::json header = {{"kind", kind}, {"id", id}, {"rank", rank}, {"ranks", ranks}, {"bytes", state.size()}};
-  write_file_atomically(rank_state_path(checkpoint, rank), frame(kRankStateMagic, header, {{state.data(), state.size()}}));
+  write_file_atomically(next_rank_state_path(checkpoint, rank),
+                        frame(kRankStateMagic, header, {{state.data(), state.size()}}));
 }
 
-std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
-                            const std::string& id) {
-  const std::string path = rank_state_path(checkpoint, rank);
+void commit_rank_state(const std::string& checkpoint, int rank) {
+  std::error_code ec;
+  std::filesystem::rename(next_rank_state_path(checkpoint, rank), rank_state_path(checkpoint, rank), ec);
+  if (ec)
+    throw std::runtime_error(next_rank_state_path(checkpoint, rank) + ": cannot rename to " +
+                             rank_state_path(checkpoint, rank) + ": " + ec.message());
+}
+
+namespace {
+
+std::string read_rank_state_file(const std::string& path, const std::string& checkpoint, int rank, int ranks,
+                                 const std::string& kind, const std::string& id) {
   const std::string bytes = slurp(path);
   const Unframed framed = unframe(bytes, kRankStateMagic, path, "rank state file");
   const nlohmann::json& h = framed.header;
@@ -314,6 +333,24 @@ std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, 
   if (!is("rank", rank)) bad(path, "is not rank " + std::to_string(rank) + "'s");
   if (!is("bytes", framed.payload_bytes)) bad(path, "payload size is wrong");
   return bytes.substr(framed.payload_at, framed.payload_bytes);
+}
+
+}  // namespace
+
+std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
+                            const std::string& id) {
+  try {
+    return read_rank_state_file(rank_state_path(checkpoint, rank), checkpoint, rank, ranks, kind, id);
+  } catch (const std::runtime_error&) {
+    // killed between the checkpoint's write and the commit: its state is still the next one
+    std::error_code ec;
+    if (!std::filesystem::exists(next_rank_state_path(checkpoint, rank), ec)) throw;
+    try {
+      return read_rank_state_file(next_rank_state_path(checkpoint, rank), checkpoint, rank, ranks, kind, id);
+    } catch (const std::runtime_error&) {
+    }
+    throw;
+  }
 }
 
 std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Plan& plan, const std::string& model,

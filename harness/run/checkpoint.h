@@ -66,12 +66,18 @@ std::optional<CheckpointInfo> load_newest_checkpoint(const std::string& dir, Pla
 // feedback): checkpoint-epoch-NNNN.rank-RRRR.state, framed and checksummed as the checkpoint is,
 // under an id that the checkpoint's header names too (CheckpointInfo::rank_state_id), so that a
 // state file left by another run of the same folder is never taken for this checkpoint's.
+// A checkpoint written again under its name (inside an epoch, then at its end) must not leave the
+// one before without its state if a kill comes between the files: each rank writes
+// checkpoint-epoch-NNNN.rank-RRRR.next.state, rank 0 replaces the checkpoint, and only then does
+// each rank commit its next state over the old one.
 std::string rank_state_path(const std::string& checkpoint, int rank);
+std::string next_rank_state_path(const std::string& checkpoint, int rank);
 void write_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
                       const std::string& id, const std::string& state);
+void commit_rank_state(const std::string& checkpoint, int rank);
 // The state written beside `checkpoint` for this rank of a run of `ranks`, of this kind, under
-// this id; throws std::runtime_error naming the file and the problem (missing, damaged, another
-// run's or another checkpoint's).
+// this id (the committed file, else the next one); throws std::runtime_error naming the
+// committed file and the problem (missing, damaged, another run's or another checkpoint's).
 std::string read_rank_state(const std::string& checkpoint, int rank, int ranks, const std::string& kind,
                             const std::string& id);
 

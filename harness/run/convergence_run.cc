@@ -248,6 +248,7 @@ void run_convergence(const Config& config, Communicator& comm) {
         timeline->span(Track::checkpoint, "checkpoint", writing, std::chrono::steady_clock::now(), {.step = steps_done});
     }
     comm.barrier();
+    if (!rank_state_id.empty()) commit_rank_state(path, comm.rank());  // the checkpoint naming it is whole
     trigger->written();
     return path;
   };
