@@ -16,6 +16,7 @@
 #include "harness/report/csv.h"
 #include "test_files.h"
 #include "test_util.h"
+#include "train_dir_files.h"
 
 namespace cnnbench {
 namespace {
@@ -622,15 +623,6 @@ TEST(Cli, TrainAugmentationIsRefusedForImagenet) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--train_augmentation: ImageNet trains with its own random-crop recipe"), std::string::npos)
       << r.output;
-}
-
-// A checkpoint file's header (JSON) and its tensors (the bytes after the header, without the
-// checksum, which covers the header too).
-std::pair<nlohmann::json, std::string> checkpoint_parts(const std::string& bytes) {
-  uint64_t length = 0;
-  if (bytes.size() < 24) return {};
-  std::memcpy(&length, bytes.data() + 8, sizeof(length));
-  return {nlohmann::json::parse(bytes.substr(16, length)), bytes.substr(16 + length, bytes.size() - 24 - length)};
 }
 
 // Kill-and-resume: a run killed in the middle of epoch 3 and resumed (past a damaged newest

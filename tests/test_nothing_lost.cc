@@ -22,21 +22,13 @@
 
 #include "cli_run.h"
 #include "harness/report/csv.h"
-#include "test_files.h"
+#include "train_dir_files.h"
 
 namespace cnnbench {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string idx = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_data_workers=1 ";
-
-std::string idx_dir(const std::string& name) {
-  const std::string dir = fresh_dir(name);
-  testing::write_idx_dataset(dir, "train", 128, false);
-  testing::write_idx_dataset(dir, "t10k", 32, false);
-  return dir;
-}
 
 // Every file under dir with its bytes.
 std::map<std::string, std::string> snapshot(const std::string& dir) {
@@ -106,12 +98,7 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_NE(r.output.find("seed 1 (this run: 7)"), std::string::npos) << r.output;
   EXPECT_EQ(snapshot(dir + "/T"), before);
   // and on a training set of another size (its steps would be other epochs there)
-  fs::create_directories(dir + "/half");
-  testing::write_idx_dataset(dir + "/half", "train", 64, false);
-  testing::write_idx_dataset(dir + "/half", "t10k", 32, false);
-  r = run_cnnbench("--model=small_cnn --data_dir=half --batch_size=32 --num_intra_threads=1 --num_data_workers=1 "
-                   "--num_epochs=4 --train_dir=T --resume",
-                   dir);
+  r = run_cnnbench(idx_in(dir, "half", 64, 32) + "--num_epochs=4 --train_dir=T --resume", dir);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("train_examples 128 (this run: 64)"), std::string::npos) << r.output;
   EXPECT_EQ(snapshot(dir + "/T"), before);
@@ -137,12 +124,6 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
 }
 
 // A checkpoint's weights, momentum and statistics (its bytes after the header, before the checksum).
-std::string checkpoint_payload(const std::string& path) {
-  const std::string bytes = slurp_file(path);
-  uint64_t length = 0;
-  std::memcpy(&length, bytes.data() + 8, sizeof length);
-  return bytes.substr(16 + length, bytes.size() - 16 - length - 8);
-}
 
 // A --num_batches run's checkpoint ends inside an epoch: the resume goes on from that step, and
 // ends where a run never interrupted does, bit for bit.

@@ -13,37 +13,12 @@
 #include <set>
 #include <string>
 
-#include "cli_run.h"
-#include "test_files.h"
+#include "train_dir_files.h"
 
 namespace cnnbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-// 128 training images of 32: 4 steps an epoch
-const std::string idx = "--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_data_workers=1 ";
-
-std::string idx_dir(const std::string& name) {
-  const std::string dir = fresh_dir(name);
-  testing::write_idx_dataset(dir, "train", 128, false);
-  testing::write_idx_dataset(dir, "t10k", 32, false);
-  return dir;
-}
-
-// A checkpoint's header (JSON) and payload (weights, momentum, statistics).
-nlohmann::json checkpoint_header(const std::string& path) {
-  const std::string bytes = slurp_file(path);
-  uint64_t length = 0;
-  std::memcpy(&length, bytes.data() + 8, sizeof length);
-  return nlohmann::json::parse(bytes.substr(16, length));
-}
-std::string checkpoint_payload(const std::string& path) {
-  const std::string bytes = slurp_file(path);
-  uint64_t length = 0;
-  std::memcpy(&length, bytes.data() + 8, sizeof length);
-  return bytes.substr(16 + length, bytes.size() - 16 - length - 8);
-}
 
 std::set<std::string> names_in(const std::string& dir) {
   std::set<std::string> out;
@@ -249,12 +224,7 @@ TEST(StopAndResume, AResumeOnOtherDataOfTheSameSizeIsRefused) {
   EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
   // a copy of the training images as they were, elsewhere, with another test split: the same
   // run (the test split shapes no weights)
-  fs::create_directories(dir + "/same");
-  testing::write_idx_dataset(dir + "/same", "train", 128, false);
-  testing::write_idx_dataset(dir + "/same", "t10k", 64, false);
-  r = run_cnnbench("--model=small_cnn --data_dir=same --batch_size=32 --num_intra_threads=1 --num_data_workers=1 "
-                   "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L",
-                   dir);
+  r = run_cnnbench(idx_in(dir, "same", 128, 64) + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("testing on 64 images"), std::string::npos) << r.output;
 }
