@@ -365,10 +365,10 @@ void run_convergence(const Config& config, Communicator& comm) {
   if (baseline && images_per_sec > 0) fmt::print("Scaling: {}\n", baseline->text(images_per_sec, comm.size()));
   const RunContext context = collect_run_context();
   ConvergenceOutcome outcome{config,       settings, context,     comm.size(), hosts,
-                                   reducer ? comm.backend() : "none", reducer && config.overlap_forward,
-                                   steps,        first_epoch, steps_done, history,     run_seconds,
-                                   run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
-                                   &setup.graph};
+                             reducer ? comm.backend() : "none", reducer && config.overlap_forward,
+                             steps,        first_epoch, steps_done, history,     run_seconds,
+                             run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
+                             &setup.graph};
   if (scaler) {
     outcome.loss_scale = scaler->scale();
     outcome.skipped_steps = scaler->skipped_steps();
