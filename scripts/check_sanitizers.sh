@@ -5,7 +5,8 @@
 #   scripts/check_sanitizers.sh address [--subset]   ASan + UBSan: every CPU test (build-asan/)
 #   scripts/check_sanitizers.sh thread               TSan: the tests that run threads (build-tsan/)
 # --subset (what CI runs): the tests of every parser, the result files, the gradient reducer and
-# the control plane under mpiexec, the memory plan, and the command line end to end, instead of
+# the control plane under mpiexec, the memory plan, the command line end to end and a stopped
+# and resumed run (signals), instead of
 # the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,8 @@ case "$mode" in
     if ((subset)); then
       targets=(cnnbench test_config test_data test_tfrecord test_compare test_result_files test_stats test_loss_scaling
                test_mpi_allreduce test_mpi_forward_overlap test_cli test_memory_plan test_checkpoint test_bucket_plan
-               test_search_choices)
-      tests='^(test_mpi_allreduce_np2|test_mpi_forward_overlap_np2|MemoryPlan\.|Models/OnednnMemoryPlan\..*/resnet20_b8_fp32|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|CliMpi\.PowerSgd|Checkpoint\.|RankState|PowerSgdState|BucketPlan|Compare|Significance|Stats|ResultFiles|LossScal|SearchChoices|AlgorithmCache|file_faults|fault_sigSTOP_mpi)'
+               test_search_choices test_stop_and_resume)
+      tests='^(test_mpi_allreduce_np2|test_mpi_forward_overlap_np2|MemoryPlan\.|Models/OnednnMemoryPlan\..*/resnet20_b8_fp32|Cifar10|Idx|Sharding|InputPipeline|Augmentation|JpegFolder|JpegDecode|Crc32c|TfRecord|ImageExample|MakeTfRecords|LrSchedule|Config|Cli\.|CliMpi\.TwoRanks|CliMpi\.PowerSgd|Checkpoint\.|RankState|PowerSgdState|BucketPlan|Compare|Significance|Stats|ResultFiles|LossScal|StopAndResume|SearchChoices|AlgorithmCache|file_faults|fault_sigSTOP_mpi)'
     else
       targets=(all) tests=.
     fi
