@@ -194,12 +194,13 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
   }
   if (const auto it = header.find("loss_scale"); it != header.end()) {
     const nlohmann::json& v = *it;
-    auto whole = [&](const char* name) {
-      return v.contains(name) && (v[name].is_number_unsigned() || (v[name].is_number_integer() && v[name].get<int64_t>() >= 0));
+    auto whole = [&](const char* name) {  // a count that fits an int64_t
+      return v.contains(name) && (v[name].is_number_unsigned() || v[name].is_number_integer()) &&
+             v[name].get<int64_t>() >= 0;
     };
-    if (!v.is_object() || !v.contains("scale") || !v["scale"].is_number() || !whole("good_in_a_row") ||
-        !whole("skipped") || !(v["scale"].get<double>() > 0) || v["scale"].get<double>() > max_loss_scale || v["good_in_a_row"].get<uint64_t>() > INT64_MAX ||
-        v["skipped"].get<uint64_t>() > INT64_MAX)
+    const bool scale_ok = v.is_object() && v.contains("scale") && v["scale"].is_number() &&
+                          v["scale"].get<double>() > 0 && v["scale"].get<double>() <= max_loss_scale;
+    if (!scale_ok || !whole("good_in_a_row") || !whole("skipped"))
       return fail("header's loss_scale is not a scale in (0, 2^24] and two counts");
     info.loss_scale = LossScaleState{v["scale"].get<double>(), v["good_in_a_row"].get<int64_t>(),
                                      v["skipped"].get<int64_t>()};

@@ -180,16 +180,15 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   }
   if (dataset == "imagenet") {
     JpegFolder train = scan_jpeg_folder(dir + "/train");
+    d.train_fingerprint = d.fingerprint = folder_fingerprint(kFnvStart, train);
     if (with_test) {
       JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
       d.test_count = static_cast<int64_t>(val.files.size());
-      d.fingerprint = folder_fingerprint(kFnvStart, val);
+      d.fingerprint = folder_fingerprint(d.train_fingerprint, val);
       d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);
     }
     d.classes = static_cast<int64_t>(train.classes.size());
     d.train_count = static_cast<int64_t>(train.files.size());
-    d.fingerprint = folder_fingerprint(d.fingerprint, train);
-    d.train_fingerprint = folder_fingerprint(kFnvStart, train);
     d.train = std::make_unique<JpegFolderSource>(std::move(train), true, image_size);
     d.channels = 3;
     d.height = d.width = image_size;
