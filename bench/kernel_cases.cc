@@ -92,8 +92,9 @@ KernelCase one_layer(const std::string& model, const Node& node, const Shape& in
       k.fuse = false;
       break;
     case OpKind::shortcut:
-      y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op");
-      k.name = fmt::format("shortcut_{}_s{}_to{}", dims(in), node.shortcut.stride, node.shortcut.out_channels);
+      y = b.shortcut(x, node.shortcut.out_channels, node.shortcut.stride, "op", node.shortcut.offset);
+      k.name = fmt::format("shortcut_{}_s{}_to{}{}", dims(in), node.shortcut.stride, node.shortcut.out_channels,
+                           node.shortcut.offset ? fmt::format("_from{}", node.shortcut.offset) : "");
       break;
     case OpKind::concat: {
       std::vector<int> xs;

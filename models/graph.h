@@ -23,7 +23,7 @@ enum class OpKind {
   global_avg_pool,  // N x C x H x W -> N x C x 1 x 1
   linear,           // fully connected over the flattened C*H*W of its input
   add,              // elementwise sum of two inputs of the same shape (residuals)
-  shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels
+  shortcut,         // CIFAR ResNet option A: subsample by stride, zero-pad channels (NASNet: from an offset)
   concat,           // its inputs' channels one after another (inception modules, densenet)
   dropout,          // training: each element zeroed with probability rate, the rest scaled by 1 / (1 - rate)
   lrn,              // local response normalisation across channels (tf.nn.lrn)
@@ -75,9 +75,13 @@ struct LrnAttrs {
   float bias = 1.0f, alpha = 1.0f, beta = 0.5f;
 };
 
+// y[n, pad_front + c, i, j] = x[n, c, i * stride + offset, j * stride + offset], 0 where that is
+// outside x. offset 1 is NASNet's second path of a factorized reduction (TensorFlow pads the
+// bottom and right by one, drops the first row and column, then subsamples).
 struct ShortcutAttrs {
   int64_t out_channels = 0, stride = 1;  // input channels land at [pad_front, pad_front + C)
   int64_t pad_front = 0;
+  int64_t offset = 0;  // the first row and column read
 };
 
 // How a tensor is filled before training starts (seeded, reproducible).

@@ -183,12 +183,13 @@ int GraphBuilder::concat(const std::vector<int>& xs, const std::string& name) {
   return node.id;
 }
 
-int GraphBuilder::shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name) {
+int GraphBuilder::shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name, int64_t offset) {
   Node& node = append(OpKind::shortcut, {x}, name);
   const Shape in = node.out;
   if (out_channels < in.c) refuse(name, "shortcut cannot drop channels");
   if (stride < 1) refuse(name, "stride must be >= 1");
-  node.shortcut = {out_channels, stride, (out_channels - in.c) / 2};
+  if (offset < 0 || offset >= stride) refuse(name, "offset must be >= 0 and below the stride");
+  node.shortcut = {out_channels, stride, (out_channels - in.c) / 2, offset};
   node.out = {in.n, out_channels, (in.h - 1) / stride + 1, (in.w - 1) / stride + 1};
   return node.id;
 }

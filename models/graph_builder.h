@@ -37,7 +37,8 @@ class GraphBuilder {
   int linear(int x, int64_t out_features, const std::string& name, bool bias = true,
              Init init = Init::uniform_fan_in);
   int add(int a, int b, const std::string& name);
-  int shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name);
+  // offset > 0 reads from that row and column on (ShortcutAttrs); 0 <= offset < stride
+  int shortcut(int x, int64_t out_channels, int64_t stride, const std::string& name, int64_t offset = 0);
   // Channel concatenation of 4-D tensors of one batch, height and width, in the order given.
   int concat(const std::vector<int>& xs, const std::string& name);
 

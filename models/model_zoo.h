@@ -59,6 +59,22 @@ Graph build_overfeat(int64_t batch_size);                // tf_cnn_benchmarks' O
 Graph build_lenet(int64_t batch_size);                   // tf_cnn_benchmarks' LeNet-5 (28 x 28 colour)
 // CIFAR-10 DenseNet of `depth` (3n + 4) layers growing by `growth` channels a layer (tf_cnn_benchmarks')
 Graph build_cifar_densenet(int depth, int64_t growth, int64_t batch_size, const std::string& name);
+// NASNet-A as tf_cnn_benchmarks builds it (models/nasnet.cc): nasnet_model.py's hyperparameters.
+struct NasnetConfig {
+  std::string name;
+  int64_t image_size;
+  bool imagenet_stem;  // a stride-2 convolution and two reduction cells; else one 3x3 convolution
+  double stem_multiplier;
+  int num_cells;       // normal cells; two reduction cells among them
+  int64_t filters;     // of the first normal cells, doubled at each reduction
+  bool skip_reduction_layer_input;
+  float bn_epsilon;
+  int64_t classes;
+};
+Graph build_nasnet(const NasnetConfig& config, int64_t batch_size);
+Graph build_nasnet_mobile(int64_t batch_size);           // tf_cnn_benchmarks' nasnet (224 x 224)
+Graph build_nasnet_large(int64_t batch_size);            // tf_cnn_benchmarks' nasnetlarge (331 x 331)
+Graph build_nasnet_cifar(int64_t batch_size);            // tf_cnn_benchmarks' CIFAR-10 nasnet
 Graph build_trivial(int64_t batch_size);                 // tf_cnn_benchmarks' (227 x 227)
 Graph build_trivial_cifar10(int64_t batch_size);         // tf_cnn_benchmarks' CIFAR-10 one (32 x 32)
 Graph build_small_cnn(int64_t batch_size);               // 28x28 grey, 10 classes

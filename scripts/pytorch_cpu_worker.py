@@ -16,7 +16,8 @@ each as cnnbench builds it, or inception3: torchvision's inception_v3 at 299 x 2
 auxiliary head (the network and parameter count of cnnbench's; its 'SAME' average pools count the
 padding and a dropout precedes its last layer, neither of which moves the time), or mobilenet:
 torchvision's mobilenet_v2 with tf_cnn_benchmarks' extra 1000 x 1000 layer after its logits, as
-cnnbench builds it; SGD with momentum and weight decay; synthetic data of the model's
+cnnbench builds it, or nasnet, nasnetlarge, nasnet_cifar10: NASNet-A as cnnbench builds it
+(scripts/pytorch_nasnet.py); SGD with momentum and weight decay; synthetic data of the model's
 input size.
 """
 import json
@@ -132,6 +133,9 @@ def build(name):
         return GoogLeNet(), 224, 1000
     if name == "alexnet":
         return AlexNet(), 227, 1000
+    if name in ("nasnet", "nasnetlarge", "nasnet_cifar10"):  # NASNet-A as cnnbench builds it
+        import pytorch_nasnet
+        return pytorch_nasnet.build(name)
     import torchvision
     if name == "inception3":
         return torchvision.models.inception_v3(aux_logits=False, init_weights=False), 299, 1000

@@ -70,6 +70,8 @@ TEST(Graph, BadShapesAreRefusedNamingTheNode) {
   int x = b.conv(b.input(), 8, 3, 1, 1, "c");
   EXPECT_THROW(b.add(x, b.input(), "mismatch"), std::invalid_argument);
   EXPECT_THROW(b.shortcut(x, 4, 2, "drop"), std::invalid_argument);
+  EXPECT_THROW(b.shortcut(x, 8, 2, "offset_past_stride", 2), std::invalid_argument);
+  EXPECT_THROW(b.shortcut(x, 8, 2, "negative_offset", -1), std::invalid_argument);
   const int pooled = b.max_pool(x, 2, 2, 0, "pool");
   EXPECT_THROW(b.concat({x, pooled}, "sizes"), std::invalid_argument);  // 4x4 and 2x2
   EXPECT_THROW(b.concat({x}, "one"), std::invalid_argument);

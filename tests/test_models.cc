@@ -122,8 +122,40 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ModelZoo,
                                            Expected{"resnet32_v2", 464186, 0.0689},
                                            Expected{"resnet44_v2", 658618, 0.0973},
                                            Expected{"resnet56_v2", 853050, 0.1257},
-                                           Expected{"resnet110_v2", 1727994, 0.2533}),
+                                           Expected{"resnet110_v2", 1727994, 0.2533},
+                                           Expected{"nasnet", 5289978, 0.5643},
+                                           Expected{"nasnetlarge", 88753150, 23.80}),
                          [](const ::testing::TestParamInfo<Expected>& info) { return testing::param_name(info.param.model); });
+
+// NASNet-A against an independent build of the same network: Keras's keras.applications
+// NASNetMobile and NASNetLarge (a port of slim's, 1000 classes, no auxiliary head), counted with
+// weights=None: 5,289,978 and 88,753,150 trainable parameters, and 36,738 and 196,668 batch-norm
+// running statistics (two per channel: the same batch norms in the same places). MACs: the
+// paper's 564 M and 23.8 G (Zoph et al. 2018, Table 2).
+TEST(ModelZoo, NasnetBatchNormsAsKeras) {
+  for (const auto& [model, statistics] : {std::pair<std::string, int64_t>{"nasnet", 36738}, {"nasnetlarge", 196668}}) {
+    const Graph g = build_model(model, 1);
+    int64_t counted = 0;
+    for (const Node& node : g.nodes)
+      for (const ParamSpec& buffer : node.buffers) counted += buffer.elements();
+    EXPECT_EQ(counted, statistics) << model;
+  }
+}
+
+// --model=nasnet --data_name=cifar10: 32 filters, 18 normal cells, 6 @ 768 before the linear
+// layer (the paper's 3.3 M parameters: 3,346,538 counted here, where the mobile and large models
+// match Keras's to the parameter); the 3x3 stem at 32 x 32, cells at 32, 16 and 8.
+TEST(ModelZoo, NasnetForCifar10) {
+  const auto info = find_model("nasnet", "cifar10");
+  ASSERT_TRUE(info.has_value());
+  const Graph g = build_model(*info, 2);
+  EXPECT_EQ(g.input().out, (Shape{2, 3, 32, 32}));
+  EXPECT_EQ(g.logits().out, (Shape{2, 10, 1, 1}));
+  const Node& pool = g.nodes[g.logits().inputs[0]];
+  EXPECT_EQ(pool.kind, OpKind::global_avg_pool);
+  EXPECT_EQ(g.nodes[pool.inputs[0]].out, (Shape{2, 768, 8, 8}));
+  EXPECT_EQ(g.param_count(), 3346538);
+}
 
 // --model=alexnet --data_name=cifar10 is tf_cnn_benchmarks' CIFAR-10 AlexNet (models/alexnet_model.py
 // there): 5x5x3x64 + 64 and 5x5x64x64 + 64 convolutions (107,328), fully connected 4096 -> 384 ->

@@ -41,5 +41,19 @@ TEST(OnednnVsRefLayouts, NhwcInputMatchesNchw) {
   for (const std::string backend : {"ref", "onednn"}) check_nhwc_input_matches_nchw(backend, 1e-5);
 }
 
+// oneDNN 2.6 has no JIT weight gradient for depthwise filters past 3x3: cnnbench's kernel takes
+// them (the op cases above check its values), and leaves the 3x3 ones to oneDNN.
+TEST(OnednnDepthwiseWeightGrad, TakesTheFiltersOnednnLoopsOver) {
+  for (const auto& [name, taken] : {std::pair<std::string, bool>{"nasnet_depthwise_k5s1p2_44x14", true},
+                                    {"nasnet_depthwise_k7s2p3_22x15", true}}) {
+    auto plan = compile_plan("onednn", op_case(name).build(), PlanOptions{});
+    EXPECT_EQ(plan->kernel_notes().find("depthwise weight-gradient kernel on 1 convolution") != std::string::npos, taken)
+        << name << ": " << plan->kernel_notes();
+  }
+  GraphBuilder b("dw3", {2, 32, 14, 14});
+  auto plan = compile_plan("onednn", b.finish(b.depthwise_conv(b.input(), 3, 1, 1, "depthwise")), PlanOptions{});
+  EXPECT_EQ(plan->kernel_notes().find("depthwise"), std::string::npos) << plan->kernel_notes();
+}
+
 }  // namespace
 }  // namespace cnnbench

@@ -203,6 +203,19 @@ TEST(RefGradCheck, AddAndShortcut) {
   ref::shortcut_forward(x.data(), ys.data(), g);
   EXPECT_EQ(ys[(1 * 7 + 0) * 9 + 4], 0.0);                                  // padded channel
   EXPECT_EQ(ys[(1 * 7 + 3) * 9 + 4], x[(1 * 3 + 1) * 25 + 2 * 5 + 2]);     // subsampled
+
+  // NASNet's odd rows and columns (offset 1) of a 5 x 5 map: rows 1 and 3, and row 5 past the edge
+  const ref::ShortcutGeometry odd{2, 3, 5, 5, 3, 3, 3, 2, 0, 1};
+  Vec ro = random_vector<double>(2 * 3 * 9, 31), yo(ro.size()), dxo(x.size(), 0.0);
+  ref::shortcut_backward(ro.data(), dxo.data(), odd);
+  expect_gradient("shortcut from 1 dx", x, dxo, [&] {
+    ref::shortcut_forward(x.data(), yo.data(), odd);
+    return dot(yo, ro);
+  });
+  ref::shortcut_forward(x.data(), yo.data(), odd);
+  EXPECT_EQ(yo[(1 * 3 + 2) * 9 + 1 * 3 + 0], x[(1 * 3 + 2) * 25 + 3 * 5 + 1]);  // (1, 0) reads (3, 1)
+  EXPECT_EQ(yo[(1 * 3 + 2) * 9 + 2 * 3 + 1], 0.0);                              // (2, 1) reads row 5
+  EXPECT_EQ(dxo[(0 * 3 + 1) * 25 + 0 * 5 + 1], 0.0);                            // row 0 is never read
 }
 
 // Local response normalisation (tf.nn.lrn): a strong one, so that the cross-channel term of the

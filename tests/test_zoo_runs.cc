@@ -45,13 +45,14 @@ INSTANTIATE_TEST_SUITE_P(TfCnnBenchmarks, ZooRuns,
                                            "resnet50_v2", "resnet101_v2", "resnet152_v2", "googlenet", "inception3", "mobilenet",
                                            "alexnet",
                                            "densenet40_k12", "densenet100_k12", "densenet100_k24", "inception4",
-                                           "overfeat", "lenet", "resnet20_v2", "resnet110_v2"),
+                                           "overfeat", "lenet", "resnet20_v2", "resnet110_v2", "nasnet", "nasnetlarge"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return testing::param_name(info.param); });
 
 // --model=alexnet --data_name=cifar10 trains tf_cnn_benchmarks' CIFAR-10 AlexNet (LRN) on 2 ranks,
 // and --model=trivial --data_name=cifar10 its CIFAR-10 trivial, at its own default rate.
 TEST(ZooRunsCifar, ModelsWithDataNameCifar10) {
-  for (const auto& [model, parameters] : {std::pair<std::string, int64_t>{"alexnet", 1756426}, {"trivial", 52235}})
+  for (const auto& [model, parameters] : {std::pair<std::string, int64_t>{"alexnet", 1756426}, {"trivial", 52235},
+                                        {"nasnet", build_model(*find_model("nasnet", "cifar10"), 1).param_count()}})
     for (const std::string precision : {"", "--use_fp16"}) {
       if (!precision.empty() && !cpu_computes_bf16()) continue;
       const std::string dir = fresh_dir("zoo_" + model + "_cifar10" + precision);

@@ -98,16 +98,16 @@ void CudaPlan::compile_add(const Node& node) {
 void CudaPlan::compile_shortcut(const Node& node) {
   const Node& src = graph_.nodes[node.inputs[0]];
   const Shape i = src.out, o = node.out;
-  const int64_t stride = node.shortcut.stride, pad = node.shortcut.pad_front;
-  push_forward(node.id, [this, &node, i, o, stride, pad] {
+  const int64_t stride = node.shortcut.stride, pad = node.shortcut.pad_front, offset = node.shortcut.offset;
+  push_forward(node.id, [this, &node, i, o, stride, pad, offset] {
     cuda::shortcut_forward(out_[node.inputs[0]], out_[node.id], i.n, i.c, i.h, i.w, o.c, o.h, o.w, stride, pad,
-                           type_, stream_);
+                           offset, type_, stream_);
   });
   if (!wants_grad(src.id)) return;
   const bool acc = accumulates(node, 0);
-  push_backward(node.id, [this, &node, i, o, stride, pad, acc] {
+  push_backward(node.id, [this, &node, i, o, stride, pad, offset, acc] {
     cuda::shortcut_backward(diff_[node.id], diff_[node.inputs[0]], i.n, i.c, i.h, i.w, o.c, o.h, o.w, stride, pad,
-                            acc, type_, stream_);
+                            offset, acc, type_, stream_);
   });
 }
 

@@ -195,12 +195,13 @@ __global__ void bias_grad_packed_kernel(const T* y, T* dy, float* db, int64_t ro
 
 template <typename T>
 __global__ void shortcut_kernel(const T* in, T* out, int64_t n, int64_t ic, int64_t ih, int64_t iw, int64_t oc,
-                                int64_t oh, int64_t ow, int64_t stride, int64_t pad) {
+                                int64_t oh, int64_t ow, int64_t stride, int64_t pad, int64_t offset) {
   GRID_STRIDE(i, n * oh * ow * oc) {
     const int64_t c = i % oc, x = (i / oc) % ow, y = (i / (oc * ow)) % oh, img = i / (oc * ow * oh);
-    const int64_t src_c = c - pad;
+    const int64_t src_c = c - pad, src_y = y * stride + offset, src_x = x * stride + offset;
     float v = 0;
-    if (src_c >= 0 && src_c < ic) v = load(in, ((img * ih + y * stride) * iw + x * stride) * ic + src_c);
+    if (src_c >= 0 && src_c < ic && src_y < ih && src_x < iw)
+      v = load(in, ((img * ih + src_y) * iw + src_x) * ic + src_c);
     store(out, i, v);
   }
 }
@@ -208,12 +209,13 @@ __global__ void shortcut_kernel(const T* in, T* out, int64_t n, int64_t ic, int6
 template <typename T>
 __global__ void shortcut_backward_kernel(const T* dout, T* din, int64_t n, int64_t ic, int64_t ih, int64_t iw,
                                          int64_t oc, int64_t oh, int64_t ow, int64_t stride, int64_t pad,
-                                         bool accumulate) {
+                                         int64_t offset, bool accumulate) {
   GRID_STRIDE(i, n * ih * iw * ic) {
     const int64_t c = i % ic, x = (i / ic) % iw, y = (i / (ic * iw)) % ih, img = i / (ic * iw * ih);
+    const int64_t ry = y - offset, rx = x - offset;  // where the output starts reading
     float g = 0;
-    if (y % stride == 0 && x % stride == 0 && y / stride < oh && x / stride < ow)
-      g = load(dout, ((img * oh + y / stride) * ow + x / stride) * oc + c + pad);
+    if (ry >= 0 && rx >= 0 && ry % stride == 0 && rx % stride == 0 && ry / stride < oh && rx / stride < ow)
+      g = load(dout, ((img * oh + ry / stride) * ow + rx / stride) * oc + c + pad);
     store(din, i, accumulate ? load(din, i) + g : g);
   }
 }
@@ -370,22 +372,24 @@ void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, i
 }
 
 void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
-                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, DType type, cudaStream_t stream) {
+                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, int64_t offset, DType type,
+                      cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     shortcut_kernel<<<blocks_for(n * out_h * out_w * out_c), threads, 0, stream>>>(
-        static_cast<const T*>(in), static_cast<T*>(out), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front);
+        static_cast<const T*>(in), static_cast<T*>(out), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front,
+        offset);
   });
 }
 
 void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w,
-                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, bool accumulate,
-                       DType type, cudaStream_t stream) {
+                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, int64_t offset,
+                       bool accumulate, DType type, cudaStream_t stream) {
   dispatch(type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     shortcut_backward_kernel<<<blocks_for(n * in_h * in_w * in_c), threads, 0, stream>>>(
         static_cast<const T*>(dout), static_cast<T*>(din), n, in_c, in_h, in_w, out_c, out_h, out_w, stride, pad_front,
-        accumulate);
+        offset, accumulate);
   });
 }
 

@@ -57,13 +57,15 @@ void bias_gradient(const void* dy, float* db, int64_t rows, int64_t features, DT
 void relu_mask_bias_gradient(const void* y, void* dy, float* db, int64_t rows, int64_t features, DType type,
                              cudaStream_t stream);
 
-// CIFAR ResNet option A: out[n][h][w][pad_front + c] = in[n][h*stride][w*stride][c], zeros
-// elsewhere; backward sends each gradient back to the input element it came from.
+// CIFAR ResNet option A: out[n][h][w][pad_front + c] = in[n][h*stride + offset][w*stride + offset][c],
+// zeros elsewhere (and past the input's edge); backward sends each gradient back to the input
+// element it came from.
 void shortcut_forward(const void* in, void* out, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
-                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, DType type, cudaStream_t stream);
+                      int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, int64_t offset, DType type,
+                      cudaStream_t stream);
 void shortcut_backward(const void* dout, void* din, int64_t n, int64_t in_c, int64_t in_h, int64_t in_w,
-                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, bool accumulate,
-                       DType type, cudaStream_t stream);
+                       int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride, int64_t pad_front, int64_t offset,
+                       bool accumulate, DType type, cudaStream_t stream);
 
 // Channel slices (NHWC): dst[r][dst_start + c] = src[r][src_start + c] (+= with accumulate)
 // for each of `rows` rows and c < channels; src rows hold src_c channels, dst rows dst_c.

@@ -6,6 +6,7 @@
 
 #include "kernels/onednn/bf16_weight_grad.h"
 #include "kernels/onednn/blocked_layout.h"
+#include "kernels/onednn/depthwise_weight_grad.h"
 
 namespace cnnbench::onednn {
 
@@ -115,7 +116,29 @@ void OnednnPlan::compile_onednn_weight_grad(const Node& node, const Node& in, co
                                                               act(dst_dims), strides, pad_l, pad_r);
   auto wpd = ONEDNN_CHECK(where(node, "creating the backward-weights convolution"),
                           dnnl::convolution_backward_weights::primitive_desc(wdesc, engine_, fwd_pd));
+  // oneDNN's reference loop (no JIT kernel for the shape): cnnbench's depthwise kernel if it fits
+  if (std::string(wpd.impl_info_str()).rfind("ref", 0) == 0 && compile_depthwise_weight_grad(node, in, s)) return;
   weighted_weight_grad(node, s, wpd, dnnl::convolution_backward_weights(wpd), node.conv.bias);
+}
+
+// A depthwise convolution without bias on channel-blocked activations (depthwise_weight_grad.h).
+bool OnednnPlan::compile_depthwise_weight_grad(const Node& node, const Node& in, const WeightedState& s) {
+  const ConvAttrs& c = node.conv;
+  if (!own_kernels_ || c.groups != in.out.c || c.out_channels != in.out.c || c.bias) return false;
+  const auto src = BlockedLayout::of(s.src.get_desc());
+  if (!src || (src->block != 8 && src->block != 16)) return false;
+  const memory::desc dst_md(dims(node), act_dt_, src->block == 16 ? tag::nChw16c : tag::nChw8c);
+  const DepthwiseWeightGrad shape{node.out.n, in.out.c, in.out.h, in.out.w, node.out.h, node.out.w, c.kernel_h,
+                                  c.kernel_w, c.stride, c.pad_h, c.pad_w, *src, *BlockedLayout::of(dst_md)};
+  if (!depthwise_weight_grad_supported(shape)) return false;
+  const memory diff_dst = backward_view(node.id, dst_md);
+  backward_.push_back({{}, {}, [this, shape, src = s.src, diff_dst, dw = s.diff_weights_plain, bf16 = act_dt_ == dt::bf16] {
+                         depthwise_weight_grad(shape, src.get_data_handle(), diff_dst.get_data_handle(), bf16,
+                                               static_cast<float*>(dw.get_data_handle()), threads_);
+                       },
+                       {s.src, diff_dst}});
+  ++depthwise_weight_grads_;
+  return true;
 }
 
 }  // namespace cnnbench::onednn

@@ -13,12 +13,12 @@ namespace cnnbench::onednn {
 namespace {
 
 // Option-A shortcut, run on the host directly in the blocked layout oneDNN chose for the
-// input (a strided copy: y[n, c + pad, h, w] = x[n, c, h*s, w*s]); padded channels of y stay
-// at the arena's zeros, since nothing else writes them.
+// input (a strided copy: y[n, c + pad, h, w] = x[n, c, h*s + offset, w*s + offset]); padded
+// channels of y, and rows and columns read from past x's edge, stay at the zeros written first.
 ref::ShortcutGeometry shortcut_geometry(const Graph& graph, const Node& node) {
   const Shape& in = graph.nodes[node.inputs[0]].out;
   return {in.n, in.c, in.h, in.w, node.out.c, node.out.h, node.out.w, node.shortcut.stride,
-          node.shortcut.pad_front};
+          node.shortcut.pad_front, node.shortcut.offset};
 }
 
 // Calls f(x_offset, y_offset) for every element the shortcut copies. Channel offsets are
@@ -40,7 +40,9 @@ struct ShortcutWalk {
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t oy = 0; oy < g.oh; ++oy)
         for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const int64_t xb = x.offset(n, 0, oy * g.stride, ox * g.stride), yb = y.offset(n, 0, oy, ox);
+          const int64_t iy = g.source(oy, g.h), ix = g.source(ox, g.w);
+          if (iy < 0 || ix < 0) continue;
+          const int64_t xb = x.offset(n, 0, iy, ix), yb = y.offset(n, 0, oy, ox);
           for (int64_t c = 0; c < g.c; ++c) f(xb + x_channel[c], yb + y_channel[c]);
         }
   }

@@ -82,9 +82,14 @@ void OnednnPlan::read_output(int node, float* dst) {
 }
 
 std::string OnednnPlan::kernel_notes() const {
-  if (own_weight_grads_ == 0) return {};
-  return "cnnbench's bf16 1x1 weight-gradient kernel on " + std::to_string(own_weight_grads_) + " convolution" +
-         (own_weight_grads_ == 1 ? "" : "s");
+  auto on = [](const char* kernel, int count) {
+    return "cnnbench's " + std::string(kernel) + " weight-gradient kernel on " + std::to_string(count) + " convolution" +
+           (count == 1 ? "" : "s");
+  };
+  std::string notes;
+  if (own_weight_grads_ > 0) notes = on("bf16 1x1", own_weight_grads_);
+  if (depthwise_weight_grads_ > 0) notes += (notes.empty() ? "" : "; ") + on("depthwise", depthwise_weight_grads_);
+  return notes;
 }
 
 void OnednnPlan::read_input_grad(float* dst) {

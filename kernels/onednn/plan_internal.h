@@ -145,6 +145,7 @@ class OnednnPlan final : public Plan {
   bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s);
   void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
                                   const dnnl::convolution_forward::primitive_desc& fwd_pd);
+  bool compile_depthwise_weight_grad(const Node& node, const Node& in, const WeightedState& s);
   void compile_linear_forward(const Node& node);
   void compile_linear_backward(const Node& node);
 
@@ -194,6 +195,7 @@ class OnednnPlan final : public Plan {
   int threads_;  // OpenMP threads the plan's own kernels run
   size_t weight_grad_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
+  int depthwise_weight_grads_ = 0;  // and compile_depthwise_weight_grad()
   Arena weight_grad_scratch_;
   dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
   dnnl::engine engine_;

@@ -65,6 +65,12 @@ void add_backward(const T* dy, T* da, T* db, int64_t count) {
 struct ShortcutGeometry {
   int64_t n, c, h, w;              // input
   int64_t out_c, oh, ow, stride, pad_front;
+  int64_t offset = 0;              // models/graph.h, ShortcutAttrs
+  // the input row (or column) output row `o` reads, or -1 where it reads past the input's edge
+  int64_t source(int64_t o, int64_t size) const {
+    const int64_t s = o * stride + offset;
+    return s < size ? s : -1;
+  }
 };
 
 template <class T>
@@ -73,9 +79,11 @@ void shortcut_forward(const T* x, T* y, const ShortcutGeometry& g) {
     for (int64_t oc = 0; oc < g.out_c; ++oc) {
       const int64_t c = oc - g.pad_front;
       for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t iy = g.source(oy, g.h), ix = g.source(ox, g.w);
           y[((n * g.out_c + oc) * g.oh + oy) * g.ow + ox] =
-              (c >= 0 && c < g.c) ? x[((n * g.c + c) * g.h + oy * g.stride) * g.w + ox * g.stride] : T(0);
+              (c >= 0 && c < g.c && iy >= 0 && ix >= 0) ? x[((n * g.c + c) * g.h + iy) * g.w + ix] : T(0);
+        }
     }
 }
 
@@ -84,9 +92,11 @@ void shortcut_backward(const T* dy, T* dx, const ShortcutGeometry& g) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t c = 0; c < g.c; ++c)
       for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox)
-          dx[((n * g.c + c) * g.h + oy * g.stride) * g.w + ox * g.stride] +=
-              dy[((n * g.out_c + c + g.pad_front) * g.oh + oy) * g.ow + ox];
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t iy = g.source(oy, g.h), ix = g.source(ox, g.w);
+          if (iy >= 0 && ix >= 0)
+            dx[((n * g.c + c) * g.h + iy) * g.w + ix] += dy[((n * g.out_c + c + g.pad_front) * g.oh + oy) * g.ow + ox];
+        }
 }
 
 // Channel concatenation: input k's channels land at the sum of the channels before it.

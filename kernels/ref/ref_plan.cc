@@ -38,7 +38,7 @@ ref::PoolGeometry pool_geometry(const Shape& in, const Node& node) {
 
 ref::ShortcutGeometry shortcut_geometry(const Shape& in, const Node& node) {
   return {in.n, in.c, in.h, in.w, node.out.c, node.out.h, node.out.w, node.shortcut.stride,
-          node.shortcut.pad_front};
+          node.shortcut.pad_front, node.shortcut.offset};
 }
 
 class RefPlan final : public Plan {
