@@ -181,6 +181,12 @@ size_t PowerSgd::wire_elements() const {
   return total;
 }
 
+size_t PowerSgd::allreduces() const {
+  size_t total = 0;
+  for (const State& s : state_) total += s.matrices.empty() ? 1 : 2;
+  return total;
+}
+
 size_t PowerSgd::compressed_tensors() const {
   size_t total = 0;
   for (const State& s : state_) total += s.matrices.size();

@@ -39,6 +39,8 @@ class PowerSgd {
 
   // Elements one step sends once compressing.
   size_t wire_elements() const;
+  // Allreduces a step makes: two for a bucket with matrices (P, then Q), one for a bucket of vectors.
+  size_t allreduces() const;
   size_t compressed_tensors() const;
   // The bucket's Q factors as the next compressed reduction starts from (for the tests).
   const std::vector<float>& q_factors(int b) const { return state_.at(b).q; }

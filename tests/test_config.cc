@@ -112,7 +112,16 @@ TEST(Config, TomlFileThenFlagsOverride) {
   std::ofstream(path) << "modle = \"resnet20\"\n";
   EXPECT_EQ(error_of({"--config=" + path}), path + ": unknown key 'modle'");
   std::ofstream(path) << "batch_size = \"big\"\n";
-  EXPECT_EQ(error_of({"--config=" + path}), path + ": key 'batch_size': wrong type for this setting");
+  EXPECT_EQ(error_of({"--config=" + path}),
+            path + ": key 'batch_size': wrong type for this setting (it takes a whole number, written without a decimal point)");
+  // a tf_cnn_benchmarks flag cnnbench notes on the command line is noted in a config too
+  std::ofstream(path) << "xla = true\n";
+  EXPECT_EQ(parse({"--config=" + path}).tf_cnn_noted.size(), 1u);
+  // decimals read back exactly, not rounded to 6 digits
+  std::ofstream(path) << "init_learning_rate = 0.0123456789\nfp16_loss_scale = 16777215.0\n";
+  const Config exact = parse({"--config=" + path});
+  EXPECT_EQ(exact.init_learning_rate, 0.0123456789);
+  EXPECT_EQ(exact.fp16_loss_scale, 16777215.0);
   std::ofstream(path) << "batch_size = \n";
   EXPECT_NE(error_of({"--config=" + path}).find(path + ":1:"), std::string::npos);
   EXPECT_NE(error_of({"--config=/nonexistent/x.toml"}).find("/nonexistent/x.toml"), std::string::npos);
@@ -269,8 +278,21 @@ TEST(Config, OverlapWithForwardIsForHostReducersWithoutLossScaling) {
   EXPECT_EQ(error_of({"--overlap_forward", "--allreduce=gloo"}), "");
   EXPECT_EQ(error_of({"--overlap_forward", "--forward_priority=false"}), "");
   EXPECT_NE(error_of({"--overlap_forward", "--device=gpu"}).find("--overlap_forward: CPU ranks"), std::string::npos);
-  EXPECT_NE(error_of({"--overlap_forward", "--fp16_loss_scale=128"}).find("not with loss scaling"), std::string::npos);
-  EXPECT_NE(error_of({"--overlap_forward", "--fp16_enable_auto_loss_scale"}).find("not with loss scaling"),
+  EXPECT_NE(error_of({"--overlap_forward", "--use_fp16", "--fp16_loss_scale=128"}).find("not with loss scaling"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--overlap_forward", "--precision=bf16", "--fp16_enable_auto_loss_scale"}).find("not with loss scaling"),
+            std::string::npos);
+  // fp32 runs scale no loss: the flag is noted and ignored, so it refuses nothing
+  EXPECT_EQ(error_of({"--overlap_forward", "--fp16_loss_scale=128"}), "");
+  // PowerSGD's error feedback cannot take an overflowing step or a changing scale
+  EXPECT_NE(error_of({"--compression=powersgd", "--use_fp16", "--fp16_enable_auto_loss_scale"}).find("not with loss scaling"),
+            std::string::npos);
+  EXPECT_EQ(error_of({"--compression=powersgd", "--use_fp16"}), "");
+  // tf_cnn_benchmarks refuses a rate beside a piecewise schedule (its first rate is the rate)
+  EXPECT_NE(error_of({"--piecewise_learning_rate_schedule=0.1;5;0.01", "--init_learning_rate=0.05"}).find("give one of them"),
+            std::string::npos);
+  // the allreduce microbenchmark times host buffers, never NCCL's
+  EXPECT_NE(error_of({"--mode=allreduce", "--device=gpu", "--allreduce=nccl"}).find("--mode=allreduce times the host"),
             std::string::npos);
   EXPECT_TRUE(parse({"--overlap_forward"}).forward_priority);
   EXPECT_EQ(parse({"--first_layers_bucket_mb=0.5"}).first_layers_bucket_mb, 0.5);
@@ -354,7 +376,7 @@ TEST(Config, NumericFlagsOutOfRangeAreRefused) {
       {"--allreduce_max_mb=2048", "--allreduce_max_mb: must be in [0.004, 1024]"},
       {"--collective_timeout_sec=1e300", "--collective_timeout_sec: must be at most 86400, not 1e+300"},
       {"--num_learning_rate_warmup_epochs=10001", "--num_learning_rate_warmup_epochs: must be at most 10000, not 10001"},
-      {"--eval_during_training_every_n_epochs=1e9", "--eval_during_training_every_n_epochs: must be at most 10000, not 1e+09"},
+      {"--eval_during_training_every_n_epochs=1e9", "--eval_during_training_every_n_epochs: must be at most 10000, not 1000000000"},
       {"--learning_rate_base_batch=16777217", "--learning_rate_base_batch: must be at most 16777216, not 16777217"},
       {"--num_data_workers=65", "--num_data_workers: must be at most 64, not 65"},
       {"--seed=-1", "--seed: must not be negative"},

@@ -124,6 +124,17 @@ void apply_config_text(const std::string& text, const std::string& path_as_given
     const std::string name = unshield_from_toml(std::string(key.str()));
     const std::string source = path + ": key '" + printable(name) + "'";
     const FlagSpec* spec = find_flag(name);
+    if (const TfCnnFlag* tf_cnn = spec ? nullptr : find_tf_cnn_flag(name)) {
+      // noted (or refused) as on the command line: a boolean as true/false, anything else as its text
+      std::string value;
+      if (auto b = node.value_exact<bool>(); b && tf_cnn->boolean) value = *b ? "true" : "false";
+      else if (auto i = node.value_exact<int64_t>()) value = std::to_string(*i);
+      else if (auto d = node.value_exact<double>()) value = real_text(*d);
+      else if (auto s = node.value_exact<std::string>()) value = unshield_from_toml(*s);
+      else throw ConfigError(source + ": wrong type for this setting (" + (tf_cnn->boolean ? "true or false" : "a value") + ")");
+      apply_flag(config, name, value, source);
+      continue;
+    }
     if (!spec || name == "config") throw ConfigError(path + ": unknown key '" + printable(name) + "'");
     std::string value;
     if (auto v = node.value_exact<int64_t>(); v && (spec->kind == Kind::integer || spec->kind == Kind::real))
@@ -135,7 +146,12 @@ void apply_config_text(const std::string& text, const std::string& path_as_given
     else if (auto s = node.value_exact<std::string>(); s && spec->kind == Kind::text)
       value = unshield_from_toml(*s);
     else
-      throw ConfigError(source + ": wrong type for this setting");
+      throw ConfigError(source + ": wrong type for this setting (it takes " +
+                        (spec->kind == Kind::integer   ? "a whole number, written without a decimal point"
+                         : spec->kind == Kind::real    ? "a number"
+                         : spec->kind == Kind::boolean ? "true or false"
+                                                       : "a quoted string") +
+                        ")");
     apply_flag(config, name, value, source);
   }
 }
@@ -232,8 +248,20 @@ void resolve_device(Config& config) {
   if (config.overlap_forward && config.device == "gpu")
     throw ConfigError("--overlap_forward: CPU ranks (mpi, gloo); on a GPU the update is ordered after each bucket's "
                       "allreduce on the device's streams already");
-  if (config.overlap_forward && (config.fp16_loss_scale > 0 || config.fp16_enable_auto_loss_scale))
+  // loss scaling applies to half-precision runs alone (the flags are noted and ignored in fp32)
+  const bool loss_scaling = (config.fp16_loss_scale > 0 || config.fp16_enable_auto_loss_scale) &&
+                            (config.use_fp16 || config.precision != "fp32");
+  if (config.overlap_forward && loss_scaling)
     throw ConfigError("--overlap_forward: not with loss scaling, which must see every bucket finite before any update");
+  if (config.compression == "powersgd" && loss_scaling)
+    throw ConfigError("--compression=powersgd: not with loss scaling (an overflowing step would enter PowerSGD's "
+                      "error feedback, and a changed scale mis-weigh it); use --compression=bf16, or no loss scale");
+  if (!config.piecewise_learning_rate_schedule.empty() && given("init_learning_rate"))
+    throw ConfigError("--init_learning_rate and --piecewise_learning_rate_schedule: the schedule's first rate is the "
+                      "initial rate (give one of them)");
+  if (config.mode == "allreduce" && config.allreduce == "nccl")
+    throw ConfigError("--mode=allreduce times the host allreduce (mpi, gloo); NCCL's is timed inside training runs "
+                      "(--device=gpu --allreduce=nccl: steps.comm_sec)");
   if (config.allreduce == "nccl" && config.device != "gpu")
     throw ConfigError("--allreduce=nccl reduces gradients in GPU memory: use it with --device=gpu");
   if (config.repeats > 1 && config.mode == "allreduce")

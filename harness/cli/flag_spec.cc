@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace cnnbench {
 namespace {
 
@@ -43,11 +45,9 @@ bool flag_boolean(const std::string& v) {
   throw ConfigError("'" + printable(v) + "' is not true or false");
 }
 
-std::string real_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+// The shortest text that reads back as the same double (0.0123456789 stays 0.0123456789, not
+// the 6 digits of an ostream's default).
+std::string real_text(double v) { return fmt::format("{}", v); }
 
 // The upper ends keep every product and conversion further on (steps x global batch, MiB to
 // bytes, double to int64 or float) well inside its type.

@@ -109,9 +109,8 @@ ExchangeResult time_exchange(const std::string& label, Communicator& comm, float
   for (int i = 0; i < iterations; ++i) one();
   double seconds = (now_sec() - start) / iterations;
   comm.allreduce_max(&seconds, 1);
-  const int buckets = static_cast<int>(reducer.buckets().size());
-  // PowerSGD: two allreduces per bucket that has matrices
-  return {label, powersgd ? 2 * buckets : buckets, seconds, reducer.sent_bytes_per_step()};
+  const int allreduces = static_cast<int>(reducer.powersgd() ? reducer.powersgd()->allreduces() : reducer.buckets().size());
+  return {label, allreduces, seconds, reducer.sent_bytes_per_step()};
 }
 
 }  // namespace
