@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "scripts", "pytorch_cpu_worker.py")
 DEFAULTS = {"resnet50": 32, "vgg16": 16, "resnet20": 128}  # the models compared unless named, per-rank batch
 # others that --models may name (tf_cnn_benchmarks' batch; alexnet a quarter of its 512)
-BATCHES = {**DEFAULTS, "googlenet": 32, "alexnet": 128, "inception3": 32, "mobilenet": 32}
+BATCHES = {**DEFAULTS, "googlenet": 32, "alexnet": 128, "inception3": 32, "mobilenet": 32, "nasnet": 32}
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 # name: (mode, channels_last, glibc's allocator told to keep freed memory)
 SETTINGS = {

@@ -379,6 +379,36 @@ TEST(Compare, CsvRowsUseTheirJsonOrElseTheirSummary) {
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_NE(run.out.find("Welch t, summary 30+30"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("summary: a CSV row whose JSON is not at hand"), std::string::npos) << run.out;
+  // the row's flags are not in the CSV: the comparison says they were taken as the defaults
+  EXPECT_FALSE(r.matched[0].flags_assumed);
+  EXPECT_TRUE(r.matched[1].flags_assumed);
+  EXPECT_NE(run.out.find("flags assumed: resnet20 b64 fp32"), std::string::npos) << run.out;
+}
+
+// Summaries decide only where a rank test could: 2 + 2 steps give no verdict however small their
+// standard errors, standard errors of 0 give no test, and a row appended twice is one run.
+TEST(Compare, SummariesOfFewStepsOrNoSpreadDecideNothing) {
+  const std::string dir = fresh_dir("compare_few_summaries");
+  for (const char* side : {"a", "b"}) make_folders(dir + "/" + side);
+  append_row(dir + "/a/results.csv", settings_with(), 1000, 1, 2, "gone.json");
+  append_row(dir + "/b/results.csv", settings_with(), 900, 1, 2, "gone.json");
+  CompareReport r = compare_results(dir + "/a", dir + "/b", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_FALSE(r.matched[0].enough_steps);
+  EXPECT_EQ(r.exit_code(), 0);
+
+  const std::string flat = fresh_dir("compare_no_spread");
+  for (const char* side : {"a", "b"}) make_folders(flat + "/" + side);
+  for (int i = 0; i < 2; ++i) {  // the same row twice on each side: one run of 30 steps
+    append_row(flat + "/a/results.csv", settings_with(), 1000, 0, 30, "gone.json");
+    append_row(flat + "/b/results.csv", settings_with(), 900, 0, 30, "gone.json");
+  }
+  r = compare_results(flat + "/a", flat + "/b", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].base_runs, 1);
+  EXPECT_EQ(r.matched[0].base_steps, 30);
+  EXPECT_DOUBLE_EQ(r.matched[0].p_value, 1.0);
+  EXPECT_NE(r.matched[0].verdict, Verdict::regression);
 }
 
 // A run is counted once however its file is reached: a copied folder reads its own copies (not
@@ -891,8 +921,11 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   };
   for (const char* side : {"a", "b"}) {
     make_folders(dir + "/" + side);
-    for (int i = 0; i < 4; ++i)
-      csv_append(dir + "/" + side + "/results.csv", row(side[0] == 'a' ? std::to_string(100 + i) : (i < 3 ? "" : "130")));
+    for (int i = 0; i < 4; ++i) {  // four runs a side, each its own time
+      Settings s = row(side[0] == 'a' ? std::to_string(100 + i) : (i < 3 ? "" : "130"));
+      s["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+      csv_append(dir + "/" + side + "/results.csv", s);
+    }
     Settings no_target = row("");
     no_target["target_top_1_accuracy"] = "";
     csv_append(dir + "/" + side + "/results.csv", no_target);

@@ -327,6 +327,15 @@ TEST(JpegFolder, ScansClassesDecodesAndCrops) {
   evaluation.make(1, r2, c.data());
   EXPECT_EQ(a, c);  // evaluation is deterministic
 
+  // a hidden folder is no class (it would shift every later label); a training class folder
+  // without JPEG files is refused (it would still take a label)
+  std::filesystem::create_directories(root + "/train/.ipynb_checkpoints");
+  EXPECT_EQ(scan_jpeg_folder(root + "/train").classes, train.classes);
+  std::filesystem::create_directories(root + "/train/n01003");
+  EXPECT_NE(error_of([&] { scan_jpeg_folder(root + "/train"); }).find("n01003: a class folder without JPEG files"),
+            std::string::npos);
+  std::filesystem::remove(root + "/train/n01003");
+
   std::filesystem::create_directories(root + "/val/n09999");
   testing::write_jpeg(root + "/val/n09999/x.JPEG", 40, 40, 1);
   EXPECT_NE(error_of([&] { scan_jpeg_folder(root + "/val", &train.classes); }).find("n09999: a class the training"),

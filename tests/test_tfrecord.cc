@@ -267,6 +267,10 @@ TEST(TfRecordShardSet, OnlyAWholeSetIsTakenAndPartsAreNamed) {
   spit(s.dir + "/train-00000-of-00004.md5", "d41d8cd98f00b204e9800998ecf8427e\n");
   EXPECT_EQ(refusal("train"), "");
   EXPECT_EQ(find_tfrecord_shards(s.dir, "train").size(), 4u) << "a .md5 beside a shard is no shard";
+  // one shard under two zero paddings would be read twice an epoch
+  fs::copy_file(s.dir + "/train-00001-of-00004", s.dir + "/train-1-of-4");
+  EXPECT_NE(refusal("train").find("shard 1 of 4 train shards named twice"), std::string::npos) << refusal("train");
+  fs::remove(s.dir + "/train-1-of-4");
   const std::string third = s.dir + "/train-00002-of-00004";
   fs::rename(third, s.dir + "/aside");
   EXPECT_NE(refusal("train").find("1 of 4 train shards missing, the first train-00002-of-00004"), std::string::npos)

@@ -60,6 +60,8 @@ ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, 
   ComparedAccuracy c;
   c.config = base.front().config;
   c.label = accuracy_label(c.config);
+  auto assumed = [](const AccuracyRun& r) { return r.flags_assumed; };
+  c.flags_assumed = std::any_of(base.begin(), base.end(), assumed) || std::any_of(next.begin(), next.end(), assumed);
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.base_reached = count_reached(base);
@@ -118,6 +120,7 @@ nlohmann::json accuracy_json(const ComparedAccuracy& c) {
   auto seconds = [](double s) { return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr); };
   return {{"label", c.label},
           {"config", config},
+          {"flags_assumed", c.flags_assumed},
           {"base_runs", c.base_runs},
           {"new_runs", c.new_runs},
           {"base_reached", c.base_reached},

@@ -24,6 +24,7 @@ struct ComparedAccuracy {
   double change = 0;  // new / base - 1 of the median seconds (negative: faster); NaN where a median missed
   double p_value = 1;
   bool enough_runs = false;  // p < 0.05 here, or reachable with these run counts
+  bool flags_assumed = false;  // as ComparedConfiguration's
   Verdict verdict = Verdict::no_change;
 };
 

@@ -139,6 +139,8 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   ComparedConfiguration c;
   c.config = base.front().config;
   c.label = configuration_label(c.config);
+  auto assumed = [](const RunSpeeds& r) { return r.flags_assumed; };
+  c.flags_assumed = std::any_of(base.begin(), base.end(), assumed) || std::any_of(next.begin(), next.end(), assumed);
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.from_samples = all_have_steps(base) && all_have_steps(next);
@@ -161,8 +163,11 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   }
   c.change = c.base_speed > 0 ? c.new_speed / c.base_speed - 1 : 0;
   const bool significant = c.p_value < significance_level;
-  c.enough_steps = significant || separation_could_be_significant(static_cast<size_t>(c.base_steps),
-                                                                  static_cast<size_t>(c.new_steps), significance_level);
+  // From summaries alone (a t test on means and standard errors) the step counts must be such
+  // that a rank test could decide too: 2 + 2 steps never decide, however small their errors.
+  const bool could_separate = separation_could_be_significant(static_cast<size_t>(c.base_steps),
+                                                              static_cast<size_t>(c.new_steps), significance_level);
+  c.enough_steps = c.from_samples ? significant || could_separate : could_separate;
   // the interval is evidence only where the test could be: a bootstrap of 1 step is that step
   const bool interval_below =
       c.from_samples && c.enough_steps && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
@@ -240,6 +245,10 @@ std::string format_report(const CompareReport& r) {
   }
   if (!r.matched.empty() && !r.accuracy.empty()) out += "\n";
   out += format_accuracy_rows(r.accuracy);
+  for (const ComparedConfiguration& c : r.matched)
+    if (c.flags_assumed) out += "flags assumed: " + c.label + flags_assumed_note;
+  for (const ComparedAccuracy& c : r.accuracy)
+    if (c.flags_assumed) out += "flags assumed: " + c.label + flags_assumed_note;
   for (const std::string& label : r.only_in_base) out += "only in base (not compared): " + label + "\n";
   for (const std::string& label : r.only_in_new) out += "only in new (not compared): " + label + "\n";
   for (const std::string& file : r.skipped) out += "skipped, not a training result: " + file + "\n";
@@ -271,6 +280,7 @@ nlohmann::json report_json(const CompareReport& r) {
                           {"change", c.change},
                           {"p_value", c.p_value},
                           {"enough_steps", c.enough_steps},
+                          {"flags_assumed", c.flags_assumed},
                           {"verdict", c.enough_steps ? verdict_name(c.verdict) : "too few steps to decide"}};
     if (c.from_samples) row["ratio_ci95"] = {c.ratio_ci.low, c.ratio_ci.high};
     matched.push_back(row);

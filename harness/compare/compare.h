@@ -31,6 +31,7 @@ struct ComparedConfiguration {
   int base_runs = 0, new_runs = 0;  // runs with this configuration on each side, pooled
   int64_t base_steps = 0, new_steps = 0;
   bool from_samples = true;          // per-step samples on both sides; false: CSV summaries only
+  bool flags_assumed = false;        // a run of a side is a CSV row without its JSON (flags_assumed_note)
   double base_speed = 0, new_speed = 0;  // images/sec: median of the steps, or the mean from summaries
   double change = 0;                 // new / base - 1
   double p_value = 1;                // Mann-Whitney U, or Welch's t on summaries
@@ -62,6 +63,11 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
                                      double tolerance);
 // Short, readable: "resnet20 b32 1x2 fp32", plus whatever differs from the defaults.
 std::string configuration_label(const RunConfiguration& config);
+// Said under the table for a configuration where a run of either side is a results.csv row whose
+// JSON is gone: the CSV has no column for the flags, so such a run is paired as if its flags
+// were the defaults.
+inline constexpr const char* flags_assumed_note =
+    ": a results.csv row without its JSON, its flags taken as the defaults\n";
 
 std::string format_report(const CompareReport& report);
 nlohmann::json report_json(const CompareReport& report);

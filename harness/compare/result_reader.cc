@@ -286,6 +286,7 @@ std::optional<AccuracyRun> accuracy_row(const Cell& at, const std::string& where
   for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
   default_flag_settings(speed_flags(), run.config);
   default_flag_settings(accuracy_flags(), run.config);
+  run.flags_assumed = true;
   const double target = csv_cell_number(at("target_top_1_accuracy"), where, "target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
   run.reached = !at("time_to_accuracy_sec").empty();  // empty: not reached
@@ -308,6 +309,7 @@ RunSpeeds speed_row(const Cell& at, const std::string& where) {
   for (const std::string& field : configuration_fields()) run.config.values[field] = at(field);
   for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
   default_flag_settings(speed_flags(), run.config);
+  run.flags_assumed = true;
   csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_range);
   run.mean = csv_cell_number(at("images_per_sec_mean"), where, "images_per_sec_mean", speed_range);
   run.stderr_ = csv_cell_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr", spread_range);
@@ -329,11 +331,13 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
   const std::map<std::string, size_t> column = csv_columns(header, path);
 
   std::vector<RunSpeeds> runs;
+  std::set<std::vector<std::string>> seen;  // a row appended twice (a file copied onto itself) is one run
   for (size_t r = 1; r < rows.size(); ++r) {
     const CsvRow& row = rows[r];
     const std::string where = fmt::format("{}:{}", path, row.line);
     if (row.fields.size() != header.size())
       fail(where, fmt::format("{} fields, the header has {}", row.fields.size(), header.size()));
+    if (!seen.insert(row.fields).second) continue;
     const Cell at = [&](const std::string& name) {
       const auto it = column.find(name);
       return it == column.end() ? std::string() : row.fields[it->second];

@@ -53,6 +53,7 @@ struct RunSpeeds {
   std::vector<double> per_step;  // images/sec of each timed step; empty when only the summary is known
   double mean = 0, stderr_ = 0;  // over the steps, as the summary reports them (population std / sqrt(n))
   int64_t steps = 0;
+  bool flags_assumed = false;    // a results.csv row without its JSON: its flags taken as their defaults
 };
 
 // A convergence run that measured its time to a target accuracy (--target_top_1_accuracy or
@@ -63,6 +64,7 @@ struct AccuracyRun {
   std::string source;
   bool reached = false;
   double seconds = 0, epochs = 0, images = 0;  // to the target, when reached
+  bool flags_assumed = false;                   // as RunSpeeds'
 };
 
 struct ResultSet {

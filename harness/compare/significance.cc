@@ -120,7 +120,7 @@ Interval bootstrap_median_ratio(const std::vector<double>& base, const std::vect
 double welch_p_value(double mean_a, double sd_a, double n_a, double mean_b, double sd_b, double n_b) {
   if (n_a < 2 || n_b < 2) return 1;
   const double va = sd_a * sd_a / n_a, vb = sd_b * sd_b / n_b;
-  if (va + vb <= 0) return mean_a == mean_b ? 1 : 0;
+  if (va + vb <= 0) return 1;  // no spread known (standard errors of 0): no test
   const double t = (mean_a - mean_b) / std::sqrt(va + vb);
   // Welch-Satterthwaite degrees of freedom
   const double df = (va + vb) * (va + vb) / (va * va / (n_a - 1) + vb * vb / (n_b - 1));

@@ -23,8 +23,11 @@ JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::stri
   JpegFolder f;
   f.root = root;
   std::vector<std::string> found;
+  // hidden folders (.ipynb_checkpoints, .cache) are no classes: counting one would shift every
+  // later class's label
   for (const auto& entry : fs::directory_iterator(root))
-    if (entry.is_directory()) found.push_back(entry.path().filename().string());
+    if (entry.is_directory() && entry.path().filename().string().rfind('.', 0) != 0)
+      found.push_back(entry.path().filename().string());
   std::sort(found.begin(), found.end());
   f.classes = classes ? *classes : found;
   std::map<std::string, int32_t> index;
@@ -35,6 +38,10 @@ JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::stri
     for (const auto& entry : fs::directory_iterator(fs::path(root) / name))
       if (entry.is_regular_file() && is_jpeg(entry.path())) files.push_back(entry.path().string());
     std::sort(files.begin(), files.end());
+    // a training class without images would still take a label (and the head an output)
+    if (files.empty() && !classes)
+      throw std::runtime_error(root + "/" + name + ": a class folder without JPEG files (every class folder needs its "
+                                              "images; remove it or fill it)");
     for (const std::string& file : files) {
       f.files.push_back(file);
       f.labels.push_back(index[name]);

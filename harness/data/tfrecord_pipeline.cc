@@ -65,6 +65,9 @@ std::vector<std::string> find_tfrecord_shards(const std::string& dir, const std:
     std::vector<bool> seen(static_cast<size_t>(of), false);
     for (int64_t i : indices)
       if (i >= of) throw std::runtime_error(fmt::format("{}: {}-{:05d}-of-{:05d}: index past the set's {} shards", dir, subset, i, of, of));
+      else if (seen[static_cast<size_t>(i)])  // train-0-of-2 beside train-00000-of-00002: read twice an epoch
+        throw std::runtime_error(fmt::format("{}: shard {} of {} {} shards named twice (another zero padding?): one file "
+                                             "a shard", dir, i, of, subset));
       else seen[static_cast<size_t>(i)] = true;
     std::vector<std::string> missing;
     for (int64_t i = 0; i < of; ++i)
