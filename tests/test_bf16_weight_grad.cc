@@ -13,8 +13,19 @@
 #include "models/graph_builder.h"
 #include "test_util.h"
 
+#include <fstream>
+#include <string>
+
 namespace cnnbench {
 namespace {
+
+// Whether /proc/cpuinfo's flags name `flag` (a word of them).
+bool cpu_flag(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
 
 using tag = dnnl::memory::format_tag;
 
@@ -113,6 +124,11 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   auto own = compile_plan("onednn", graph, options);
   options.own_kernels = false;
   auto onednn = compile_plan("onednn", graph, options);
+  // With AMX, oneDNN runs bf16 convolutions on channels-last activations, not the 16-channel
+  // blocks the kernel reads: the plan rightly leaves the kernel out there (seen on a Xeon with
+  // amx_bf16: notes empty), and there is nothing of it to compare.
+  if (own->kernel_notes().empty() && cpu_flag("amx_bf16"))
+    GTEST_SKIP() << "oneDNN takes AMX kernels with channels-last layouts here: the 1x1 kernel does not run";
   EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
   EXPECT_EQ(onednn->kernel_notes(), "");
   const auto params = testing::random_vector<float>(own->parameters().size(), 5, -0.2, 0.2);
