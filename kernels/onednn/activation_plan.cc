@@ -16,7 +16,8 @@ namespace {
 enum Timeline { training = 0, inference = 1 };
 
 // A blocked layout whose channels are padded to the block: oneDNN keeps the padding zero and
-// some primitives rely on it, so such a tensor keeps bytes of its own.
+// some primitives rely on it. Such a tensor may share bytes only where its life starts at a
+// step, before which the plan zeroes its padding (zero_padding_at_).
 bool padded(const memory::desc& md) {
   size_t dense = memory::data_type_size(md.data_type());
   for (const memory::dim d : md.dims()) dense *= static_cast<size_t>(d);
@@ -51,7 +52,7 @@ void OnednnPlan::place_activations() {
     PlannedBuffer b;
     b.bytes = m.get_desc().get_size();
     b.lives.resize(2);
-    b.shared = !padded(m.get_desc());  // may share; share_memory_ decides below
+    b.shared = true;  // may share; share_memory_ decides below
     buffers.push_back(std::move(b));
   }
   auto use = [&](const memory& m, Timeline timeline, int time) {
@@ -90,6 +91,19 @@ void OnednnPlan::place_activations() {
   for (size_t n = 0; n < diff_.size(); ++n)
     if (static_cast<int>(n) != graph_.output && consumers_[n].empty())
       if (const auto it = index.find(diff_[n].get(true)); it != index.end()) buffers[it->second].shared = false;
+  // A padded tensor's life must start at a step, where its padding can be zeroed first (not at
+  // set_input() or loss(), which run outside the step lists).
+  auto starts_at_a_step = [&](const PlannedBuffer& b) {
+    const Lifetime& t = b.lives[training];
+    const Lifetime& i = b.lives[inference];
+    return (t.empty() || (t.first >= 1 && t.first != training_loss)) &&
+           (i.empty() || (i.first >= 1 && i.first != inference_loss));
+  };
+  std::vector<bool> is_padded(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    is_padded[i] = padded(placements_[i].get_desc());
+    if (is_padded[i] && !starts_at_a_step(buffers[i])) buffers[i].shared = false;
+  }
   // poison_dead_tensors fills what could share, shared or not
   std::vector<bool> shareable(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -118,6 +132,13 @@ void OnednnPlan::place_activations() {
   char* base = reinterpret_cast<char*>(activations_.data());
   for (size_t i = 0; i < placements_.size(); ++i) placements_[i].set_data_handle(base + plan.offsets[i]);
   backward_first_time_ = training_loss + 1;
+  zero_padding_at_[training].assign(static_cast<size_t>(training_end) + 1, {});
+  zero_padding_at_[inference].assign(static_cast<size_t>(inference_loss) + 1, {});
+  for (size_t i = 0; i < placements_.size(); ++i)
+    if (is_padded[i] && (buffers[i].shared || (poison_dead_ && shareable[i])))
+      for (const Timeline timeline : {training, inference})
+        if (!buffers[i].lives[timeline].empty())
+          zero_padding_at_[timeline][static_cast<size_t>(buffers[i].lives[timeline].first)].push_back(placements_[i]);
   if (poison_dead_)
     for (size_t i = 0; i < placements_.size(); ++i)
       if (shareable[i])

@@ -106,6 +106,8 @@ void OnednnPlan::run(const Steps& steps, double LayerTime::*phase, int timeline,
     if (phase == &LayerTime::forward_sec && (i == 0 || steps[i - 1].node != step.node)) params_needed(step.node);
     const auto start = layer_timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (poison_dead_) poison(timeline, first_time + static_cast<int>(i), true);
+    if (const size_t time = static_cast<size_t>(first_time) + i; time < zero_padding_at_[timeline].size())
+      for (const memory& m : zero_padding_at_[timeline][time]) m.set_data_handle(m.get_data_handle(), stream_);
     if (step.host) {
       step.host();
     } else {

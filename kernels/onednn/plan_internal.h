@@ -226,6 +226,12 @@ class OnednnPlan final : public Plan {
     int first[2], last[2];
   };
   std::vector<Poisoned> poisoned_;
+  // Shared tensors whose channels are padded to the block, by the time on each timeline their
+  // life starts: oneDNN relies on the padding being zero, and the bytes may hold another
+  // tensor's values, so it is zeroed before that step (memory::set_data_handle does it). The
+  // oneDNN 2.6 primitives nasnet runs write their outputs' padding as zeros themselves (its
+  // poison test passes without this too); a host step writing part of a padded tensor may not.
+  std::vector<std::vector<memory>> zero_padding_at_[2];
   int backward_first_time_ = 0;
   size_t activation_bytes_ = 0, unshared_activation_bytes_ = 0;
   Arena activations_;  // every activation, gradient, workspace and reordered weight
