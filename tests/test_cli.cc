@@ -441,7 +441,8 @@ TEST(CliMpi, RepeatsReportTheMedianRunAndEveryRunsSpeed) {
 
 // A plan larger than the host's available memory: every rank refuses in one line, with the batch
 // that fits, before touching the memory (past it the kernel's OOM killer ends the ranks without a
-// word: densenet100_k12 at 64 a rank did so on this 24 GiB machine). 787 GiB a rank fits nowhere.
+// word: densenet100_k12 at 64 a rank did so on this 24 GiB machine). 378 GiB a rank fits nowhere
+// (787 before tensors with channels padded to oneDNN's blocks shared bytes).
 TEST(CliMpi, APlanLargerThanTheHostSaysTheBatchThatFits) {
   const std::string dir = fresh_dir("cli_host_memory");
   const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
@@ -454,7 +455,7 @@ TEST(CliMpi, APlanLargerThanTheHostSaysTheBatchThatFits) {
                                            R"(gradients [0-9.]+ GiB, ([0-9]+) MiB an image; .*: the largest batch that )"
                                            R"(fits is about ([0-9]+)\n)")))
       << r.output;
-  EXPECT_GT(std::stod(m[1]), 500.0);
+  EXPECT_GT(std::stod(m[1]), 200.0);
   const int64_t fits = std::stoll(m[3]);
   EXPECT_GT(fits, 0);
   EXPECT_LT(fits, 20000);
