@@ -1,6 +1,6 @@
-// NASNet-A (Zoph et al. 2018, "Learning Transferable Architectures") as tf_cnn_benchmarks'
-// `nasnet` and `nasnetlarge` (ImageNet) and `nasnet` with --data_name=cifar10 build it
-// (models/tf1_only/nasnet_model.py and nasnet_utils.py, slim's NASNet): a stem, normal cells
+// NASNet-A (Zoph et al. 2018, "Learning Transferable Architectures") under tf_cnn_benchmarks'
+// names `nasnet` and `nasnetlarge` (ImageNet) and `nasnet` with --data_name=cifar10, built as
+// slim defines it (models/tf1_only/nasnet_model.py and nasnet_utils.py there): a stem, normal cells
 // that keep the size, and reduction cells that halve it, each cell five pairs of operations on
 // its two inputs (the last two cells' outputs), summed, its unused sums concatenated.
 //   mobile:  224 x 224, 44 filters, 12 normal cells ("4 @ 1056"), stem multiplier 1
@@ -11,6 +11,10 @@
 // dropout: the network ends with ReLU and the global average pool, then tf_cnn_benchmarks' own
 // fully connected layer. Batch norm epsilon 0.001 (cifar10: 0.00001) as slim's arg scopes.
 // Differences, said here so nobody has to find them:
+// - tf_cnn_benchmarks calls slim's builders without the NASNet arg scopes (nasnet_*_arg_scope),
+//   so there every convolution takes slim.conv2d's defaults: a bias and a ReLU before the batch
+//   norm, which learns no scale. That is not the published network; this is (with the arg
+//   scopes, as Keras's NASNetMobile and NASNetLarge, whose parameter counts it matches).
 // - No drop path. The mobile model has none; the large and cifar10 ones ramp its drop
 //   probability up from 0 over 250,000 and 937,500 steps, so a benchmark's steps drop
 //   (nearly) nothing, but a long training run would be regularised less than slim's.

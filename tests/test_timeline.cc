@@ -222,6 +222,7 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("  timeline        trace.json ("), std::string::npos) << r.output;
   const nlohmann::json trace = nlohmann::json::parse(slurp_file(dir + "/trace.json"));
+  int ranks_with_input_stalls = 0;
   for (int rank : {0, 1}) {
     SCOPED_TRACE(rank);
     std::map<std::string, std::vector<Span>> by_name = spans_by_name(trace, rank);
@@ -229,8 +230,10 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
     for (const auto& e : trace["traceEvents"])
       if (e["pid"] == trace_pid(rank) && e["ph"] == "M" && e["name"] == "thread_name")
         tracks.insert(e["args"]["name"].get<std::string>());
-    EXPECT_TRUE(tracks.count("compute") && tracks.count("communication") && tracks.count("update") &&
-                tracks.count("input"));
+    EXPECT_TRUE(tracks.count("compute") && tracks.count("communication") && tracks.count("update"));
+    // the input track holds the waits for a batch: a rank whose workers kept ahead has none (once
+    // under ctest -j2 on a busy machine, rank 1's)
+    ranks_with_input_stalls += static_cast<int>(tracks.count("input"));
     EXPECT_EQ(tracks.count("checkpoint"), rank == 0 ? 1u : 0u) << "rank 0 alone writes checkpoints";
     ASSERT_EQ(by_name["compute:epoch 1"].size(), 1u);
     const Span epoch = by_name["compute:epoch 1"][0];
@@ -251,6 +254,7 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
       EXPECT_TRUE(inside(by_name["checkpoint:checkpoint"][0], epoch));
     }
   }
+  EXPECT_GE(ranks_with_input_stalls, 1) << "no rank recorded a wait for its input";
 }
 
 // A GPU rank: each step's forward, backward and update as the device ran them, on the device

@@ -144,6 +144,7 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.from_samples = all_have_steps(base) && all_have_steps(next);
+  bool no_spread = false;
   if (c.from_samples) {
     // per-step speeds are skewed by the odd slow step: compare medians, test ranks
     const std::vector<double> a = pooled_steps(base), b = pooled_steps(next);
@@ -155,6 +156,7 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
     c.ratio_ci = bootstrap_median_ratio(a, b);
   } else {
     const PooledSummary a = pool_summaries(base), b = pool_summaries(next);
+    no_spread = a.sd == 0 && b.sd == 0;  // standard errors of 0 on both sides: nothing to test with
     c.base_steps = static_cast<int64_t>(a.n);
     c.new_steps = static_cast<int64_t>(b.n);
     c.base_speed = a.mean;
@@ -167,7 +169,7 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   // that a rank test could decide too: 2 + 2 steps never decide, however small their errors.
   const bool could_separate = separation_could_be_significant(static_cast<size_t>(c.base_steps),
                                                               static_cast<size_t>(c.new_steps), significance_level);
-  c.enough_steps = c.from_samples ? significant || could_separate : could_separate;
+  c.enough_steps = c.from_samples ? significant || could_separate : could_separate && !no_spread;
   // the interval is evidence only where the test could be: a bootstrap of 1 step is that step
   const bool interval_below =
       c.from_samples && c.enough_steps && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
