@@ -60,8 +60,7 @@ ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, 
   ComparedAccuracy c;
   c.config = base.front().config;
   c.label = accuracy_label(c.config);
-  auto assumed = [](const AccuracyRun& r) { return r.flags_assumed; };
-  c.flags_assumed = std::any_of(base.begin(), base.end(), assumed) || std::any_of(next.begin(), next.end(), assumed);
+  c.flags_assumed = any_flags_assumed(base, next);
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.base_reached = count_reached(base);

@@ -139,8 +139,7 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   ComparedConfiguration c;
   c.config = base.front().config;
   c.label = configuration_label(c.config);
-  auto assumed = [](const RunSpeeds& r) { return r.flags_assumed; };
-  c.flags_assumed = std::any_of(base.begin(), base.end(), assumed) || std::any_of(next.begin(), next.end(), assumed);
+  c.flags_assumed = any_flags_assumed(base, next);
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.from_samples = all_have_steps(base) && all_have_steps(next);

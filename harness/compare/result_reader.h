@@ -67,6 +67,15 @@ struct AccuracyRun {
   bool flags_assumed = false;                   // as RunSpeeds'
 };
 
+// Whether a run of either side is a results.csv row without its JSON (RunSpeeds or AccuracyRun).
+template <class Run>
+bool any_flags_assumed(const std::vector<Run>& base, const std::vector<Run>& next) {
+  for (const auto* side : {&base, &next})
+    for (const Run& r : *side)
+      if (r.flags_assumed) return true;
+  return false;
+}
+
 struct ResultSet {
   std::vector<RunSpeeds> runs;
   std::vector<AccuracyRun> accuracy_runs;

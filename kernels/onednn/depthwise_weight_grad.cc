@@ -31,6 +31,8 @@ template <int B, class T>
 void run(const DepthwiseWeightGrad& g, const T* src, const T* dy, float* dw, int threads) {
   const int64_t blocks = (g.c + B - 1) / B, tasks = blocks * g.kh;
   const int64_t xs = g.src.stride_w, ds = g.diff_dst.stride_w;
+  int64_t lo[kMaxWidth], hi[kMaxWidth];  // each kernel column's output columns, the same for every row
+  for (int64_t kx = 0; kx < g.kw; ++kx) valid_columns(g, kx, lo[kx], hi[kx]);
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t cb = task / g.kh, ky = task % g.kh;
@@ -42,10 +44,8 @@ void run(const DepthwiseWeightGrad& g, const T* src, const T* dy, float* dw, int
         const T* x_row = src + g.src.offset(n, cb * B, iy, 0);
         const T* d_row = dy + g.diff_dst.offset(n, cb * B, oy, 0);
         for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t lo, hi;
-          valid_columns(g, kx, lo, hi);
           float* a = acc[kx];
-          for (int64_t ox = lo; ox < hi; ++ox) {
+          for (int64_t ox = lo[kx]; ox < hi[kx]; ++ox) {
             const T* x = x_row + (ox * g.stride + kx - g.pad_w) * xs;
             const T* d = d_row + ox * ds;
 #pragma omp simd
