@@ -331,6 +331,14 @@ TEST(JpegFolder, ScansClassesDecodesAndCrops) {
   // without JPEG files is refused (it would still take a label)
   std::filesystem::create_directories(root + "/train/.ipynb_checkpoints");
   EXPECT_EQ(scan_jpeg_folder(root + "/train").classes, train.classes);
+  // a Mac's "._img1.JPEG" beside each copied image is metadata, not a JPEG: left out and counted
+  // (decoded, it would stop the run as a corrupt JPEG)
+  std::ofstream(root + "/train/n01000/._img1.JPEG") << "Mac OS X        ATTR";
+  const JpegFolder with_metadata = scan_jpeg_folder(root + "/train");
+  EXPECT_EQ(with_metadata.files, train.files);
+  EXPECT_EQ(with_metadata.hidden_skipped, 1);
+  EXPECT_EQ(train.hidden_skipped, 0);
+  std::filesystem::remove(root + "/train/n01000/._img1.JPEG");
   std::filesystem::create_directories(root + "/train/n01003");
   EXPECT_NE(error_of([&] { scan_jpeg_folder(root + "/train"); }).find("n01003: a class folder without JPEG files"),
             std::string::npos);

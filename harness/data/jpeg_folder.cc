@@ -10,6 +10,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool is_hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
+
 bool is_jpeg(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -26,7 +28,7 @@ JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::stri
   // hidden folders (.ipynb_checkpoints, .cache) are no classes: counting one would shift every
   // later class's label
   for (const auto& entry : fs::directory_iterator(root))
-    if (entry.is_directory() && entry.path().filename().string().rfind('.', 0) != 0)
+    if (entry.is_directory() && !is_hidden(entry.path()))
       found.push_back(entry.path().filename().string());
   std::sort(found.begin(), found.end());
   f.classes = classes ? *classes : found;
@@ -36,7 +38,13 @@ JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::stri
     if (!index.count(name)) throw std::runtime_error(root + "/" + name + ": a class the training folder does not have");
     std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(fs::path(root) / name))
-      if (entry.is_regular_file() && is_jpeg(entry.path())) files.push_back(entry.path().string());
+      if (entry.is_regular_file() && is_jpeg(entry.path())) {
+        // decoded, "._img.JPEG" would stop the run hours in as a corrupt JPEG
+        if (is_hidden(entry.path()))
+          ++f.hidden_skipped;
+        else
+          files.push_back(entry.path().string());
+      }
     std::sort(files.begin(), files.end());
     // a training class without images would still take a label (and the head an output)
     if (files.empty() && !classes)

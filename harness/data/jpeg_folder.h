@@ -19,9 +19,12 @@ struct JpegFolder {
   std::vector<std::string> classes;  // sorted folder names; the label is the index
   std::vector<std::string> files;
   std::vector<int32_t> labels;
+  // hidden files with a JPEG's name (macOS's "._img.JPEG" metadata beside each image copied from
+  // a Mac): not images, left out and counted
+  int64_t hidden_skipped = 0;
 };
 
-// Scans root/<class>/ for .jpeg/.jpg files (any case). With `classes`, labels follow that list
+// Scans root/<class>/ for .jpeg/.jpg files (any case), hidden ones left out. With `classes`, labels follow that list
 // (a validation folder uses the training folder's classes) and unknown folders are an error.
 JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::string>* classes = nullptr);
 

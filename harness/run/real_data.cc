@@ -121,7 +121,8 @@ std::string check_ranks_read_the_same_data(const DataSplits& data, const std::st
 std::string DataSplits::describe_train() const {
   if (tfrecords()) return fmt::format("{} images in {} TFRecord shards", train_count, train_shards.files.size());
   if (train_images) return fmt::format("{} images", train_count);
-  return fmt::format("{} JPEG files", train_count);
+  if (hidden_skipped == 0) return fmt::format("{} JPEG files", train_count);
+  return fmt::format("{} JPEG files ({} hidden files named .jpg/.jpeg left out: ._ metadata, no images)", train_count, hidden_skipped);
 }
 
 int64_t head_classes(const Config& config, const RunSettings& settings) {
@@ -181,8 +182,10 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   if (dataset == "imagenet") {
     JpegFolder train = scan_jpeg_folder(dir + "/train");
     d.train_fingerprint = d.fingerprint = folder_fingerprint(kFnvStart, train);
+    d.hidden_skipped = train.hidden_skipped;
     if (with_test) {
       JpegFolder val = scan_jpeg_folder(dir + "/val", &train.classes);
+      d.hidden_skipped += val.hidden_skipped;
       d.test_count = static_cast<int64_t>(val.files.size());
       d.fingerprint = folder_fingerprint(d.train_fingerprint, val);
       d.test = std::make_unique<JpegFolderSource>(std::move(val), false, image_size);

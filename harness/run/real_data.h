@@ -23,13 +23,14 @@ struct DataSplits {
   std::unique_ptr<ExampleSource> train, test;
   TfRecordShards train_shards, test_shards;  // ImageNet as TFRecord shards (then no sources)
   int64_t train_count = 0, test_count = 0, channels = 0, height = 0, width = 0, classes = 0;
+  int64_t hidden_skipped = 0;  // JPEG folders: hidden "._img.JPEG" files left out (jpeg_folder.h)
   // what the data is made of, for the ranks to compare: the shards' names and sizes, the JPEG
   // folders' files and labels, the in-memory sets' pixels and labels
   uint64_t fingerprint = 0;
   // the training split's alone: what shaped the weights (a checkpoint's run identity)
   uint64_t train_fingerprint = 0;
   bool tfrecords() const { return !train_shards.files.empty(); }
-  // "1000 JPEG files", "8 TFRecord shards", "50000 images"
+  // "1000 JPEG files", "8 TFRecord shards", "50000 images"; hidden files left out said too
   std::string describe_train() const;
 };
 
