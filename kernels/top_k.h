@@ -1,6 +1,8 @@
 // kernels/top_k.h — counts images whose label is among the k largest logits (plain n x classes).
 // An image with a NaN logit counts as wrong (a diverged run must not score 100%: NaN compares
-// false, so it would never be "larger"). Throws std::out_of_range for a label outside [0, classes).
+// false, so it would never be "larger"). Ties go to the lower class, as a sort that keeps order
+// (PyTorch's topk) ranks them: a network whose logits are all equal (dead, or saturated at +inf)
+// scores the share of label 0, not 100%. Throws std::out_of_range for a label outside [0, classes).
 #pragma once
 
 #include <cstdint>
@@ -18,10 +20,10 @@ inline int64_t count_top_k(const float* logits, const int32_t* labels, int64_t n
                               std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
     const float* z = logits + i * classes;
     const float target = z[labels[i]];
-    int64_t larger = 0;  // ties count in the label's favour
+    int64_t larger = 0;  // ranked ahead of the label: larger, or equal and of a lower class
     bool nan = false;
     for (int64_t c = 0; c < classes; ++c) {
-      larger += z[c] > target;
+      larger += z[c] > target || (z[c] == target && c < labels[i]);
       nan |= z[c] != z[c];
     }
     correct += larger < k && !nan;

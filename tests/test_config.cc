@@ -1,4 +1,5 @@
 // Flags and TOML config: both flag forms, booleans, overrides, and one clear error per mistake.
+#include <algorithm>
 #include <climits>
 #include <fstream>
 
@@ -330,6 +331,61 @@ TEST(Config, GpuDeviceBackendAndAllreduceGoTogether) {
   EXPECT_NO_THROW(resolve_settings(c, 1, 1));
   c = parse({"--optimizer=lars", "--device=gpu", "--model=resnet50"});
   EXPECT_NO_THROW(resolve_settings(c, 1, 1));
+  // tf_cnn_benchmarks' --device takes CPU and GPU too
+  EXPECT_EQ(parse({"--device=GPU"}).backend, "cuda");
+  EXPECT_EQ(parse({"--device=CPU"}).device, "cpu");
+  // contradictions are refused, not settled silently: --backend=cuda ran on the GPU whatever
+  // --device said; --use_fp16 on a GPU ran fp16 beside --precision=bf16
+  EXPECT_EQ(error_of({"--backend=cuda", "--device=cpu"}),
+            "--backend=cuda runs on the GPU, --device=cpu on the CPU: give one of them");
+  c = parse({"--device=gpu", "--use_fp16", "--precision=bf16", "--model=resnet50"});
+  EXPECT_EQ(testing::error_of([&] { resolve_settings(c, 1, 1); }),
+            "--use_fp16 computes in fp16 on a GPU, --precision=bf16 in bf16: give one of them");
+}
+
+// Pairs whose one flag the run would have dropped without a word are refused, as
+// tf_cnn_benchmarks refuses them.
+TEST(Config, FlagsOneOfWhichWouldGoUnreadAreRefused) {
+  // --num_epochs overrode --num_batches: a 3-step check trained a whole epoch
+  EXPECT_EQ(error_of({"--num_batches=3", "--num_epochs=1"}),
+            "--num_batches and --num_epochs: give one of them (--num_epochs=0 undoes a config file's)");
+  EXPECT_EQ(error_of({"--num_batches=3", "--num_epochs=0"}), "");
+  // a --num_batches run on real data evaluates only where asked: a target read as a miss
+  for (const char* target : {"--target_top_1_accuracy=0.5", "--stop_at_top_1_accuracy=0.5"}) {
+    EXPECT_NE(error_of({"--data_dir=d", "--num_batches=3", target}).find("a --num_batches run evaluates only with "
+                                                                       "--eval_during_training_every_n_epochs"),
+              std::string::npos)
+        << target;
+    EXPECT_EQ(error_of({"--data_dir=d", "--num_batches=3", "--eval_during_training_every_n_epochs=1", target}), "");
+    EXPECT_EQ(error_of({"--data_dir=d", "--num_epochs=2", target}), "");
+  }
+  // independent ranks on real data: one model evaluated and checkpointed out of several
+  Config c = parse({"--model=resnet20", "--data_dir=d", "--variable_update=independent", "--num_epochs=1"});
+  EXPECT_NE(testing::error_of([&] { resolve_settings(c, 2, 1); }).find("--variable_update=independent: each rank"),
+            std::string::npos);
+  EXPECT_NO_THROW(resolve_settings(c, 1, 1));
+  c = parse({"--model=resnet20", "--data_dir=d", "--variable_update=independent", "--num_batches=5"});
+  EXPECT_NO_THROW(resolve_settings(c, 2, 1));  // a benchmark on real data: no evaluation, no checkpoint
+}
+
+// The default ImageNet rate is 0.1 a 256 images; --learning_rate_base_batch names the batch 0.1
+// is for instead: scaled by global / base once (by both it was 0.1 x (global / 256)^2).
+TEST(Config, BaseBatchScalesImagenetsDefaultRateOnce) {
+  Config c = parse({"--model=resnet50", "--batch_size=2"});
+  EXPECT_DOUBLE_EQ(resolve_settings(c, 2, 1).schedule_base_rate, 0.1 * 4 / 256);
+  c = parse({"--model=resnet50", "--batch_size=2", "--learning_rate_base_batch=256"});
+  EXPECT_DOUBLE_EQ(resolve_settings(c, 2, 1).schedule_base_rate, 0.1 * 4 / 256);
+  c = parse({"--model=resnet50", "--batch_size=2", "--learning_rate_base_batch=1024"});
+  EXPECT_DOUBLE_EQ(resolve_settings(c, 2, 1).schedule_base_rate, 0.1 * 4 / 1024);
+  c = parse({"--model=resnet50", "--batch_size=2", "--learning_rate_base_batch=256", "--init_learning_rate=0.2"});
+  EXPECT_DOUBLE_EQ(resolve_settings(c, 2, 1).schedule_base_rate, 0.2 * 4 / 256);
+}
+
+// PowerSGD's uncompressed steps join the warm-up only where gradients are exchanged.
+TEST(Config, PowerSgdWarmupOnlyWhereGradientsTravel) {
+  const Config c = parse({"--model=resnet20", "--compression=powersgd", "--powersgd_warmup_steps=50"});
+  EXPECT_EQ(resolve_settings(c, 2, 1).warmup_steps, 50);
+  EXPECT_EQ(resolve_settings(c, 1, 1).warmup_steps, std::min<int64_t>(10, std::max<int64_t>(1, 100 / 4)));
 }
 
 TEST(Config, ShippedPresetsParse) {

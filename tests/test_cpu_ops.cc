@@ -45,6 +45,16 @@ TEST(CpuOps, TopK) {
   const int32_t labels[2] = {0, 0};
   EXPECT_EQ(count_top_k(diverged, labels, 2, 3, 1), 0);
   EXPECT_EQ(count_top_k(diverged, labels, 2, 3, 3), 0);
+  // all logits equal (a dead network, or one saturated at +inf): ties go to the lower class, so
+  // only label 0 is top-1, labels 0-1 top-2; counting ties for the label scored 100%
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {0.0f, inf}) {
+    const float flat[4 * 3] = {v, v, v, v, v, v, v, v, v, v, v, v};
+    const int32_t spread[4] = {0, 1, 2, 1};
+    EXPECT_EQ(count_top_k(flat, spread, 4, 3, 1), 1) << v;
+    EXPECT_EQ(count_top_k(flat, spread, 4, 3, 2), 3) << v;
+    EXPECT_EQ(count_top_k(flat, spread, 4, 3, 3), 4) << v;
+  }
 }
 
 TEST(CpuOps, SgdMatchesReference) {

@@ -235,6 +235,17 @@ void resolve_device(Config& config) {
   if (config.resume && config.train_dir.empty() && !config.data_dir.empty())
     throw ConfigError("--resume: needs --train_dir (the folder of the run's checkpoints)");
 
+  if (config.num_batches_set && config.num_epochs > 0)
+    throw ConfigError("--num_batches and --num_epochs: give one of them (--num_epochs=0 undoes a config file's)");
+  // a --num_batches run on real data is a benchmark: it evaluates only where asked to
+  if (!config.data_dir.empty() && config.mode == "training" && config.num_batches_set &&
+      config.eval_during_training_every_n_epochs == 0)
+    for (const char* target : {"target_top_1_accuracy", "stop_at_top_1_accuracy"})
+      if (given(target))
+        throw ConfigError(std::string("--") + target + ": a --num_batches run evaluates only with "
+                          "--eval_during_training_every_n_epochs (or train --num_epochs instead)");
+  if (config.backend == "cuda" && config.device == "cpu" && given("device"))
+    throw ConfigError("--backend=cuda runs on the GPU, --device=cpu on the CPU: give one of them");
   if (config.device == "gpu" && config.backend == "onednn") config.backend = "cuda";
   if (config.backend == "cuda") config.device = "gpu";
   if (config.device == "gpu" && config.backend != "cuda")

@@ -12,8 +12,15 @@ constexpr unsigned training_runs = S | D;
 
 // The run does not update weights: optimizer settings go unread.
 std::string not_training(const Config& c) { return c.forward_only ? "forward-only runs do not train" : ""; }
+// Loss scaling: half-precision training alone (make_loss_scaler makes no scaler otherwise).
 std::string fp32_run(const Config& c) {
+  if (c.forward_only) return "forward-only runs have no gradients to scale";
   return !c.use_fp16 && c.precision == "fp32" ? "only with --precision=bf16/fp16 or --use_fp16 (loss scaling)" : "";
+}
+
+// The reference backend runs each op alone, on tensors of its own (ref_plan.cc).
+std::string ref_backend(const Config& c) {
+  return c.backend == "ref" ? "the ref backend runs each op alone on tensors of its own" : "";
 }
 
 void one_of(const std::string& v, std::initializer_list<const char*> allowed, const char* hint = nullptr) {
@@ -66,13 +73,13 @@ const std::vector<FlagSpec>& flag_specs() {
                     .probe(kInput, "3", "json:result.images"));
     v.push_back(INT_FLAG(num_warmup_batches, , "untimed steps first; -1 = min(10, max(1, num_batches / 4))")
                     .within(-1, max_steps)
-                    .reads(S)
+                    .reads(S | I)
                     .probe(kSynthetic, "2", "json:run.warmup_steps"));
-    v.push_back(REAL_FLAG(num_epochs, , "epochs of the data set to run; overrides num_batches")
+    v.push_back(REAL_FLAG(num_epochs, , "epochs of the data set to run (instead of --num_batches)")
                     .within(0, max_epochs)
                     .reads(S | D | I)
                     .probe(kSynthetic, "0.00001", "json:run.timed_steps")
-                    .probe(kRealData, "1", "json:summary.images"));
+                    .probe(kRealData, "2", "json:summary.images"));
     v.push_back(INT_FLAG(display_every, , "print a step line every N steps (real data: the progress bar on a terminal)")
                     .within(1, max_steps)
                     .reads(S | D | I)
@@ -116,7 +123,7 @@ const std::vector<FlagSpec>& flag_specs() {
     v.push_back(REAL_FLAG(lars_eta, if (!(c.lars_eta > 0 && c.lars_eta <= 1)) throw ConfigError("must be in (0, 1]"),
                           "LARS trust coefficient eta in (0, 1] (optimizer=lars)")
                     .reads(training_runs)
-                    .unless([](const Config& c) { return c.optimizer != "lars" ? "only with --optimizer=lars" : ""; })
+                    .unless([](const Config& c) { return c.optimizer != "lars" ? "only with --optimizer=lars" : not_training(c); })
                     .probe(kSynthetic, "0.01", "json:steps.loss", "--optimizer=lars"));
     v.push_back(REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
                           "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet), 0.1 (CIFAR-10, Fashion-MNIST), "
@@ -149,7 +156,9 @@ const std::vector<FlagSpec>& flag_specs() {
                           "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)")
                     .reads(training_runs)
                     .probe(kSynthetic, "ref", "json:run.backend"));
-    v.push_back(TEXT_FLAG(device, one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank")
+    // tf_cnn_benchmarks takes CPU and GPU too
+    v.push_back(TEXT_FLAG(device, if (c.device == "CPU" || c.device == "GPU") c.device = c.device == "CPU" ? "cpu" : "gpu";
+                          one_of(c.device, {"cpu", "gpu"}), "cpu, or gpu: one GPU per rank, chosen by local rank")
                     .reads(training_runs)
                     .probe(kSynthetic, "gpu", "json:run.backend"));
     v.push_back(BOOL_FLAG(cuda_graphs, "GPU: replay forward and backward as CUDA graphs (with --allreduce=nccl the bucket "
@@ -166,11 +175,13 @@ const std::vector<FlagSpec>& flag_specs() {
     v.push_back(BOOL_FLAG(share_memory, "CPU: tensors whose lifetimes in a step do not overlap share bytes "
                                         "(--share_memory=false gives every tensor its own, to compare)")
                     .reads(training_runs)
+                    .unless(ref_backend)
                     .probe(kSynthetic, "false", "json:summary.working_memory_bytes"));
     v.push_back(BOOL_FLAG(fuse_ops, "run ops fused where the backend can (batch norm + ReLU, add + ReLU, bias + ReLU; "
                                     "on GPUs in fp16 batch norm + add + ReLU, and conv -> batch norm -> ReLU -> conv "
                                     "folded into the two convolutions); --fuse_ops=false runs each op alone, to compare")
                     .reads(training_runs)
+                    .unless(ref_backend)
                     .probe(kSynthetic, "false", "json:summary.working_memory_bytes", "--model=resnet20"));
     v.push_back(INT_FLAG(num_gpus, if (c.num_gpus != 1) throw ConfigError(
                              "cnnbench runs one rank per GPU: launch N ranks (mpiexec -np N) instead of --num_gpus=N"),
@@ -182,8 +193,9 @@ const std::vector<FlagSpec>& flag_specs() {
                     .within(0, max_threads)
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "json:run.threads_per_rank"));
-    v.push_back(TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}), "layout of the input images: NCHW or NHWC")
-                    .reads(training_runs)
+    v.push_back(TEXT_FLAG(data_format, one_of(c.data_format, {"NCHW", "NHWC"}),
+                          "layout of the synthetic input images: NCHW or NHWC (real data's pipeline writes NCHW)")
+                    .reads(S)
                     .probe(kSynthetic, "NHWC", "out:Data format:"));
     v.push_back(BOOL_FLAG(use_fp16, "compute in the half type the device runs fastest (bf16 on CPUs)")
                     .reads(training_runs)
@@ -269,7 +281,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .unless([](const Config& c) {
                       return c.compression != "powersgd" ? "only with --compression=powersgd" : "";
                     })
-                    .probe(kSynthetic, "3", "json:run.warmup_steps", "--compression=powersgd"));
+                    .no_probe("its steps count where gradients are exchanged, 2 ranks: "
+                              "CliMpi.PowerSgdSentBytesAreWhatTheTimedStepsSent"));
     v.push_back(INT_FLAG(num_classes, ,
                          "outputs of the model's head, one per class; a label is its class as stored, 0 to N-1 "
                          "(0: the model's own, 1001 on ImageNet TFRecord shards as tf_cnn_benchmarks: 0 its "
@@ -296,8 +309,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(A)
                     .probe(kAllreduce, "0.02", "json:sizes"));
     v.push_back(INT_FLAG(seed, if (static_cast<int64_t>(c.seed) < 0) throw ConfigError("must not be negative"),
-                         "seed for weights, synthetic data and dropout masks")
-                    .reads(training_runs)
+                         "seed for weights, synthetic data, dropout masks, and real data's order and augmentation")
+                    .reads(S | D | I)
                     .probe(kSynthetic, "2", "json:steps.loss"));
     v.push_back(TEXT_FLAG(piecewise_learning_rate_schedule, if (!c.piecewise_learning_rate_schedule.empty())
                               parse_piecewise_schedule(c.piecewise_learning_rate_schedule),

@@ -61,12 +61,17 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   s.warmup_steps = config.num_warmup_batches >= 0 ? config.num_warmup_batches
                                                   : std::min<int64_t>(10, std::max<int64_t>(1, s.timed_steps / 4));
   // PowerSGD's uncompressed steps belong in the warm-up, so the timed steps are all compressed
-  if (config.num_warmup_batches < 0 && config.compression == "powersgd")
+  // (only where gradients are exchanged: on one rank, forward-only or independent, none are sent)
+  if (config.num_warmup_batches < 0 && config.compression == "powersgd" && ranks > 1 && !config.forward_only &&
+      config.variable_update != "independent")
     s.warmup_steps = std::max(s.warmup_steps, config.powersgd_warmup_steps);
   s.epochs = static_cast<double>(s.timed_steps * s.global_batch) / static_cast<double>(dataset_train_size(s.dataset));
   s.learning_rate = config.init_learning_rate > 0        ? config.init_learning_rate
                     : model->default_learning_rate > 0 ? model->default_learning_rate
-                    : s.dataset == "imagenet"          ? 0.1 * static_cast<double>(s.global_batch) / 256.0
+                    // ImageNet's 0.1 a 256 images; --learning_rate_base_batch names the batch 0.1 is
+                    // for instead (scaling by both squared the global batch's share)
+                    : s.dataset == "imagenet" && config.learning_rate_base_batch == 0
+                        ? 0.1 * static_cast<double>(s.global_batch) / 256.0
                                                        : 0.1;
   s.schedule_base_rate = scheduled_base_rate(s.learning_rate, config.piecewise_learning_rate_schedule, s.global_batch,
                                              config.learning_rate_base_batch);
@@ -74,11 +79,21 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   // CPUs bf16 (AVX-512 BF16), as fp16 would need AVX-512 FP16.
   const bool gpu = config.device == "gpu";
   s.precision = config.use_fp16 ? (gpu ? DType::f16 : DType::bf16) : *parse_dtype(config.precision);
+  if (config.use_fp16 && gpu && config.precision == "bf16")
+    throw ConfigError("--use_fp16 computes in fp16 on a GPU, --precision=bf16 in bf16: give one of them");
   if (config.use_fp16 && !gpu && config.precision == "fp16")
     throw ConfigError("--precision=fp16 with --use_fp16: the CPU backend computes halves in bf16");
   if (gpu && ranks > 1 && !config.forward_only && config.variable_update != "independent" &&
       config.allreduce != "nccl")
     throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);
+  // independent ranks train models of their own: a test accuracy summed over them, batch-norm
+  // statistics averaged across them and a checkpoint of rank 0's weights would describe no model
+  const bool evaluates = !(config.num_batches_set && config.num_epochs == 0 &&
+                           config.eval_during_training_every_n_epochs == 0);
+  if (ranks > 1 && !s.synthetic && config.mode == "training" && config.variable_update == "independent" &&
+      (evaluates || !config.train_dir.empty()))
+    throw ConfigError("--variable_update=independent: each rank trains a model of its own, which a --data_dir run "
+                      "cannot evaluate or checkpoint as one (a --num_batches benchmark without evaluation can)");
   s.threads = threads;
   s.training = !config.forward_only;
   return s;

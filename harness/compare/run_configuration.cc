@@ -37,7 +37,9 @@ const std::vector<std::string>& speed_flags() {
   static const std::vector<std::string> flags = {
       "fuse_ops",      "share_memory",     "data_format",     "layer_timing",      "num_classes",
       "optimizer",     "powersgd_rank",    "powersgd_warmup_steps", "forward_priority", "cuda_graphs",
-      "num_data_workers", "train_augmentation", "print_training_accuracy"};
+      "num_data_workers", "train_augmentation", "print_training_accuracy",
+      // loss scaling checks every bucket finite before any update, and may skip steps
+      "fp16_loss_scale", "fp16_enable_auto_loss_scale", "fp16_inc_loss_scale_every_n"};
   return flags;
 }
 
@@ -46,7 +48,8 @@ const std::vector<std::string>& accuracy_flags() {
       "init_learning_rate", "momentum", "weight_decay", "nesterov", "lars_eta", "label_smoothing",
       "piecewise_learning_rate_schedule", "num_learning_rate_warmup_epochs", "cosine_learning_rate",
       "learning_rate_base_batch", "eval_during_training_every_n_epochs", "num_epochs",
-      "stop_at_top_1_accuracy", "datasets_shuffle_buffer_size"};
+      "stop_at_top_1_accuracy", "datasets_shuffle_buffer_size", "fp16_loss_scale", "fp16_enable_auto_loss_scale",
+      "fp16_inc_loss_scale_every_n"};
   return flags;
 }
 

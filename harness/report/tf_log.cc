@@ -52,9 +52,11 @@ void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
   const StepRecord& last = steps.back();
   fmt::print(out_, "{}\timages/sec: {:.1f} +/- {:.1f} (jitter = {:.1f})\t{:.3f}", index + 1, stats.mean, stats.stderr_,
              stats.jitter, last.loss);
+  // the counts are rank 0's (as tf_cnn_benchmarks prints its first device's): out of its batch,
+  // not the global one, which kept the figure under 1 / ranks
   if (config_.print_training_accuracy)
-    fmt::print(out_, "\t{:.3f}\t{:.3f}", static_cast<double>(last.top1_correct) / static_cast<double>(settings_.global_batch),
-               static_cast<double>(last.top5_correct) / static_cast<double>(settings_.global_batch));
+    fmt::print(out_, "\t{:.3f}\t{:.3f}", static_cast<double>(last.top1_correct) / static_cast<double>(settings_.batch_size),
+               static_cast<double>(last.top5_correct) / static_cast<double>(settings_.batch_size));
   fmt::print(out_, "\n");
   std::fflush(out_);
 }

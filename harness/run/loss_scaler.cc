@@ -47,6 +47,7 @@ namespace cnnbench {
 std::unique_ptr<LossScaler> make_loss_scaler(const Config& config) {
   // fp32 has the range: the flags are noted as ignored there (flag_table.cc), and are ignored
   if (!config.use_fp16 && config.precision == "fp32") return nullptr;
+  if (config.forward_only) return nullptr;  // no gradients: noted as ignored too
   if (config.fp16_enable_auto_loss_scale)
     return std::make_unique<LossScaler>(config.fp16_loss_scale > 0 ? config.fp16_loss_scale : 65536.0, true,
                                         config.fp16_inc_loss_scale_every_n);

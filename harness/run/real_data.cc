@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -221,6 +222,11 @@ std::unique_ptr<BatchPipeline> make_pipeline(const DataSplits& data, bool traini
     return std::make_unique<TfRecordPipeline>(training ? data.train_shards : data.test_shards, batch_size, comm.rank(),
                                               comm.size(), config.seed, training, image_size, classes,
                                               training ? config.datasets_shuffle_buffer_size : 0, workers);
+  // in-memory sets and JPEG folders shuffle the whole set each epoch: no buffer to size
+  if (training && comm.rank() == 0 &&
+      std::find(config.given.begin(), config.given.end(), "datasets_shuffle_buffer_size") != config.given.end())
+    fmt::print(stderr, "cnnbench: note: --datasets_shuffle_buffer_size: TFRecord shards only ({} shuffles its whole "
+                       "set each epoch); ignored\n", data.describe_train());
   return std::make_unique<InputPipeline>(training ? *data.train : *data.test, batch_size, comm.rank(), comm.size(),
                                          config.seed, training, workers);
 }

@@ -12,6 +12,7 @@
 #include "comm/gradient_exchange.h"
 #include "kernels/error_context.h"
 #include "kernels/threads.h"
+#include "harness/cli/flag_spec.h"
 #include "harness/run/algorithm_cache.h"
 #include "harness/run/real_data.h"
 
@@ -112,7 +113,8 @@ std::unique_ptr<Plan> compile_run_plan(const Config& config, const RunSettings& 
                                        const Communicator& comm, const RunSetup& setup) {
   PlanOptions options;
   options.compute = settings.precision;
-  options.input_nhwc = config.data_format == "NHWC";
+  // the input pipeline writes NCHW batches: real data is never read as NHWC (flag_table.cc notes it)
+  options.input_nhwc = config.data_format == "NHWC" && config.data_dir.empty();
   options.cuda_graphs = config.cuda_graphs;
   options.share_memory = config.share_memory;
   options.fuse = config.fuse_ops;
@@ -225,9 +227,13 @@ void note_unused_exchange_flags(const Config& config, const Communicator& comm, 
                                                               : "--variable_update=independent exchanges no gradients";
   for (const char* flag :
        {"allreduce", "compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb",
-        "first_layers_bucket_mb"})
-    if (std::find(config.given.begin(), config.given.end(), flag) != config.given.end())
+        "first_layers_bucket_mb", "powersgd_rank", "powersgd_warmup_steps", "forward_priority"}) {
+    const FlagSpec* spec = find_flag(flag);
+    // one note a flag: one the flag table names as unread already (flag_notes) is not named twice
+    if (std::find(config.given.begin(), config.given.end(), flag) != config.given.end() &&
+        !(spec && spec->unused && !spec->unused(config).empty()))
       fmt::print(stderr, "cnnbench: note: --{}: {}; ignored\n", flag, why);
+  }
 }
 
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
