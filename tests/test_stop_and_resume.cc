@@ -156,10 +156,16 @@ TEST(StopAndResume, SaveModelStepsCheckpointsInsideTheEpoch) {
       << r.output;
   EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0001.ckpt")["steps_done"], 4) << "the epoch's end wrote over it";
   EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0002.ckpt")["steps_done"], 6);
-  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L", dir);
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --benchmark_log_dir=L --result_json=resumed.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0002.ckpt (6 steps done: 1.5 epochs)"), std::string::npos)
       << r.output;
+  // epoch 2's training figures are its last 2 steps', this run's: said in the log and the record
+  EXPECT_NE(r.output.find("(the 2 of 4 steps since the resume)"), std::string::npos) << r.output;
+  const nlohmann::json epochs = nlohmann::json::parse(slurp_file(dir + "/resumed.json"))["epochs"];
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0]["train_steps"], 4);
+  EXPECT_EQ(epochs[1]["train_steps"], 2);
 }
 
 // --max_ckpts_to_keep: the newest N stay, older ones go; 0 keeps every one.

@@ -16,7 +16,8 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
                       {"images_per_sec", m.images_per_sec},
                       {"compute_images_per_sec", m.compute_images_per_sec},
                       {"input_stall_sec", m.input_stall_sec},
-                      {"images", m.images}};
+                      {"images", m.images},
+                      {"train_steps", m.train_steps}};
   if (m.evaluated) {
     j["test_loss"] = m.test_loss;
     j["test_top1"] = m.test_top1;
@@ -47,6 +48,10 @@ EpochMetrics epoch_from_json(const nlohmann::json& j) {
     throw std::runtime_error("an epoch's number or images are not whole counts");
   m.epoch = static_cast<int64_t>(epoch);
   m.images = static_cast<int64_t>(images);
+  const double train_steps = number("train_steps", false);  // -1: written before it was kept
+  if (train_steps > 9e18 || (train_steps >= 0 && train_steps != std::floor(train_steps)))
+    throw std::runtime_error("an epoch's train_steps is not a whole count");
+  m.train_steps = train_steps < 0 ? 0 : static_cast<int64_t>(train_steps);
   m.train_loss = number("train_loss", true);
   m.train_top1 = number("train_top1", true);
   m.learning_rate = number("learning_rate", true);

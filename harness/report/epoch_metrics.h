@@ -15,6 +15,9 @@ struct EpochMetrics {
   bool evaluated = false;
   double test_loss = 0, test_top1 = 0, test_top5 = 0;
   int64_t images = 0;         // images all ranks had trained by the epoch's end, since the run began
+  // the steps the training figures (loss, top-1, seconds, images/s) cover: the epoch's, or in the
+  // epoch a --resume started inside, those since; 0 where a file written before does not say
+  int64_t train_steps = 0;
   double elapsed_sec = -1;    // evaluated: the training clock then (time to accuracy's); -1 unknown
 };
 

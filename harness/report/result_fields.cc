@@ -128,6 +128,7 @@ const std::vector<ResultField>& result_fields() {
       {"epochs[].epoch", "", "epoch", C},
       {"epochs[].train_loss", "", "loss", C},
       {"epochs[].train_top1", "", "fraction", C},
+      {"epochs[].train_steps", "", "steps", C},
       {"epochs[].learning_rate", "", "rate", C},
       {"epochs[].seconds", "", "s", C},
       {"epochs[].images_per_sec", "", "images/s", C},

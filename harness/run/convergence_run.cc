@@ -312,9 +312,13 @@ void run_convergence(const Config& config, Communicator& comm) {
       events_file->flush();
     }
     if (leader) {
-      fmt::print("Epoch {}/{}: loss {:.4f}, train top-1 {:.2f}%{} | {:.1f} img/s ({:.1f} without input stalls, {:.2f} s "
-                 "stalled) | lr {:.5f} | {:.1f} s\n",
-                 m.epoch, epochs, m.train_loss, 100 * m.train_top1,
+      // an epoch a --resume started inside: its training figures are the steps this run trained
+      const std::string part = m.train_steps < epoch_steps
+                                   ? fmt::format(" (the {} of {} steps since the resume)", m.train_steps, epoch_steps)
+                                   : "";
+      fmt::print("Epoch {}/{}: loss {:.4f}, train top-1 {:.2f}%{}{} | {:.1f} img/s ({:.1f} without input stalls, {:.2f} s "
+                 "stalled) | lr {:.5g} | {:.1f} s\n",
+                 m.epoch, epochs, m.train_loss, 100 * m.train_top1, part,
                  m.evaluated ? fmt::format(" | test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", 100 * m.test_top1,
                                            100 * m.test_top5, m.test_loss)
                              : "",

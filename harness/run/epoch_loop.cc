@@ -106,6 +106,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
   m.input_stall_sec = sums[2] / run.comm.size();
   m.seconds = seconds;
   m.learning_rate = lr;
+  m.train_steps = trained;
   m.images_per_sec = images / seconds;
   m.compute_images_per_sec = images / (seconds - m.input_stall_sec);
   return m;
