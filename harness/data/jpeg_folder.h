@@ -24,8 +24,9 @@ struct JpegFolder {
   int64_t hidden_skipped = 0;
 };
 
-// Scans root/<class>/ for .jpeg/.jpg files (any case), hidden ones left out. With `classes`, labels follow that list
-// (a validation folder uses the training folder's classes) and unknown folders are an error.
+// Scans root/<class>/ for .jpeg/.jpg files (any case), hidden ones left out. With `classes`,
+// labels follow that list (a validation folder uses the training folder's classes) and unknown
+// folders are an error.
 JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::string>* classes = nullptr);
 
 class JpegFolderSource final : public ExampleSource {
