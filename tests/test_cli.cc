@@ -150,10 +150,12 @@ TEST(Cli, OutOfRangeNumbersAreOneLineAndExit2) {
 TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   const std::string dir = fresh_dir("cli_exchange_one_rank");
   const std::string run = "--model=trivial --batch_size=2 --num_batches=2 ";
-  CliRun r = run_cnnbench(run + "--compression=fp16 --hierarchical_allreduce --allreduce=gloo --result_json=a/flags.json",
+  CliRun r = run_cnnbench(run + "--compression=fp16 --hierarchical_allreduce --allreduce=gloo --result_json=a/flags.json "
+                                "--fusion_threshold_mb=4 --first_layers_bucket_mb=1",
                           dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* flag : {"--compression", "--hierarchical_allreduce", "--allreduce"})
+  for (const char* flag : {"--compression", "--hierarchical_allreduce", "--allreduce", "--fusion_threshold_mb",
+                           "--first_layers_bucket_mb"})
     EXPECT_NE(r.output.find(std::string("cnnbench: note: ") + flag + ": a run on one rank exchanges no gradients; ignored"),
               std::string::npos)
         << r.output;
@@ -161,6 +163,8 @@ TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   EXPECT_EQ(doc["run"]["compression"], "none");
   EXPECT_EQ(doc["run"]["hierarchical_allreduce"], false);
   EXPECT_EQ(doc["run"]["allreduce"], "none");
+  EXPECT_EQ(doc["run"]["fusion_threshold_mb"], 16);  // the default: no buckets were made
+  EXPECT_EQ(doc["run"]["first_layers_bucket_mb"], 0);
   r = run_cnnbench(run + "--result_json=b/plain.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;

@@ -173,8 +173,10 @@ nlohmann::json run_fields(const Config& config, const RunSettings& s, const RunF
           {"timed_steps", f.timed_steps},
           {"variable_update", config.variable_update},
           {"allreduce", f.allreduce},
-          {"fusion_threshold_mb", config.fusion_threshold_mb},
-          {"first_layers_bucket_mb", config.first_layers_bucket_mb},
+          // no buckets where no gradients are exchanged: the defaults, so that runs differing only
+          // in a bucket size they ignored pair in compare
+          {"fusion_threshold_mb", f.allreduce == "none" ? Config{}.fusion_threshold_mb : config.fusion_threshold_mb},
+          {"first_layers_bucket_mb", f.allreduce == "none" ? Config{}.first_layers_bucket_mb : config.first_layers_bucket_mb},
           // what applied: a run that exchanges no gradients (allreduce "none") sends none compressed
           {"compression", f.allreduce == "none" ? std::string("none") : config.compression},
           {"hierarchical_allreduce", f.allreduce != "none" && config.hierarchical_allreduce},
