@@ -862,6 +862,26 @@ TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
     EXPECT_EQ(r.exit_code, 2) << "nothing to compare: " << r.out << r.err;
     EXPECT_NE(r.err.find("--init_learning_rate=0.01"), std::string::npos) << r.err;
   }
+  // nor are runs that read their images another way (ImageNet: shards or JPEG folders); a result
+  // written before run.input_format was kept read its files into memory
+  {
+    const std::string other = dir + "/shards5";
+    make_folders(other);
+    for (int i = 0; i < 5; ++i) {
+      nlohmann::json doc = convergence_doc(130 + i);
+      doc["context"]["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+      doc["run"]["input_format"] = "tfrecord";
+      write_json(other + "/run" + std::to_string(i) + ".json", doc);
+    }
+    CommandRun r = run_compare({base, other});
+    EXPECT_EQ(r.exit_code, 2) << "nothing to compare: " << r.out << r.err;
+    EXPECT_NE(r.err.find("tfrecord input"), std::string::npos) << r.err;
+    nlohmann::json kept = convergence_doc(101);
+    kept["run"]["input_format"] = "in-memory";
+    make_folders(dir + "/kept");
+    write_json(dir + "/kept/run.json", kept);
+    EXPECT_EQ(compare_results(base, dir + "/kept", {}).accuracy.size(), 1u) << "paired with the results before";
+  }
 
   // faster, and the same within noise
   EXPECT_EQ(compare_results(base, accuracy_folder(dir + "/fast5", {80, 82, 81, 79, 83}), {}).accuracy[0].verdict,

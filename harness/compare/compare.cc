@@ -127,6 +127,7 @@ std::string configuration_label(const RunConfiguration& c) {
   if (c["compression"] != "none") label += ", " + c["compression"] + " on the wire";
   if (c["hierarchical_allreduce"] == "true") label += ", hierarchical";
   if (c["overlap_forward"] == "true") label += ", updates in the next forward";
+  if (!c["input_format"].empty() && c["input_format"] != "in-memory") label += ", " + c["input_format"] + " input";
   if (c["first_layers_bucket_mb"] != "0")
     label += ", first layers' bucket " + c["first_layers_bucket_mb"] + " MB";
   for (const std::string& flag : speed_flags())  // "--fuse_ops=false"

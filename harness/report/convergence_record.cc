@@ -102,6 +102,7 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
                         {"epochs", nlohmann::json::array()}};
   doc["run"]["steps_per_epoch"] = r.steps_per_epoch;
   doc["run"]["first_epoch"] = r.first_epoch;
+  doc["run"]["input_format"] = r.input_format;
   for (const auto& [key, value] : config_values(r.config)) doc["config"][key] = value;
   for (const EpochMetrics& m : r.history) doc["epochs"].push_back(epoch_json(m));
   const double images_per_sec = r.images_per_sec();

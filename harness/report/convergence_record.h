@@ -74,6 +74,7 @@ struct ConvergenceOutcome {
   const Graph* graph = nullptr;  // the model as trained (its head's classes, its parameters)
   double loss_scale = 0;          // with loss scaling: the final scale (0: none)
   int64_t skipped_steps = 0;      // with loss scaling: steps skipped for inf/NaN gradients since the run began
+  std::string input_format = "in-memory";  // DataSplits::format(): "tfrecord", "jpeg", "in-memory"
 
   double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
 };

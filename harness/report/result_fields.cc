@@ -81,6 +81,8 @@ const std::vector<ResultField>& result_fields() {
       {"run.sent_mib_per_step", "", "MiB", T},
       {"run.steps_per_epoch", "", "steps", C},
       {"run.first_epoch", "", "epochs", C},
+      // ImageNet comes as shards or as JPEG folders (1001 classes or 1000, another pipeline)
+      {"run.input_format", "", "text", C, cfg, "in-memory"},
       {"steps.time_sec", "", "s", T},
       {"steps.forward_sec", "", "s", T},
       {"steps.backward_sec", "", "s", T},

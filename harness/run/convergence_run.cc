@@ -373,6 +373,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                              steps,        first_epoch, steps_done, history,     run_seconds,
                              run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
                              &setup.graph};
+  outcome.input_format = data.format();
   if (scaler) {
     outcome.loss_scale = scaler->scale();
     outcome.skipped_steps = scaler->skipped_steps();

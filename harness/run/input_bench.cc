@@ -127,7 +127,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
                          {{"model", model.name},
                           {"dataset", settings.dataset},
                           {"data", data.describe_train()},
-                          {"format", data.tfrecords() ? "tfrecord" : data.train_images ? "in-memory" : "jpeg"},
+                          {"format", data.format()},
                           {"ranks", comm.size()},
                           {"workers_per_rank", workers},
                           {"batch_size", settings.batch_size},

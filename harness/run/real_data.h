@@ -30,6 +30,8 @@ struct DataSplits {
   // the training split's alone: what shaped the weights (a checkpoint's run identity)
   uint64_t train_fingerprint = 0;
   bool tfrecords() const { return !train_shards.files.empty(); }
+  // "tfrecord", "in-memory" (CIFAR-10's and Fashion-MNIST's files) or "jpeg" (folders)
+  const char* format() const { return tfrecords() ? "tfrecord" : train_images ? "in-memory" : "jpeg"; }
   // "1000 JPEG files", "8 TFRecord shards", "50000 images"; hidden files left out said too
   std::string describe_train() const;
 };
