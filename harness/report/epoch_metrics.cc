@@ -7,6 +7,21 @@
 
 namespace cnnbench {
 
+EpochMetrics join_epoch_parts(const EpochMetrics& before, const EpochMetrics& after) {
+  EpochMetrics m = after;
+  const double a = static_cast<double>(before.train_steps), b = static_cast<double>(after.train_steps);
+  m.train_steps = before.train_steps + after.train_steps;
+  m.train_loss = (before.train_loss * a + after.train_loss * b) / (a + b);
+  m.train_top1 = (before.train_top1 * a + after.train_top1 * b) / (a + b);  // one global batch a step
+  m.seconds = before.seconds + after.seconds;
+  m.input_stall_sec = before.input_stall_sec + after.input_stall_sec;
+  // images a second over the joined steps: each part's images from its own rate
+  const double images = before.images_per_sec * before.seconds + after.images_per_sec * after.seconds;
+  m.images_per_sec = images / m.seconds;
+  m.compute_images_per_sec = images / (m.seconds - m.input_stall_sec);
+  return m;
+}
+
 nlohmann::json epoch_json(const EpochMetrics& m) {
   nlohmann::json j = {{"epoch", m.epoch},
                       {"train_loss", m.train_loss},

@@ -21,6 +21,11 @@ struct EpochMetrics {
   double elapsed_sec = -1;    // evaluated: the training clock then (time to accuracy's); -1 unknown
 };
 
+// An epoch's training figures over the steps of `before` (a checkpoint's partial row, written
+// inside the epoch) and those of `after` (the steps a resume trained since): loss and top-1
+// weighted by steps, seconds and stalls added, the rest (rate, evaluation, images) `after`'s.
+EpochMetrics join_epoch_parts(const EpochMetrics& before, const EpochMetrics& after);
+
 // An epoch as the JSON's "epochs" and a checkpoint's history hold it, and back (throws
 // std::runtime_error naming the bad field).
 nlohmann::json epoch_json(const EpochMetrics& m);

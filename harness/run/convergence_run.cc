@@ -105,6 +105,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
   std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
+  // a checkpoint written inside an epoch: that epoch's training figures up to it, which the
+  // resumed run's steps complete (absent in checkpoints written before they were kept)
+  std::optional<EpochMetrics> epoch_begun;
   bool complete = false;              // nothing to train: a finished run whose results were lost
   const nlohmann::json identity =
       run_identity(config, settings, settings.learning_rate, data.train_count, data.train_fingerprint, total_epochs);
@@ -135,7 +138,11 @@ void run_convergence(const Config& config, Communicator& comm) {
       plan.set_dropout_seed(dropout_seed(config, comm.rank()), static_cast<uint64_t>(steps_done));  // the masks go on
       const bool same_target = to_target.target <= 0 ||
                                (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
-      // an epoch the checkpoint ended inside is trained to its end again here: its partial row goes
+      // an epoch the checkpoint ended inside is trained to its end here: its partial row, where it
+      // covers the steps done, is joined to this run's; it leaves the history
+      for (const EpochMetrics& m : carried)
+        if (m.epoch == first_epoch + 1 && m.train_steps > 0 && m.train_steps == steps_done - first_epoch * steps)
+          epoch_begun = m;
       std::erase_if(carried, [&](const EpochMetrics& m) { return m.epoch > first_epoch; });
       // another target: the evaluations before are replayed against it where the history holds
       // each one's clock and covers every whole epoch before (a checkpoint inside an epoch
@@ -228,6 +235,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   // Every rank: its own state (PowerSGD's) before the checkpoint that names it, then rank 0
   // writes the checkpoint (and removes those past --max_ckpts_to_keep); no rank goes on, or
   // stops, before it is whole. An epoch's checkpoint written inside it goes by its name too.
+  std::optional<EpochMetrics> inside_epoch;  // a checkpoint inside an epoch: its figures so far
   auto save_checkpoint = [&](int64_t epoch_named, bool stopping) {
     const std::string path = checkpoint_path(config.train_dir, epoch_named);
     const std::string rank_state_id = save_exchange_state(reducer.get(), comm, path);
@@ -241,6 +249,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       if (to_target.target > 0) info.time_to_accuracy = to_target;
       info.rank_state_id = rank_state_id;
       info.history = history;
+      if (inside_epoch) info.history->push_back(*inside_epoch);
       if (scaler) info.loss_scale = scaler->state();
       write_checkpoint(config.train_dir, plan, info);
       remove_older_checkpoints(path, config.max_ckpts_to_keep);
@@ -253,8 +262,11 @@ void run_convergence(const Config& config, Communicator& comm) {
     return path;
   };
   if (trigger)
-    epoch_run.checkpoint_inside_epoch = [&](int64_t done) {
+    epoch_run.checkpoint_inside_epoch = [&](int64_t done, const EpochMetrics& so_far) {
+      inside_epoch = epoch_begun && epoch_begun->epoch == so_far.epoch ? join_epoch_parts(*epoch_begun, so_far) : so_far;
+      inside_epoch->images = done * settings.global_batch;
       const std::string path = save_checkpoint(done / steps + 1, false);
+      inside_epoch.reset();
       if (leader && trigger->stop_signal() == 0)
         fmt::print("Checkpoint at step {} (epoch {}, step {} of {}): {}\n", done, done / steps + 1, done % steps, steps,
                    path);
@@ -282,6 +294,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     run_seconds += m.seconds;
     run_stall_sec += m.input_stall_sec;
     run_images += (epoch_steps - skip) * settings.global_batch;
+    if (epoch_begun && epoch_begun->epoch == m.epoch) m = join_epoch_parts(*epoch_begun, m);
     // a --num_batches run is a benchmark: it evaluates only where asked to
     const bool last = epoch + 1 == epochs && !(config.num_epochs == 0 && config.num_batches_set);
     const double every = config.eval_during_training_every_n_epochs;

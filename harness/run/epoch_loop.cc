@@ -33,6 +33,26 @@ void average_buffers(Plan& plan, const Communicator& comm, Timeline* timeline) {
     timeline->span(Track::compute, "batch-norm statistics averaged", averaging, std::chrono::steady_clock::now());
 }
 
+// Collective: the training figures of `trained` steps of the epoch, the same on every rank.
+EpochMetrics training_figures(const EpochRun& run, int64_t epoch, int64_t trained, double loss_sum, double correct,
+                              double stall_sec, double seconds, double lr) {
+  EpochMetrics m;
+  m.epoch = epoch + 1;
+  double sums[3] = {loss_sum / std::max<int64_t>(1, trained), correct, stall_sec};
+  run.comm.allreduce_sum(sums, 3);
+  run.comm.allreduce_max(&seconds, 1);
+  const double images = static_cast<double>(trained * run.settings.global_batch);
+  m.train_loss = sums[0] / run.comm.size();
+  m.train_top1 = sums[1] / images;
+  m.input_stall_sec = sums[2] / run.comm.size();
+  m.seconds = seconds;
+  m.learning_rate = lr;
+  m.train_steps = trained;
+  m.images_per_sec = images / seconds;
+  m.compute_images_per_sec = images / (seconds - m.input_stall_sec);
+  return m;
+}
+
 }  // namespace
 
 bool evaluation_due(int64_t epochs_done, double every) {
@@ -78,7 +98,10 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
       // the ranks' averaged statistics, as at an epoch's end: averaging is linear, so doing it
       // here too leaves the epoch's end where it would have been
       if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
-      run.checkpoint_inside_epoch(steps_done);
+      // the epoch's figures so far go into the checkpoint, for a resume to complete
+      run.checkpoint_inside_epoch(steps_done, training_figures(run, epoch, s + 1 - skip, loss_sum, correct,
+                                                               input.stall_sec() - stall_before,
+                                                               seconds_since(start), lr));
       if (run.trigger->stop_signal() != 0) {
         if (run.progress_bar) fmt::print("\n");
         return EpochMetrics{};
@@ -94,22 +117,8 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
   if (run.progress_bar) fmt::print("\n");
   if (run.overlap) run.overlap->finish();  // the epoch's last updates, before anything reads the weights
   if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
-  EpochMetrics m;
-  m.epoch = epoch + 1;
-  double seconds = seconds_since(start);
-  double sums[3] = {loss_sum / std::max<int64_t>(1, trained), correct, input.stall_sec() - stall_before};
-  run.comm.allreduce_sum(sums, 3);
-  run.comm.allreduce_max(&seconds, 1);
-  const double images = static_cast<double>(trained * run.settings.global_batch);
-  m.train_loss = sums[0] / run.comm.size();
-  m.train_top1 = sums[1] / images;
-  m.input_stall_sec = sums[2] / run.comm.size();
-  m.seconds = seconds;
-  m.learning_rate = lr;
-  m.train_steps = trained;
-  m.images_per_sec = images / seconds;
-  m.compute_images_per_sec = images / (seconds - m.input_stall_sec);
-  return m;
+  return training_figures(run, epoch, trained, loss_sum, correct, input.stall_sec() - stall_before,
+                          seconds_since(start), lr);
 }
 
 }  // namespace cnnbench

@@ -41,7 +41,8 @@ struct EpochRun {
   // With a --train_dir: asked after each step whether to checkpoint (or stop) inside the epoch;
   // the checkpoint itself is written by `checkpoint_inside_epoch` (every rank, given steps_done).
   CheckpointTrigger* trigger = nullptr;
-  std::function<void(int64_t)> checkpoint_inside_epoch;
+  // (given steps_done, and the epoch's training figures so far, for a resume to complete them)
+  std::function<void(int64_t, const EpochMetrics&)> checkpoint_inside_epoch;
 };
 
 // Trains steps [skip, epoch_steps) of epoch `epoch` (0-based; the first `skip` batches are drawn
