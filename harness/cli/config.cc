@@ -218,9 +218,7 @@ Config parse_command_line(int argc, const char* const* argv) {
 }
 
 void resolve_device(Config& config) {
-  auto given = [&](const char* name) {
-    return std::find(config.given.begin(), config.given.end(), name) != config.given.end();
-  };
+  auto given = [&](const char* name) { return config.was_given(name); };
   if (config.use_fp16 && given("precision") && config.precision == "fp32")
     throw ConfigError("--use_fp16 asks for half precision, --precision=fp32 for none: give one of them");
   if (!config.piecewise_learning_rate_schedule.empty() && config.cosine_learning_rate)
@@ -237,9 +235,7 @@ void resolve_device(Config& config) {
 
   if (config.num_batches_set && config.num_epochs > 0)
     throw ConfigError("--num_batches and --num_epochs: give one of them (--num_epochs=0 undoes a config file's)");
-  // a --num_batches run on real data is a benchmark: it evaluates only where asked to
-  if (!config.data_dir.empty() && config.mode == "training" && config.num_batches_set &&
-      config.eval_during_training_every_n_epochs == 0)
+  if (!config.data_dir.empty() && config.mode == "training" && !config.evaluates_test_set())
     for (const char* target : {"target_top_1_accuracy", "stop_at_top_1_accuracy"})
       if (given(target))
         throw ConfigError(std::string("--") + target + ": a --num_batches run evaluates only with "

@@ -3,6 +3,7 @@
 // parse_command_line() throws ConfigError with one line naming the flag or key and the reason.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -109,6 +110,14 @@ struct Config {
   // tf_cnn_benchmarks' flags cnnbench has no counterpart for (harness/cli/tf_cnn_flags.h), as
   // given: name and value, each named in a note
   std::vector<std::pair<std::string, std::string>> tf_cnn_noted;
+
+  bool was_given(const std::string& name) const {
+    return std::find(given.begin(), given.end(), name) != given.end();
+  }
+  // A --data_dir run given --num_batches (never beside --num_epochs) is a benchmark on real data:
+  // it trains that many steps and evaluates only where --eval_during_training_every_n_epochs asks
+  bool steps_benchmark() const { return num_batches_set && num_epochs == 0; }
+  bool evaluates_test_set() const { return !steps_benchmark() || eval_during_training_every_n_epochs > 0; }
 };
 
 // The kinds of run a flag can apply to (a flag table's `runs`): the synthetic training benchmark

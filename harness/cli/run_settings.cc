@@ -88,10 +88,8 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
     throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);
   // independent ranks train models of their own: a test accuracy summed over them, batch-norm
   // statistics averaged across them and a checkpoint of rank 0's weights would describe no model
-  const bool evaluates = !(config.num_batches_set && config.num_epochs == 0 &&
-                           config.eval_during_training_every_n_epochs == 0);
   if (ranks > 1 && !s.synthetic && config.mode == "training" && config.variable_update == "independent" &&
-      (evaluates || !config.train_dir.empty()))
+      (config.evaluates_test_set() || !config.train_dir.empty()))
     throw ConfigError("--variable_update=independent: each rank trains a model of its own, which a --data_dir run "
                       "cannot evaluate or checkpoint as one (a --num_batches benchmark without evaluation can)");
   s.threads = threads;

@@ -20,6 +20,10 @@ bool is_jpeg(const fs::path& p) {
 
 }  // namespace
 
+std::string hidden_files_note(int64_t hidden_skipped) {
+  return std::to_string(hidden_skipped) + " hidden files named .jpg/.jpeg left out: ._ metadata, no images";
+}
+
 JpegFolder scan_jpeg_folder(const std::string& root, const std::vector<std::string>* classes) {
   if (!fs::is_directory(root)) throw std::runtime_error(root + ": no such folder (expected <class>/*.JPEG inside)");
   JpegFolder f;

@@ -24,6 +24,9 @@ struct JpegFolder {
   int64_t hidden_skipped = 0;
 };
 
+// "3 hidden files named .jpg/.jpeg left out: ._ metadata, no images", for a count above 0.
+std::string hidden_files_note(int64_t hidden_skipped);
+
 // Scans root/<class>/ for .jpeg/.jpg files (any case), hidden ones left out. With `classes`,
 // labels follow that list (a validation folder uses the training folder's classes) and unknown
 // folders are an error.

@@ -152,8 +152,7 @@ int make_tfrecords_command(const std::vector<std::string>& args, std::FILE* out,
     fmt::print(out, "{}: train {} images in {} shards, validation {} images in {} shards, {} classes, {:.1f} MB in {:.1f} s\n",
                o.out, t.images, t.shards, v.images, v.shards, train.classes.size(), (t.bytes + v.bytes) / 1e6, seconds);
     if (train.hidden_skipped + val.hidden_skipped > 0)
-      fmt::print(out, "{} hidden files named .jpg/.jpeg left out (._ metadata, no images)\n",
-                 train.hidden_skipped + val.hidden_skipped);
+      fmt::print(out, "{}\n", hidden_files_note(train.hidden_skipped + val.hidden_skipped));
     // labels 1..N as build_imagenet_data.py writes them: N + 1 outputs, 0 left for background
     if (train.classes.size() != 1000)
       fmt::print(out, "labels 1..{} (0 left for background, as ImageNet's shards): train with --num_classes={}\n",

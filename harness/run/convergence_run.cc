@@ -67,7 +67,7 @@ void run_convergence(const Config& config, Communicator& comm) {
                      config.train_augmentation);
     steps = data.train_count / comm.size() / std::max<int64_t>(1, settings.batch_size);
     // --num_batches (without --num_epochs) trains that many steps: a benchmark on real data
-    if (config.num_epochs == 0 && config.num_batches_set && steps > 0) {
+    if (config.steps_benchmark() && steps > 0) {
       total_steps = config.num_batches;
       total_epochs = static_cast<double>(total_steps) / static_cast<double>(steps);
     } else {
@@ -295,8 +295,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     run_stall_sec += m.input_stall_sec;
     run_images += (epoch_steps - skip) * settings.global_batch;
     if (epoch_begun && epoch_begun->epoch == m.epoch) m = join_epoch_parts(*epoch_begun, m);
-    // a --num_batches run is a benchmark: it evaluates only where asked to
-    const bool last = epoch + 1 == epochs && !(config.num_epochs == 0 && config.num_batches_set);
+    const bool last = epoch + 1 == epochs && !config.steps_benchmark();
     const double every = config.eval_during_training_every_n_epochs;
     if (last || evaluation_due(epoch + 1, every)) {
       const EvalResult e = evaluate(plan, test_input, comm, timeline.get());

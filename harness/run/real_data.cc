@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -123,7 +122,7 @@ std::string DataSplits::describe_train() const {
   if (tfrecords()) return fmt::format("{} images in {} TFRecord shards", train_count, train_shards.files.size());
   if (train_images) return fmt::format("{} images", train_count);
   if (hidden_skipped == 0) return fmt::format("{} JPEG files", train_count);
-  return fmt::format("{} JPEG files ({} hidden files named .jpg/.jpeg left out: ._ metadata, no images)", train_count, hidden_skipped);
+  return fmt::format("{} JPEG files ({})", train_count, hidden_files_note(hidden_skipped));
 }
 
 int64_t head_classes(const Config& config, const RunSettings& settings) {
@@ -223,8 +222,7 @@ std::unique_ptr<BatchPipeline> make_pipeline(const DataSplits& data, bool traini
                                               comm.size(), config.seed, training, image_size, classes,
                                               training ? config.datasets_shuffle_buffer_size : 0, workers);
   // in-memory sets and JPEG folders shuffle the whole set each epoch: no buffer to size
-  if (training && comm.rank() == 0 &&
-      std::find(config.given.begin(), config.given.end(), "datasets_shuffle_buffer_size") != config.given.end())
+  if (training && comm.rank() == 0 && config.was_given("datasets_shuffle_buffer_size"))
     fmt::print(stderr, "cnnbench: note: --datasets_shuffle_buffer_size: TFRecord shards only ({} shuffles its whole "
                        "set each epoch); ignored\n", data.describe_train());
   return std::make_unique<InputPipeline>(training ? *data.train : *data.test, batch_size, comm.rank(), comm.size(),

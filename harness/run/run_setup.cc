@@ -230,8 +230,7 @@ void note_unused_exchange_flags(const Config& config, const Communicator& comm, 
         "first_layers_bucket_mb", "powersgd_rank", "powersgd_warmup_steps", "forward_priority"}) {
     const FlagSpec* spec = find_flag(flag);
     // one note a flag: one the flag table names as unread already (flag_notes) is not named twice
-    if (std::find(config.given.begin(), config.given.end(), flag) != config.given.end() &&
-        !(spec && spec->unused && !spec->unused(config).empty()))
+    if (config.was_given(flag) && !(spec && spec->unused && !spec->unused(config).empty()))
       fmt::print(stderr, "cnnbench: note: --{}: {}; ignored\n", flag, why);
   }
 }
