@@ -52,6 +52,26 @@ TEST(Significance, IdenticalSamplesAreNoEvidenceAndShiftedOnesAre) {
   EXPECT_LT(shifted.z, 0.0);
 }
 
+// The strongest evidence samples of these sizes can hold, as mann_whitney() gives it for a + b
+// values with one side wholly above the other; and at the sizes a results.csv of summaries pools
+// (10 million steps a row), where building those samples took seconds and hundreds of MB.
+TEST(Significance, SeparationCouldBeSignificantAsMannWhitneySays) {
+  for (size_t a = 1; a <= 24; ++a)
+    for (size_t b = 1; b <= 24; ++b) {
+      std::vector<double> low(a), high(b);
+      for (size_t i = 0; i < a; ++i) low[i] = static_cast<double>(i);
+      for (size_t i = 0; i < b; ++i) high[i] = static_cast<double>(a + i);
+      const double p = mann_whitney(high, low).p_value;
+      for (const double level : {0.05, 0.01, 0.001})
+        EXPECT_EQ(separation_could_be_significant(a, b, level), p < level) << a << " + " << b << " at " << level;
+    }
+  EXPECT_FALSE(separation_could_be_significant(3, 3, 0.05));  // p = 0.081 at best
+  EXPECT_TRUE(separation_could_be_significant(4, 4, 0.05));
+  EXPECT_FALSE(separation_could_be_significant(1, 20'000'000, 0.05));  // 1 + anything: p = 0.083
+  EXPECT_TRUE(separation_could_be_significant(20'000'000, 20'000'000, 1e-12));
+  EXPECT_FALSE(separation_could_be_significant(0, 5, 0.05));
+}
+
 TEST(Significance, DistributionsMatchScipy) {
   EXPECT_NEAR(normal_cdf(1.96), 0.9750021048517795, 1e-12);
   EXPECT_NEAR(student_t_cdf(2.0, 10), 0.9633059826146297, 1e-10);
@@ -409,6 +429,25 @@ TEST(Compare, SummariesOfFewStepsOrNoSpreadDecideNothing) {
   EXPECT_EQ(r.matched[0].base_steps, 30);
   EXPECT_DOUBLE_EQ(r.matched[0].p_value, 1.0);
   EXPECT_FALSE(r.matched[0].enough_steps);  // "too few steps to decide", not "no change"
+}
+
+// Summaries of long runs (timed_steps up to 10 million a row) pooled: the test on the rows'
+// summaries decides, and its "could the steps decide at all" check costs no memory by the step.
+TEST(Compare, SummariesOfLongRunsArePooledAndDecide) {
+  const std::string dir = fresh_dir("compare_long_summaries");
+  for (const char* side : {"a", "b"}) make_folders(dir + "/" + side);
+  for (int i = 0; i < 2; ++i) {
+    append_row(dir + "/a/results.csv", settings_with(), 1000 + i, 1, 10'000'000, "gone.json");
+    append_row(dir + "/b/results.csv", settings_with(), 900 + i, 1, 10'000'000, "gone.json");
+  }
+  const CompareReport r = compare_results(dir + "/a", dir + "/b", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].base_runs, 2);
+  EXPECT_EQ(r.matched[0].base_steps, 20'000'000);
+  EXPECT_EQ(r.matched[0].new_steps, 20'000'000);
+  EXPECT_TRUE(r.matched[0].enough_steps);
+  EXPECT_LT(r.matched[0].p_value, 1e-6);
+  EXPECT_EQ(r.exit_code(), 1);  // 10% slower: a regression
 }
 
 // A run is counted once however its file is reached: a copied folder reads its own copies (not

@@ -66,10 +66,15 @@ double student_t_cdf(double t, double df) {
 }
 
 bool separation_could_be_significant(size_t a, size_t b, double level) {
-  std::vector<double> low(a), high(b);
-  for (size_t i = 0; i < a; ++i) low[i] = static_cast<double>(i);
-  for (size_t i = 0; i < b; ++i) high[i] = static_cast<double>(a + i);
-  return mann_whitney(high, low).p_value < level;
+  // mann_whitney() of a + b values every one of one side above the other's, in closed form: U is
+  // a * b, no ties. Building those samples cost O((a + b) log(a + b)) time and 16 bytes a step:
+  // a results.csv of summaries pools timed_steps over its rows (up to 10 million each), and
+  // two such rows took seconds and hundreds of MB before a comparison could print a line.
+  if (a == 0 || b == 0) return 1.0 < level;
+  const double n1 = static_cast<double>(a), n2 = static_cast<double>(b), n = n1 + n2;
+  const double sigma = std::sqrt(n1 * n2 / 12 * (n + 1));
+  const double distance = std::max(0.0, n1 * n2 / 2 - 0.5);
+  return std::min(1.0, std::erfc(distance / sigma / std::sqrt(2.0))) < level;
 }
 
 MannWhitney mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
