@@ -680,7 +680,7 @@ TEST(Cli, ResumeAfterKillMatchesUninterruptedRun) {
   r = run_cnnbench(common + "--num_epochs=3 --train_dir=parts --resume --result_json=parts.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("checksum mismatch"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("Resuming from parts/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos)
+  EXPECT_NE(r.output.find("Resuming from parts/checkpoint-epoch-0001.ckpt (1 epoch done)"), std::string::npos)
       << r.output;
   const auto [whole, whole_tensors] = checkpoint_parts(slurp_file(dir + "/whole/checkpoint-epoch-0003.ckpt"));
   const auto [parts, parts_tensors] = checkpoint_parts(slurp_file(dir + "/parts/checkpoint-epoch-0003.ckpt"));

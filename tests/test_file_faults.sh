@@ -96,7 +96,7 @@ no_temporaries
 echo "ok: full disk while writing a checkpoint (exit $code): $(grep -m1 . "$work/epoch2.err")"
 rm -f "$disk"/filler*
 run "${args[@]}" --num_epochs=2 --resume >"$work/resume.log" 2>&1 || { cat "$work/resume.log"; fail "resume after the full disk"; }
-grep -q "Resuming from .*checkpoint-epoch-0001.ckpt (1 epochs done)" "$work/resume.log" ||
+grep -q "Resuming from .*checkpoint-epoch-0001.ckpt (1 epoch done)" "$work/resume.log" ||
   fail "the resume did not start from the epoch-1 checkpoint"
 [ -s "$disk/run/checkpoint-epoch-0002.ckpt" ] || fail "no epoch-2 checkpoint once there was room"
 echo "ok: with room again, --resume went on from the epoch-1 checkpoint"

@@ -108,6 +108,14 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_NE(r.output.find("the run is complete (3 epochs, 12 steps done of 12): nothing to train"), std::string::npos)
       << r.output;
   EXPECT_EQ(snapshot(dir + "/T"), before);
+  // and so does a resume asking for fewer epochs than it holds, without calling them complete
+  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the checkpoint is past this run's end (3 epochs, 12 steps done; this run trains 8): "
+                          "nothing to train"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(snapshot(dir + "/T"), before);
   // --num_epochs may grow on --resume
   r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --resume --benchmark_log_dir=L4", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -120,7 +128,7 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0004.ckpt"));
   r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume --seed=2", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epoch done)"), std::string::npos) << r.output;
 }
 
 // A checkpoint's weights, momentum and statistics (its bytes after the header, before the checksum).
@@ -242,7 +250,7 @@ TEST(NothingLost, AStoppedRunGoesOnForAHigherStop) {
   EXPECT_NE(r.output.find("it reached --stop_at_top_1_accuracy after 1 epoch"), std::string::npos) << r.output;
   r = run_cnnbench(idx + every + "--num_epochs=2 --train_dir=T --resume --stop_at_top_1_accuracy=1.0", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epoch done)"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0002.ckpt"));
 }
 
@@ -266,7 +274,7 @@ TEST(NothingLost, AResumeInsideAnEpochGoesOnFromItsStep) {
   // and then it is complete
   r = run_cnnbench(idx + "--num_batches=3 --train_dir=parts --resume", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("the run is complete (1 epochs, 3 steps done of 3)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the run is complete (1 epoch, 3 steps done of 3)"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Resuming from"), std::string::npos) << r.output;
 }
 
@@ -282,7 +290,7 @@ TEST(NothingLost, ADamagedCheckpointIsSkippedAndAStaleTemporaryCleared) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("T/checkpoint-epoch-0009.ckpt: is a device, not a regular file"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("T/checkpoint-epoch-0002.ckpt: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epochs done)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resuming from T/checkpoint-epoch-0001.ckpt (1 epoch done)"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir + "/T/checkpoint-epoch-0003.ckpt.tmp.4194304"));
   EXPECT_TRUE(fs::exists(dir + "/T/checkpoint-epoch-0003.ckpt"));
 }

@@ -124,9 +124,15 @@ void run_convergence(const Config& config, Communicator& comm) {
                    "nothing to train\n",
                    opened.resumed->path, opened.resumed->epochs_done, opened.resumed->epochs_done == 1 ? "" : "s",
                    opened.resumed->steps_done);
+      else if (leader && opened.resumed->steps_done > total_steps)  // resumed with a smaller --num_epochs
+        fmt::print("{}: the checkpoint is past this run's end ({} epoch{}, {} steps done; this run trains {}): "
+                   "nothing to train\n",
+                   opened.resumed->path, opened.resumed->epochs_done, opened.resumed->epochs_done == 1 ? "" : "s",
+                   opened.resumed->steps_done, total_steps);
       else if (leader)
-        fmt::print("{}: the run is complete ({} epochs, {} steps done of {}): nothing to train\n",
-                   opened.resumed->path, opened.resumed->epochs_done, opened.resumed->steps_done, total_steps);
+        fmt::print("{}: the run is complete ({} epoch{}, {} steps done of {}): nothing to train\n",
+                   opened.resumed->path, opened.resumed->epochs_done, opened.resumed->epochs_done == 1 ? "" : "s",
+                   opened.resumed->steps_done, total_steps);
       return;
     }
     if (const auto& found = opened.resumed) {

@@ -283,7 +283,8 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       fmt::print("Resuming from {} ({} steps done: {:.4g} epochs)\n", start.resumed->path, start.resumed->steps_done,
                  static_cast<double>(start.resumed->steps_done) / static_cast<double>(steps_per_epoch));
     else if (start.resumed)
-      fmt::print("Resuming from {} ({} epochs done)\n", start.resumed->path, start.resumed->epochs_done);
+      fmt::print("Resuming from {} ({} epoch{} done)\n", start.resumed->path, start.resumed->epochs_done,
+                 start.resumed->epochs_done == 1 ? "" : "s");
     else
       fmt::print("No checkpoint in {}: starting from scratch\n", dir);
   }
