@@ -94,6 +94,25 @@ TEST(TimeToAccuracy, OnlyAFiniteEvaluationAtTheTargetReachesIt) {
   EXPECT_EQ(t.best_top1, 0.95);
   EXPECT_EQ(t.evaluations, 5);
   EXPECT_EQ(t.line(), "time to 90.00% test top-1: 40.0 s, 4 epochs, 400 images (reached 90.00%)");
+  // the rank counts its seconds cover: noted while the target is ahead, said where not the run's
+  TimeToAccuracy moved;
+  moved.target = 0.9;
+  moved.ranks = {2};
+  moved.trained_on(2);
+  EXPECT_FALSE(moved.mixes_ranks(2));
+  moved.trained_on(4);
+  EXPECT_EQ(moved.ranks, (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(moved.mixes_ranks(4));
+  EXPECT_TRUE(moved.observe(0.95, 0.2, 60, 6, 600));
+  moved.trained_on(8);  // reached: the time is 2 and 4 ranks' still
+  EXPECT_EQ(moved.ranks, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(moved.line(4), "time to 90.00% test top-1: 60.0 s, 6 epochs, 600 images (reached 95.00%) (trained on 2, "
+                           "then 4 ranks: not this run's configuration's time)");
+  EXPECT_EQ(TimeToAccuracy::from_json(moved.to_json()).ranks, moved.ranks);
+  TimeToAccuracy unknown;  // a checkpoint of an earlier version: not known, not noted
+  unknown.trained_on(4);
+  EXPECT_TRUE(unknown.ranks.empty());
+  EXPECT_FALSE(unknown.mixes_ranks(4));
   TimeToAccuracy none;
   none.target = 0.99;
   none.observe(0.5, 1.0, 1, 1, 1);
@@ -112,7 +131,9 @@ TEST(Checkpoint, HistoryReadsBackAndTheNewestHasTheMostEpochs) {
   first.evaluated = true, first.test_top1 = 0.4, first.test_loss = 1.9, first.test_top5 = 0.8, first.elapsed_sec = 4.25;
   second.epoch = 2, second.images = 2560, second.train_loss = std::numeric_limits<double>::quiet_NaN();
   info.history = std::vector<EpochMetrics>{first, second};
+  info.ranks_trained = {2, 4};
   const CheckpointInfo back = read_checkpoint_header(write_checkpoint(dir, plan, info));
+  EXPECT_EQ(back.ranks_trained, (std::vector<int64_t>{2, 4}));
   ASSERT_TRUE(back.history);
   ASSERT_EQ(back.history->size(), 2u);
   EXPECT_EQ((*back.history)[0].images, 1280);
@@ -186,6 +207,17 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
        "header's loss_scale is not a scale in (0, 2^24] and two counts"},
       {sealed(with(",\"loss_scale\":[8]}"), with(",\"loss_scale\":[8]}").size(), payload),
        "header's loss_scale is not a scale in (0, 2^24] and two counts"},
+      {sealed(with(",\"ranks_trained\":[2,0]}"), with(",\"ranks_trained\":[2,0]}").size(), payload),
+       "header's ranks_trained is not a list of rank counts"},
+      {sealed(with(",\"ranks_trained\":[]}"), with(",\"ranks_trained\":[]}").size(), payload),
+       "header's ranks_trained is not a list of rank counts"},
+      {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":0.9,\"reached\":false,\"best_test_top1\":0,"
+                   "\"evaluations\":0,\"clock_complete\":true,\"ranks\":[2.5]}}"),
+              with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":0.9,\"reached\":false,\"best_test_top1\":0,"
+                   "\"evaluations\":0,\"clock_complete\":true,\"ranks\":[2.5]}}")
+                  .size(),
+              payload),
+       "header's time_to_accuracy.ranks is missing or out of range"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/checkpoint-epoch-000" + std::to_string(i % 10) + ".ckpt";

@@ -725,6 +725,51 @@ TEST(CliMpi, LostResultsOfAFinishedRunAreWrittenOnResumeOnEveryRank) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/L3/results.csv")) << r.output;
 }
 
+// A run resumed on another number of ranks (the global batch split anew) says so; a time to
+// accuracy whose seconds cover both counts records them and is no one configuration's: the
+// summary and the results.csv row leave it out, and compare refuses it alone. A target reached
+// before the move is the first count's time, left out the same way under the new count.
+TEST(CliMpi, ATimeToAccuracyOverTwoRankCountsIsNotCompared) {
+  const std::string dir = learnable_idx_dir("cli_resume_other_ranks");
+  const std::string two_ranks = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  const std::string common = "--model=small_cnn --data_dir=. --num_intra_threads=1 --num_data_workers=1 "
+                             "--optimizer=momentum --eval_during_training_every_n_epochs=1 ";
+  for (const char* target : {"0.99", "0.05"}) {  // missed (a learning rate of 1e-9); reached in the first epoch
+    const std::string train_dir = std::string("--train_dir=T") + target + " --target_top_1_accuracy=" + target +
+                                  (std::string(target) == "0.99" ? " --init_learning_rate=1e-9 " : " ");
+    CliRun r = run_cnnbench(common + train_dir + "--batch_size=32 --num_epochs=1 --result_json=one.json", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto one = nlohmann::json::parse(slurp_file(dir + "/one.json"));
+    EXPECT_EQ(one["time_to_accuracy"]["ranks"], nlohmann::json::array({1})) << one["time_to_accuracy"];
+    EXPECT_TRUE(one["summary"].contains("target_top_1_accuracy"));
+    r = run_cnnbench_with(two_ranks, "",
+                          common + train_dir + "--batch_size=16 --num_epochs=2 --resume --result_json=two.json", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const bool missed = std::string(target) == "0.99";
+    EXPECT_NE(r.output.find(missed ? "The run trained on 1 rank before this resume, on 2 from here: its time to "
+                                     "accuracy will be of both rank counts, and compare leaves it out"
+                                   : "The run trained on 1 rank before this resume, on 2 from here\n"),
+              std::string::npos)
+        << r.output;
+    const auto two = nlohmann::json::parse(slurp_file(dir + "/two.json"));
+    EXPECT_EQ(two["run"]["ranks"], 2);
+    EXPECT_EQ(two["epochs"].size(), 2u);
+    EXPECT_EQ(two["time_to_accuracy"]["ranks"], missed ? nlohmann::json::array({1, 2}) : nlohmann::json::array({1}))
+        << two["time_to_accuracy"];
+    EXPECT_EQ(two["time_to_accuracy"]["reached"], !missed);
+    EXPECT_FALSE(two["summary"].contains("target_top_1_accuracy")) << two["summary"];
+    EXPECT_FALSE(two["summary"].contains("time_to_accuracy_sec")) << two["summary"];
+    if (!missed) {
+      EXPECT_NE(r.output.find("%) (trained on 1 rank: not this run's configuration's time)"),
+                std::string::npos)
+          << r.output;
+    }
+    r = run_cnnbench("compare two.json two.json", dir);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("timed on other rank counts than its own"), std::string::npos) << r.output;
+  }
+}
+
 // PowerSGD keeps per-rank state (the warm-up count, Q factors, each rank's error feedback):
 // two ranks killed in epoch 3 and resumed end bit-identical to a run never interrupted, because
 // every rank's state was saved beside each checkpoint. With one rank's state file gone, every

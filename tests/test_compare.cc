@@ -1002,13 +1002,30 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   const CommandRun lone = run_compare({dir + "/a/plain.json", dir + "/a/plain.json"});
   EXPECT_EQ(lone.exit_code, 2);
   EXPECT_EQ(lone.err, "cnnbench compare: " + dir + "/a/plain.json: a convergence result without a target accuracy, "
-                      "or resumed from a checkpoint that did not hold the training time: no time to accuracy to "
-                      "compare\n");
+                      "resumed from a checkpoint that did not hold the training time, or timed on other rank counts "
+                      "than its own: no time to accuracy to compare\n");
   // a resumed run whose seconds leave out the epochs before the resume is skipped the same way
   nlohmann::json resumed = convergence_doc(50);
   resumed["time_to_accuracy"]["clock_complete"] = false;
   write_json(dir + "/a/resumed.json", resumed);
   EXPECT_EQ(compare_results(dir + "/a", dir + "/b", {}).skipped.size(), 3u);
+  // and so is one whose seconds cover training on another rank count (a run resumed on 1 rank
+  // after training on 2); one timed on its own rank count alone is compared
+  nlohmann::json moved = convergence_doc(50);
+  moved["time_to_accuracy"]["ranks"] = {moved["run"]["ranks"].get<int>() + 1, moved["run"]["ranks"]};
+  write_json(dir + "/a/moved.json", moved);
+  nlohmann::json stayed = convergence_doc(60);
+  stayed["time_to_accuracy"]["ranks"] = {stayed["run"]["ranks"]};
+  write_json(dir + "/a/stayed.json", stayed);
+  const CompareReport with_moved = compare_results(dir + "/a", dir + "/b", {});
+  EXPECT_EQ(with_moved.skipped.size(), 4u);
+  ASSERT_EQ(with_moved.accuracy.size(), 1u);
+  EXPECT_EQ(with_moved.accuracy[0].base_runs, 5);
+  moved["time_to_accuracy"]["ranks"] = "1, 2";
+  write_json(dir + "/a/moved.json", moved);
+  EXPECT_EQ(run_compare({dir + "/a", dir + "/b"}).err,
+            "cnnbench compare: " + dir + "/a/moved.json: time_to_accuracy.ranks is not a list of rank counts\n");
+  std::filesystem::remove(dir + "/a/moved.json");
   Settings bad = row("-5");
   csv_append(dir + "/bad.csv", bad);
   EXPECT_EQ(run_compare({dir + "/bad.csv", dir + "/bad.csv"}).err,

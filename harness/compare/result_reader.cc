@@ -163,8 +163,9 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
   return run;
 }
 
-// A convergence result with a time-to-accuracy target; nullopt for one without a target, or
-// whose seconds leave out the epochs before a resume (clock_complete false).
+// A convergence result with a time-to-accuracy target; nullopt for one without a target, whose
+// seconds leave out the epochs before a resume (clock_complete false), or whose seconds cover
+// training on other rank counts than run.ranks (time_to_accuracy.ranks, after a --resume).
 std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string& path) {
   const auto tta = doc.find("time_to_accuracy");
   if (tta == doc.end()) return std::nullopt;
@@ -172,6 +173,13 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   const auto complete = tta->find("clock_complete");
   if (complete != tta->end() && !complete->is_boolean()) fail(path, "time_to_accuracy.clock_complete is not true or false");
   if (complete != tta->end() && !complete->get<bool>()) return std::nullopt;
+  if (const auto ranks = tta->find("ranks"); ranks != tta->end()) {
+    if (!ranks->is_array()) fail(path, "time_to_accuracy.ranks is not a list of rank counts");
+    const json& run_ranks = member(doc, path, "run", "ranks");
+    for (const json& n : *ranks)
+      if (!n.is_number_integer()) fail(path, "time_to_accuracy.ranks is not a list of rank counts");
+      else if (n != run_ranks) return std::nullopt;
+  }
   AccuracyRun run;
   run.source = path;
   for (const std::string& field : configuration_fields())
@@ -429,8 +437,8 @@ ResultSet read_results(const std::string& path) {
     if (schema_of(doc) == convergence_schema) {
       auto run = parse_convergence(doc, path);
       if (!run)
-        fail(path, "a convergence result without a target accuracy, or resumed from a checkpoint that did not hold "
-                   "the training time: no time to accuracy to compare");
+        fail(path, "a convergence result without a target accuracy, resumed from a checkpoint that did not hold "
+                   "the training time, or timed on other rank counts than its own: no time to accuracy to compare");
       set.accuracy_runs.push_back(*run);
     } else {
       set.runs.push_back(parse_result(doc, path));

@@ -123,9 +123,10 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
     summary["scaling_efficiency"] = r.baseline->efficiency(images_per_sec, r.ranks);
   }
   const TimeToAccuracy& t = r.to_target;
-  // a time that leaves out epochs before a resume is not a time to accuracy: no target in the
-  // summary (nor in the results.csv row read off it); time_to_accuracy below keeps the detail
-  if (t.target > 0 && t.clock_complete) {
+  // a time that leaves out epochs before a resume, or that covers training on other rank counts
+  // than this run's, is not this configuration's time to accuracy: no target in the summary (nor
+  // in the results.csv row read off it); time_to_accuracy below keeps the detail
+  if (t.target > 0 && t.clock_complete && !t.mixes_ranks(r.ranks)) {
     summary["target_top_1_accuracy"] = t.target;
     // not reached: the time, epochs and images stay absent, read as "not reached"
     if (t.reached) {

@@ -152,6 +152,7 @@ const std::vector<ResultField>& result_fields() {
       {"time_to_accuracy.best_test_top1", "", "fraction", C},
       {"time_to_accuracy.evaluations", "", "count", C},
       {"time_to_accuracy.clock_complete", "", "bool", C},
+      {"time_to_accuracy.ranks", "", "counts", C},
       {"time_to_accuracy.seconds", "", "s", C},
       {"time_to_accuracy.epochs", "", "epochs", C},
       {"time_to_accuracy.images", "", "images", C},

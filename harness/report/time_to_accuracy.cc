@@ -22,8 +22,22 @@ bool TimeToAccuracy::observe(double test_top1, double test_loss, double seconds_
   return true;
 }
 
-std::string TimeToAccuracy::line() const {
-  const std::string clock = clock_complete ? "" : " (seconds since a resume: the checkpoint did not hold the time before)";
+void TimeToAccuracy::trained_on(int64_t n) {
+  if (!reached && !ranks.empty() && ranks.back() != n) ranks.push_back(n);
+}
+
+bool TimeToAccuracy::mixes_ranks(int64_t run_ranks) const {
+  return std::any_of(ranks.begin(), ranks.end(), [&](int64_t n) { return n != run_ranks; });
+}
+
+std::string TimeToAccuracy::line(int64_t run_ranks) const {
+  std::string clock = clock_complete ? "" : " (seconds since a resume: the checkpoint did not hold the time before)";
+  if (run_ranks > 0 && mixes_ranks(run_ranks)) {
+    std::string counts;
+    for (size_t i = 0; i < ranks.size(); ++i) counts += fmt::format("{}{}", i == 0 ? "" : ", then ", ranks[i]);
+    clock += fmt::format(" (trained on {} rank{}: not this run's configuration's time)", counts,
+                         ranks.back() == 1 ? "" : "s");
+  }
   if (reached)
     return fmt::format("time to {:.2f}% test top-1: {:.1f} s, {} epochs, {} images (reached {:.2f}%){}", 100 * target,
                        seconds, epochs, images, 100 * top1, clock);
@@ -35,6 +49,7 @@ nlohmann::json TimeToAccuracy::to_json() const {
   nlohmann::json j = {{"target_top_1_accuracy", target}, {"reached", reached},
                       {"best_test_top1", best_top1},     {"evaluations", evaluations},
                       {"clock_complete", clock_complete}};
+  if (!ranks.empty()) j["ranks"] = ranks;
   if (reached) {
     j["seconds"] = seconds;
     j["epochs"] = epochs;
@@ -67,6 +82,13 @@ TimeToAccuracy TimeToAccuracy::from_json(const nlohmann::json& j) {
   t.best_top1 = number("best_test_top1", 0, 1);
   t.evaluations = static_cast<int64_t>(number("evaluations", 0, 1e15));
   t.clock_complete = flag("clock_complete");
+  if (const auto it = j.find("ranks"); it != j.end()) {  // absent before 2026-11-28
+    if (!it->is_array() || it->empty() || it->size() > 1000) throw bad("ranks");
+    for (const nlohmann::json& n : *it) {
+      if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > (int64_t{1} << 24)) throw bad("ranks");
+      t.ranks.push_back(n.get<int64_t>());
+    }
+  }
   if (t.reached) {
     t.seconds = number("seconds", 0, 1e15);
     t.epochs = static_cast<int64_t>(number("epochs", 0, 1e15));

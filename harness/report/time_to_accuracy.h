@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace cnnbench {
 
@@ -24,13 +25,24 @@ struct TimeToAccuracy {
   // false: resumed from a checkpoint that did not hold the training time so far, so seconds
   // leave out the epochs before it (epochs and images do not); compare skips such a run
   bool clock_complete = true;
+  // the rank counts whose training the seconds cover, in order: one unless a --resume moved the
+  // run to another count before the target was reached ({2, 4}: 2 ranks, then 4); empty where a
+  // checkpoint of an earlier version did not say. A time of two rank counts is not one
+  // configuration's: compare skips it, and the results' summary leaves it out.
+  std::vector<int64_t> ranks;
+
+  // The run trains on `n` ranks from here: noted while the target is still ahead.
+  void trained_on(int64_t n);
+  // Whether the seconds cover any rank count but `run_ranks` (false where unknown).
+  bool mixes_ranks(int64_t run_ranks) const;
 
   // One evaluation: its test top-1 and loss after `epochs` epochs, `images` images, `seconds`
   // into training. A diverged evaluation (a loss that is not finite) never reaches the target.
   // Returns true the first time the target is reached.
   bool observe(double test_top1, double test_loss, double seconds_now, int64_t epochs_now, int64_t images_now);
-  // "time to 94.50% test top-1: 1834.2 s, 42 epochs, 2520000 images (reached 94.62%)", or why not.
-  std::string line() const;
+  // "time to 94.50% test top-1: 1834.2 s, 42 epochs, 2520000 images (reached 94.62%)", or why not;
+  // with the run's rank count, a time trained on others says so.
+  std::string line(int64_t run_ranks = 0) const;
   nlohmann::json to_json() const;
   // The state to_json() wrote (a checkpoint's); throws std::runtime_error naming the bad field.
   static TimeToAccuracy from_json(const nlohmann::json& j);

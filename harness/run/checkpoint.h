@@ -37,6 +37,9 @@ struct CheckpointInfo {
   // Optional (absent before 2026-11-28): every epoch so far, so that a resumed run's results hold
   // the epochs before the resume, and a run whose results were lost can write them again.
   std::optional<std::vector<EpochMetrics>> history = std::nullopt;
+  // Optional (absent before 2026-11-28): the rank counts the run has trained on, in order ({2, 4}:
+  // resumed on 4 ranks after training on 2); empty where not known.
+  std::vector<int64_t> ranks_trained = {};
   // Optional (absent before 2026-11-29, and in runs without loss scaling): the loss scaler's state.
   std::optional<LossScaleState> loss_scale = std::nullopt;
 };

@@ -105,6 +105,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
   std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
+  std::vector<int64_t> ranks_trained;  // the rank counts the run trained on (empty: not known)
   // a checkpoint written inside an epoch: that epoch's training figures up to it, which the
   // resumed run's steps complete (absent in checkpoints written before they were kept)
   std::optional<EpochMetrics> epoch_begun;
@@ -157,6 +158,10 @@ void run_convergence(const Config& config, Communicator& comm) {
       bool replayable = found->history.has_value() &&
                         (carried.empty() ? first_epoch == 0 : carried.back().images == whole_epochs_images);
       for (const EpochMetrics& m : carried) replayable = replayable && (!m.evaluated || m.elapsed_sec >= 0);
+      // the rank counts before the resume (the replayed time's: all of them, even those after
+      // the evaluation that reaches the target, the history not saying which epochs each trained)
+      ranks_trained = found->ranks_trained;
+      to_target.ranks = ranks_trained;
       if (found->training_seconds >= 0 && same_target) {
         seconds_before = found->training_seconds;
         if (to_target.target > 0) to_target = *found->time_to_accuracy;
@@ -171,6 +176,20 @@ void run_convergence(const Config& config, Communicator& comm) {
       }
     }
   }
+  // this run's rank count joins the run's, where it trains anything
+  const int64_t ranks_now = comm.size();
+  if (steps_done == 0) {
+    ranks_trained = to_target.ranks = {ranks_now};
+  } else if (!complete && !ranks_trained.empty() && ranks_trained.back() != ranks_now) {
+    if (leader)
+      fmt::print("The run trained on {} rank{} before this resume, on {} from here{}\n", ranks_trained.back(),
+                 ranks_trained.back() == 1 ? "" : "s", ranks_now,
+                 to_target.target > 0 && !to_target.reached
+                     ? ": its time to accuracy will be of both rank counts, and compare leaves it out"
+                     : "");
+    ranks_trained.push_back(ranks_now);
+  }
+  if (!complete) to_target.trained_on(ranks_now);
   std::unique_ptr<GradientExchange> reducer = attach_reducer(plan, comm, config, settings);
   if (resumed_from) resume_exchange_state(reducer.get(), comm, resumed_from->path, resumed_from->rank_state_id);
   const std::unique_ptr<Timeline> timeline = start_timeline(comm, config.timeline);
@@ -253,6 +272,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       info.stopped_at_target = stopping;
       info.training_seconds = training_seconds();
       if (to_target.target > 0) info.time_to_accuracy = to_target;
+      info.ranks_trained = ranks_trained;
       info.rank_state_id = rank_state_id;
       info.history = history;
       if (inside_epoch) info.history->push_back(*inside_epoch);
@@ -314,7 +334,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       comm.broadcast(&elapsed, sizeof elapsed, 0);
       m.elapsed_sec = elapsed;
       if (to_target.observe(m.test_top1, m.test_loss, elapsed, m.epoch, steps_done * settings.global_batch) && leader)
-        fmt::print("Reached the target: {}\n", to_target.line());
+        fmt::print("Reached the target: {}\n", to_target.line(comm.size()));
     }
     history.push_back(m);
     if (events_file) {
@@ -381,7 +401,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     unused_claim.path.clear();
   }
   fmt::print("{}\n", input.line());
-  if (to_target.target > 0) fmt::print("{}\n", to_target.line());
+  if (to_target.target > 0) fmt::print("{}\n", to_target.line(comm.size()));
   // the speed over this run's training epochs (evaluations and checkpoints left out)
   const double images_per_sec = run_seconds > 0 ? static_cast<double>(run_images) / run_seconds : 0;
   if (baseline && images_per_sec > 0) fmt::print("Scaling: {}\n", baseline->text(images_per_sec, comm.size()));
