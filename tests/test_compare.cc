@@ -920,6 +920,21 @@ TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
     make_folders(dir + "/kept");
     write_json(dir + "/kept/run.json", kept);
     EXPECT_EQ(compare_results(base, dir + "/kept", {}).accuracy.size(), 1u) << "paired with the results before";
+    // the shuffle buffer sets a TFRecord stream's order alone: elsewhere runs differing in it pair
+    kept["config"] = {{"datasets_shuffle_buffer_size", "50"}};
+    write_json(dir + "/kept/run.json", kept);
+    EXPECT_EQ(compare_results(base, dir + "/kept", {}).accuracy.size(), 1u) << "in memory, the buffer did nothing";
+    for (int i = 0; i < 5; ++i) {
+      nlohmann::json doc = convergence_doc(130 + i);
+      doc["context"]["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+      doc["run"]["input_format"] = "tfrecord";
+      doc["config"] = {{"datasets_shuffle_buffer_size", "50"}};
+      write_json(other + "/small_buffer" + std::to_string(i) + ".json", doc);
+    }
+    r = run_compare({other, other});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("--datasets_shuffle_buffer_size=50"), std::string::npos) << "on shards, two configurations: "
+                                                                                  << r.out;
   }
 
   // faster, and the same within noise

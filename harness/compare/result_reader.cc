@@ -187,6 +187,10 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   read_later_fields(doc, path, run.config);
   read_flag_settings(doc, path, speed_flags(), run.config);
   read_flag_settings(doc, path, accuracy_flags(), run.config);
+  // the shuffle buffer orders a TFRecord stream alone: on other input the flag did nothing (the
+  // run said so), and two runs differing in it alone are one configuration
+  if (run.config["input_format"] != "tfrecord")
+    run.config.values["datasets_shuffle_buffer_size"] = flag_default("datasets_shuffle_buffer_size");
   const double target = json_number(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
                                     "time_to_accuracy.target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);
