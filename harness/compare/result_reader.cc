@@ -253,12 +253,17 @@ bool first_reading(const std::string& path, const std::string& digest, std::set<
 
 // Whether the JSON a row names still holds the row's run: the same start time. A run given the
 // same --result_json replaces the file, and the rows of the runs before it keep their own.
-bool holds_row_run(const json& doc, const std::string& row_time_utc) {
-  if (row_time_utc.empty() || !doc.is_object()) return true;
+// The JSON's start time; nullopt where it has none (it is taken as every row's run then).
+std::optional<std::string> run_time_of(const json& doc) {
+  if (!doc.is_object()) return std::nullopt;
   const auto context = doc.find("context");
-  if (context == doc.end() || !context->is_object()) return true;
+  if (context == doc.end() || !context->is_object()) return std::nullopt;
   const auto time = context->find("time_utc");
-  return time == context->end() || !time->is_string() || time->get<std::string>() == row_time_utc;
+  if (time == context->end() || !time->is_string()) return std::nullopt;
+  return time->get<std::string>();
+}
+bool holds_row_run(const std::optional<std::string>& json_time_utc, const std::string& row_time_utc) {
+  return row_time_utc.empty() || !json_time_utc || *json_time_utc == row_time_utc;
 }
 
 // The header names every column compare reads, each once. Other columns are not checked: a
@@ -344,6 +349,21 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
 
   std::vector<RunSpeeds> runs;
   std::set<std::vector<std::string>> seen;  // a row appended twice (a file copied onto itself) is one run
+  // the JSONs rows named, each read once: its start time (every run that reused a --result_json
+  // names the file its last run wrote; each row parsed it whole before, rows times its size)
+  std::map<std::string, std::optional<std::string>> json_times;
+  // Whether the row's run is the one its JSON holds (counted through the JSON, once); `take`
+  // gets the JSON the first time it is read.
+  const auto run_in_json = [&](const std::string& json_path, const std::string& row_time, const auto& take) {
+    auto known = json_times.find(json_path);
+    if (known == json_times.end()) {
+      std::string digest;
+      const json doc = parse_json(json_path, &digest);
+      known = json_times.emplace(json_path, run_time_of(doc)).first;
+      if (holds_row_run(known->second, row_time) && first_reading(json_path, digest, read)) take(doc);
+    }
+    return holds_row_run(known->second, row_time);
+  };
   for (size_t r = 1; r < rows.size(); ++r) {
     const CsvRow& row = rows[r];
     const std::string where = fmt::format("{}:{}", path, row.line);
@@ -357,27 +377,18 @@ std::vector<RunSpeeds> read_csv(const std::string& path, std::set<std::string>& 
     if (at("mode") == "convergence") {  // a convergence run: its time to a target, if it had one
       std::optional<AccuracyRun> run = accuracy_row(at, where);
       if (!run) continue;
-      if (const auto json_path = find_json(at("json_file"), path)) {
-        std::string digest;
-        const json doc = parse_json(*json_path, &digest);
-        if (holds_row_run(doc, at("time_utc"))) {
-          if (first_reading(*json_path, digest, read))
-            if (auto from_json = parse_convergence(doc, *json_path)) accuracy_runs.push_back(*from_json);
+      if (const auto json_path = find_json(at("json_file"), path))
+        if (run_in_json(*json_path, at("time_utc"), [&](const json& doc) {
+              if (auto from_json = parse_convergence(doc, *json_path)) accuracy_runs.push_back(*from_json);
+            }))
           continue;
-        }
-      }
       accuracy_runs.push_back(std::move(*run));
       continue;
     }
     RunSpeeds run = speed_row(at, where);
-    if (const auto json_path = find_json(at("json_file"), path)) {
-      std::string digest;
-      const json doc = parse_json(*json_path, &digest);
-      if (holds_row_run(doc, at("time_utc"))) {
-        if (first_reading(*json_path, digest, read)) runs.push_back(parse_result(doc, *json_path));
+    if (const auto json_path = find_json(at("json_file"), path))
+      if (run_in_json(*json_path, at("time_utc"), [&](const json& doc) { runs.push_back(parse_result(doc, *json_path)); }))
         continue;
-      }
-    }
     runs.push_back(std::move(run));  // the JSON is gone, or holds a later run now: the row's summary is all there is
   }
   return runs;
