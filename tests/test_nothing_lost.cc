@@ -371,6 +371,26 @@ TEST(NothingLost, ACsvOfOtherColumnsIsRefusedBeforeTheRun) {
   }
 }
 
+// A results.csv as large as compare reads (256 MiB) takes no more runs: refused before the run,
+// not appended past what compare (and the next run's check) would refuse. Its own rows are
+// untouched; a finished run's row is never refused for the size.
+TEST(NothingLost, AFullResultsCsvIsRefusedBeforeTheRun) {
+  const std::string dir = idx_dir("lost_csv_full");
+  fs::create_directories(dir + "/L");
+  CliRun r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=1 --benchmark_log_dir=L", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::resize_file(dir + "/L/results.csv", (uint64_t{256} << 20) - (uint64_t{1} << 19));  // zeros past the row
+  const auto size = fs::file_size(dir + "/L/results.csv");
+  r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=1 --benchmark_log_dir=L", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("L/results.csv: 255 MiB, as large as a results file gets (256 MiB: cnnbench compare reads "
+                          "no more); write to another file (--benchmark_log_dir)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("images/sec"), std::string::npos) << r.output;
+  EXPECT_EQ(fs::file_size(dir + "/L/results.csv"), size);
+}
+
 TEST(NothingLost, OutputsThatCannotBeWrittenStopTheRunBeforeItsFirstStep) {
   const std::string dir = idx_dir("lost_outputs");
   std::ofstream(dir + "/F") << "a file";

@@ -29,14 +29,13 @@ constexpr const char* convergence_schema = "cnnbench.convergence/1";
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw ResultReadError(where + ": " + what); }
 
-// Every file compare reads is a regular file of at most these sizes, refused otherwise before
-// it is read (a FIFO would block, /dev/zero would fill memory). A result JSON keeps every timed
-// step: 9 numbers a step, each on a line of at most 29 bytes as the writer indents them (3
-// spaces, a double's 24 characters, ",\n"), so 261 bytes a step and under 2.61e9 bytes for the
-// longest run (max_steps, 10 million steps), the rest of the document (context, layers, repeats)
-// under 1 MB. results.csv gains a row of about 0.5 KB a run: 256 MiB is over 500,000 runs, a run
-// a minute for a year; parsed, a row takes a few times its size in memory.
-constexpr uint64_t max_results_csv_bytes = uint64_t{256} << 20;
+// Every file compare reads is a regular file of at most these sizes (result_files.h), refused
+// otherwise before it is read (a FIFO would block, /dev/zero would fill memory). A result JSON
+// keeps every timed step: 9 numbers a step, each on a line of at most 29 bytes as the writer
+// indents them (3 spaces, a double's 24 characters, ",\n"), so 261 bytes a step and under
+// 2.61e9 bytes for the longest run (max_steps, 10 million steps), the rest of the document
+// (context, layers, repeats) under 1 MB. results.csv gains a row of about 0.5 KB a run: 256 MiB
+// is over 500,000 runs, a run a minute for a year.
 
 std::string read_text(const std::string& path, uint64_t max_bytes, const std::string& what) {
   try {

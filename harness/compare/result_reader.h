@@ -13,15 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/result_files.h"  // max_result_json_bytes, max_results_csv_bytes
+
 namespace cnnbench {
 
 struct ResultReadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The largest result JSON compare (and --baseline) reads: 3 GiB, more than a run of the most
-// steps a run may have writes (result_reader.cc says why); a larger file is refused unread.
-inline constexpr uint64_t max_result_json_bytes = uint64_t{3} << 30;
 
 // What decides how fast a run goes: two runs are comparable when all of these are equal. Not
 // the time, host or git revision: those are what a comparison is across.

@@ -1,5 +1,7 @@
 #include "harness/report/result_files.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -76,7 +78,8 @@ std::string under_header(std::string existing, const std::vector<std::string>& h
 }
 
 // The whole CSV, or "" when there is none yet; a FIFO or a device in its place is refused, not
-// waited on (the cap is far above any results.csv: a row is about 400 bytes).
+// waited on (the cap, far above max_results_csv_bytes, keeps a finished run's row: the size is
+// checked before a run, by check_csv_header, not as its results are written).
 std::string read_whole(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return "";
@@ -90,7 +93,13 @@ std::string read_whole(const std::string& path) {
 }  // namespace
 
 void check_csv_header(const std::string& path, const std::vector<std::string>& header) {
-  under_header(read_whole(path), header, path);
+  const std::string existing = read_whole(path);
+  // one within 1 MiB of the cap takes no more runs: compare would refuse the file they made
+  if (existing.size() + (uint64_t{1} << 20) > max_results_csv_bytes)
+    throw std::runtime_error(fmt::format("{}: {} MiB, as large as a results file gets ({} MiB: cnnbench compare reads "
+                                         "no more); write to another file (--benchmark_log_dir)",
+                                         path, existing.size() >> 20, max_results_csv_bytes >> 20));
+  under_header(existing, header, path);
 }
 
 void make_folders(const std::string& path) {

@@ -6,11 +6,21 @@
 // a CSV whose header differs otherwise is refused rather than mixed.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace cnnbench {
+
+// The largest result JSON a run writes and compare (and --baseline) reads: 3 GiB, more than a
+// run of the most steps a run may have writes (result_reader.cc says why). A larger file is
+// refused unread, and a run replaces an existing --result_json up to this size.
+inline constexpr uint64_t max_result_json_bytes = uint64_t{3} << 30;
+// The largest results.csv: 256 MiB, over 500,000 runs of about 0.5 KB a row. compare reads no
+// more (parsed, a row takes tens of times its size), so a run refuses, before it starts, to
+// append to a results.csv within 1 MiB of it.
+inline constexpr uint64_t max_results_csv_bytes = uint64_t{256} << 20;
 
 // Throws std::runtime_error naming the path on any failure.
 void write_file_atomically(const std::string& path, const std::string& contents);
