@@ -4,6 +4,7 @@ anything wrong, as SweepError), and expanding its grid into the points to run.""
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import shlex
@@ -13,6 +14,9 @@ import tomllib  # Python 3.11: scripts/sweep.py says so before it gets here
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_LAUNCH = "mpiexec {allow_root} --oversubscribe --bind-to none --mca btl self,vader -np {ranks}"
 DEFAULT_TIMEOUT = 3600.0
+# A sweep's runs at most (grid points times sweep.repeat), and sweep.repeat at most (as --repeats)
+MAX_POINTS = 100_000
+MAX_REPEAT = 1000
 # Swept keys that mean nothing on one rank: a 1-rank point leaves them out, so it runs once and
 # is the baseline of every backend's series.
 DEFAULT_MULTI_RANK_KEYS = ["allreduce", "fusion_threshold_mb", "compression", "variable_update"]
@@ -114,8 +118,8 @@ def load_sweep(path, out_override=None, binary_override=None, timeout_override=N
     binary = binary_override or os.path.join(ROOT, sec.get("binary", os.path.join("build", "cnnbench")))
     s.binary = os.path.abspath(binary)
     s.repeat = sec.get("repeat", 1)
-    if not isinstance(s.repeat, int) or isinstance(s.repeat, bool) or s.repeat < 1:
-        raise SweepError(f"{path}: sweep.repeat must be a whole number >= 1")
+    if not isinstance(s.repeat, int) or isinstance(s.repeat, bool) or not 1 <= s.repeat <= MAX_REPEAT:
+        raise SweepError(f"{path}: sweep.repeat must be a whole number from 1 to {MAX_REPEAT}")
     s.timeout = timeout_override if timeout_override is not None else sec.get("timeout", DEFAULT_TIMEOUT)
     if not isinstance(s.timeout, (int, float)) or isinstance(s.timeout, bool) or s.timeout <= 0:
         raise SweepError(f"{path}: sweep.timeout must be a number of seconds > 0")
@@ -272,6 +276,11 @@ def expand(s, axes, fixed, excludes):
     """The sweep's points: the product of the grid lists (last key fastest), excluded ones left
     out, multi-rank keys dropped on one rank (duplicates merged), fewest ranks first."""
     notes = []
+    # counted before any is built: a grid of millions took minutes and gigabytes before the first ran
+    size = math.prod(len(items) for _, items in axes) * s.repeat
+    if size > MAX_POINTS:
+        raise SweepError(f"{s.path}: the grid and sweep.repeat make {size} runs, more than the {MAX_POINTS} "
+                         "a sweep holds: split it into several sweeps")
     points, seen, not_divisible = [], set(), 0
     for combo in itertools.product(*[items for _, items in axes]):
         params = {"ranks": fixed.get("ranks", 1), "hosts": fixed.get("hosts", 1)}

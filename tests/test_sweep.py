@@ -512,6 +512,11 @@ ranks = [1, 2]
             "[grid]\nranks = [1]\n[[exclude]]\nmodel = 'x'\n": "exclude names 'model'",
             # found by tests/fuzz/fuzz_sweep_toml.py: a traceback (UnicodeDecodeError) before
             "[fixed]\nmodel = 'r\udce9'\n": "sweep_bad.toml: not UTF-8 text (byte 18 is 0xe9)",
+            # counted before the points are built (a million took minutes and gigabytes)
+            "[sweep]\nrepeat = 200000\n": "sweep.repeat must be a whole number from 1 to 1000",
+            "[grid]\nbatch_size = [%s]\nnum_batches = [%s]\n" % (", ".join(str(i) for i in range(1, 1001)),
+                                                              ", ".join(str(i) for i in range(1, 1001))):
+                "make 1000000 runs, more than the 100000 a sweep holds",
         }
         for text, message in cases.items():
             path = self.write("sweep_bad.toml", text)
