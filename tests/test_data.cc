@@ -487,6 +487,61 @@ TEST(JpegFolder, HugeImageIsRefusedBeforeDecoding) {
             path + ": corrupt or unsupported JPEG: 65500x65500 is more than the 64 megapixels cnnbench decodes");
 }
 
+// A valid progressive JPEG of 704 scans (every coefficient a band of its own, sent a bit at a
+// time): each scan walks every block, so an 8192 x 8192 one decoded for 15 s. Past 500 scans it
+// is refused; the usual progressive script (6 scans for grey) decodes.
+TEST(JpegDecode, AProgressiveJpegOfTooManyScansIsRefused) {
+  const std::string dir = fresh_dir("jpeg_scans");
+  std::vector<jpeg_scan_info> scans;
+  auto scan = [&](int ss, int se, int ah, int al) {
+    jpeg_scan_info s{};
+    s.comps_in_scan = 1;
+    s.component_index[0] = 0;
+    s.Ss = ss, s.Se = se, s.Ah = ah, s.Al = al;
+    scans.push_back(s);
+  };
+  for (int k = 0; k < 64; ++k) {  // DC (k = 0), then each AC coefficient: its first scan, then 10 refinements
+    scan(k, k, 0, 10);
+    for (int bit = 10; bit >= 1; --bit) scan(k, k, bit, bit - 1);
+  }
+  ASSERT_EQ(scans.size(), 704u);
+  for (const bool many : {true, false}) {
+    const std::string path = dir + (many ? "/many.JPEG" : "/usual.JPEG");
+    jpeg_compress_struct cinfo;
+    jpeg_error_mgr jerr;
+    cinfo.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&cinfo);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    jpeg_stdio_dest(&cinfo, f);
+    cinfo.image_width = cinfo.image_height = 64;
+    cinfo.input_components = 1;
+    cinfo.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&cinfo);
+    if (many) {
+      cinfo.scan_info = scans.data();
+      cinfo.num_scans = static_cast<int>(scans.size());
+    } else {
+      jpeg_simple_progression(&cinfo);
+    }
+    jpeg_start_compress(&cinfo, TRUE);
+    std::vector<unsigned char> row(64);
+    while (cinfo.next_scanline < cinfo.image_height) {
+      for (int x = 0; x < 64; ++x) row[x] = testing::jpeg_pattern(x, static_cast<int>(cinfo.next_scanline), 0, 1);
+      JSAMPROW p = row.data();
+      jpeg_write_scanlines(&cinfo, &p, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    std::fclose(f);
+    jpeg_destroy_compress(&cinfo);
+    if (many) {
+      EXPECT_EQ(error_of([&] { decode_jpeg(path, 1); }),
+                path + ": corrupt or unsupported JPEG: more than 500 progressive scans (encoders write about 10)");
+    } else {
+      EXPECT_EQ(decode_jpeg(path, 64).width, 64);
+    }
+  }
+}
+
 TEST(JpegFolder, CorruptFileIsNamedThroughThePipeline) {
   const std::string root = fresh_dir("jpeg_bad");
   testing::write_jpeg_folders(root, 2, 2);
