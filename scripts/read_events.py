@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Reads TensorBoard event files (events.out.tfevents.*) without TensorFlow or TensorBoard: checks
 each record's TFRecord framing and masked CRC-32C, parses the Event protos with Python's protobuf
 (python3-protobuf) against proto/event.proto, and prints the scalars as CSV (tag,step,value,

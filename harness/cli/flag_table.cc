@@ -426,7 +426,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .probe(kSynthetic, "true", "out:GFLOP/s"));
     v.push_back(BOOL_FLAG(list_models, "list the models and exit").reads(X).probe(kSynthetic, "true", "out:resnet50"));
     v.push_back(BOOL_FLAG(list_result_fields,
-                          "print every field of the result files (JSON path, results.csv column, unit, schemas) "
+                          "print every field of the training and convergence results (JSON path, results.csv column, unit, "
+                          "schemas) "
                           "as JSON and exit")
                     .reads(X)
                     .probe(kSynthetic, "true", "out:summary.images_per_sec"));
