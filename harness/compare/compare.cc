@@ -245,7 +245,9 @@ std::string format_report(const CompareReport& r) {
                          p_text(c.p_value), interval, test_text(c), test_width, speed_verdict_text(c));
       summaries = summaries || !c.from_samples;
     }
-    out += "img/s: median over the timed steps, runs of one configuration pooled; test: the steps on each side\n";
+    out += fmt::format("img/s: median over the timed steps{}, runs of one configuration pooled; test: the steps on each "
+                       "side\n",
+                       summaries ? " (a summary row's: its mean)" : "");
     if (summaries) out += "summary: a CSV row whose JSON is not at hand (gone, or holding a later run): mean img/s and Welch's t-test on its summary\n";
   }
   if (!r.matched.empty() && !r.accuracy.empty()) out += "\n";
