@@ -507,32 +507,16 @@ TEST(JpegDecode, AProgressiveJpegOfTooManyScansIsRefused) {
   ASSERT_EQ(scans.size(), 704u);
   for (const bool many : {true, false}) {
     const std::string path = dir + (many ? "/many.JPEG" : "/usual.JPEG");
-    jpeg_compress_struct cinfo;
-    jpeg_error_mgr jerr;
-    cinfo.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&cinfo);
-    FILE* f = std::fopen(path.c_str(), "wb");
-    jpeg_stdio_dest(&cinfo, f);
-    cinfo.image_width = cinfo.image_height = 64;
-    cinfo.input_components = 1;
-    cinfo.in_color_space = JCS_GRAYSCALE;
-    jpeg_set_defaults(&cinfo);
-    if (many) {
-      cinfo.scan_info = scans.data();
-      cinfo.num_scans = static_cast<int>(scans.size());
-    } else {
-      jpeg_simple_progression(&cinfo);
-    }
-    jpeg_start_compress(&cinfo, TRUE);
-    std::vector<unsigned char> row(64);
-    while (cinfo.next_scanline < cinfo.image_height) {
-      for (int x = 0; x < 64; ++x) row[x] = testing::jpeg_pattern(x, static_cast<int>(cinfo.next_scanline), 0, 1);
-      JSAMPROW p = row.data();
-      jpeg_write_scanlines(&cinfo, &p, 1);
-    }
-    jpeg_finish_compress(&cinfo);
-    std::fclose(f);
-    jpeg_destroy_compress(&cinfo);
+    testing::write_jpeg_rows(
+        path, 64, 64, 1, JCS_GRAYSCALE, 75,
+        [](unsigned char* row, int y) {
+          for (int x = 0; x < 64; ++x) row[x] = testing::jpeg_pattern(x, y, 0, 1);
+        },
+        [&](jpeg_compress_struct& cinfo) {
+          if (!many) return jpeg_simple_progression(&cinfo);
+          cinfo.scan_info = scans.data();
+          cinfo.num_scans = static_cast<int>(scans.size());
+        });
     if (many) {
       EXPECT_EQ(error_of([&] { decode_jpeg(path, 1); }),
                 path + ": corrupt or unsupported JPEG: more than 500 progressive scans (encoders write about 10)");

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,10 +76,11 @@ inline void write_cifar10_dataset(const std::string& dir, int per_train_batch, i
 }
 
 // A w x h JPEG of `components` channels in `space`, quality `quality`, each row's samples from
-// `fill(row, y)` (w x components bytes).
+// `fill(row, y)` (w x components bytes); `configure` may change the settings (a scan script)
+// before compression starts.
 template <class Fill>
 void write_jpeg_rows(const std::string& path, int w, int h, int components, J_COLOR_SPACE space, int quality,
-                     Fill fill) {
+                     Fill fill, const std::function<void(jpeg_compress_struct&)>& configure = {}) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr jerr;
   cinfo.err = jpeg_std_error(&jerr);
@@ -92,6 +94,7 @@ void write_jpeg_rows(const std::string& path, int w, int h, int components, J_CO
   jpeg_set_defaults(&cinfo);
   if (space == JCS_CMYK) cinfo.write_Adobe_marker = TRUE;
   jpeg_set_quality(&cinfo, quality, TRUE);
+  if (configure) configure(cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   std::vector<unsigned char> row(w * components);
   while (cinfo.next_scanline < cinfo.image_height) {

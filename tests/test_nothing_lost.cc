@@ -77,45 +77,32 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   const auto before = snapshot(dir + "/T");
   ASSERT_EQ(before.size(), 5u);  // three checkpoints, the marker of the results written, the (empty) lock
   EXPECT_TRUE(before.contains(dir + "/T/results-written"));
+  // a run in T that exits `code` saying `says`, and leaves T as it was
+  auto leaves_t_alone = [&](const std::string& args, int code, const std::string& says) {
+    r = run_cnnbench(args, dir);
+    EXPECT_EQ(r.exit_code, code) << args << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << r.output;
+    EXPECT_EQ(snapshot(dir + "/T"), before) << args;
+  };
   // a new run, another seed, no --resume: refused, nothing touched
-  r = run_cnnbench(idx + "--num_epochs=1 --train_dir=T --seed=2", dir);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("cnnbench: --train_dir: T holds the checkpoints of a run (newest: checkpoint-epoch-0003.ckpt): "
-                          "--resume continues it"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(snapshot(dir + "/T"), before);
+  leaves_t_alone(idx + "--num_epochs=1 --train_dir=T --seed=2", 2,
+                 "cnnbench: --train_dir: T holds the checkpoints of a run (newest: checkpoint-epoch-0003.ckpt): "
+                 "--resume continues it");
   // another model's checkpoints are foreign, not damaged: refused, naming the difference
-  r = run_cnnbench("--model=resnet20_fmnist --data_dir=. --batch_size=32 --num_intra_threads=1 --train_dir=T --resume",
-                   dir);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("is another run's checkpoint (model small_cnn (this run: resnet20_fmnist))"), std::string::npos)
-      << r.output;
+  leaves_t_alone("--model=resnet20_fmnist --data_dir=. --batch_size=32 --num_intra_threads=1 --train_dir=T --resume", 2,
+                 "is another run's checkpoint (model small_cnn (this run: resnet20_fmnist))");
   EXPECT_EQ(r.output.find("damaged"), std::string::npos) << r.output;
   // so is the same model trained with another seed
-  r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --resume --seed=7", dir);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("seed 1 (this run: 7)"), std::string::npos) << r.output;
-  EXPECT_EQ(snapshot(dir + "/T"), before);
+  leaves_t_alone(idx + "--num_epochs=4 --train_dir=T --resume --seed=7", 2, "seed 1 (this run: 7)");
   // and on a training set of another size (its steps would be other epochs there)
-  r = run_cnnbench(idx_in(dir, "half", 64, 32) + "--num_epochs=4 --train_dir=T --resume", dir);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("train_examples 128 (this run: 64)"), std::string::npos) << r.output;
-  EXPECT_EQ(snapshot(dir + "/T"), before);
+  leaves_t_alone(idx_in(dir, "half", 64, 32) + "--num_epochs=4 --train_dir=T --resume", 2,
+                 "train_examples 128 (this run: 64)");
   // resuming the complete run says so and touches nothing
-  r = run_cnnbench(idx + "--num_epochs=3 --train_dir=T --resume", dir);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("the run is complete (3 epochs, 12 steps done of 12): nothing to train"), std::string::npos)
-      << r.output;
-  EXPECT_EQ(snapshot(dir + "/T"), before);
+  leaves_t_alone(idx + "--num_epochs=3 --train_dir=T --resume", 0,
+                 "the run is complete (3 epochs, 12 steps done of 12): nothing to train");
   // and so does a resume asking for fewer epochs than it holds, without calling them complete
-  r = run_cnnbench(idx + "--num_epochs=2 --train_dir=T --resume", dir);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("the checkpoint is past this run's end (3 epochs, 12 steps done; this run trains 8): "
-                          "nothing to train"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(snapshot(dir + "/T"), before);
+  leaves_t_alone(idx + "--num_epochs=2 --train_dir=T --resume", 0,
+                 "the checkpoint is past this run's end (3 epochs, 12 steps done; this run trains 8): nothing to train");
   // --num_epochs may grow on --resume
   r = run_cnnbench(idx + "--num_epochs=4 --train_dir=T --resume --benchmark_log_dir=L4", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
