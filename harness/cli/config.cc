@@ -218,8 +218,7 @@ Config parse_command_line(int argc, const char* const* argv) {
 }
 
 void resolve_device(Config& config) {
-  auto given = [&](const char* name) { return config.was_given(name); };
-  if (config.use_fp16 && given("precision") && config.precision == "fp32")
+  if (config.use_fp16 && config.was_given("precision") && config.precision == "fp32")
     throw ConfigError("--use_fp16 asks for half precision, --precision=fp32 for none: give one of them");
   if (!config.piecewise_learning_rate_schedule.empty() && config.cosine_learning_rate)
     throw ConfigError("--piecewise_learning_rate_schedule and --cosine_learning_rate exclude each other");
@@ -237,10 +236,10 @@ void resolve_device(Config& config) {
     throw ConfigError("--num_batches and --num_epochs: give one of them (--num_epochs=0 undoes a config file's)");
   if (!config.data_dir.empty() && config.mode == "training" && !config.evaluates_test_set())
     for (const char* target : {"target_top_1_accuracy", "stop_at_top_1_accuracy"})
-      if (given(target))
+      if (config.was_given(target))
         throw ConfigError(std::string("--") + target + ": a --num_batches run evaluates only with "
                           "--eval_during_training_every_n_epochs (or train --num_epochs instead)");
-  if (config.backend == "cuda" && config.device == "cpu" && given("device"))
+  if (config.backend == "cuda" && config.device == "cpu" && config.was_given("device"))
     throw ConfigError("--backend=cuda runs on the GPU, --device=cpu on the CPU: give one of them");
   if (config.device == "gpu" && config.backend == "onednn") config.backend = "cuda";
   if (config.backend == "cuda") config.device = "gpu";
@@ -263,7 +262,7 @@ void resolve_device(Config& config) {
   if (config.compression == "powersgd" && loss_scaling)
     throw ConfigError("--compression=powersgd: not with loss scaling (an overflowing step would enter PowerSGD's "
                       "error feedback, and a changed scale mis-weigh it); use --compression=bf16, or no loss scale");
-  if (!config.piecewise_learning_rate_schedule.empty() && given("init_learning_rate"))
+  if (!config.piecewise_learning_rate_schedule.empty() && config.was_given("init_learning_rate"))
     throw ConfigError("--init_learning_rate and --piecewise_learning_rate_schedule: the schedule's first rate is the "
                       "initial rate (give one of them)");
   if (config.mode == "allreduce" && config.allreduce == "nccl")

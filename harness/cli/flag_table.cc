@@ -427,8 +427,7 @@ const std::vector<FlagSpec>& flag_specs() {
     v.push_back(BOOL_FLAG(list_models, "list the models and exit").reads(X).probe(kSynthetic, "true", "out:resnet50"));
     v.push_back(BOOL_FLAG(list_result_fields,
                           "print every field of the training and convergence results (JSON path, results.csv column, unit, "
-                          "schemas) "
-                          "as JSON and exit")
+                          "schemas) as JSON and exit")
                     .reads(X)
                     .probe(kSynthetic, "true", "out:summary.images_per_sec"));
     v.push_back(BOOL_FLAG(help, "print this help and exit").reads(X).probe(kSynthetic, "true", "out:usage:"));

@@ -13,19 +13,25 @@
 namespace cnnbench {
 namespace {
 
+// Runs grouped by configuration, in the order their configurations first appear, and each
+// configuration's place among them (a results.csv of thousands of configurations took seconds
+// searched one by one).
 template <typename Run>
-using Groups = std::vector<std::pair<RunConfiguration, std::vector<Run>>>;
-
-// Runs grouped by configuration, in the order their configurations first appear (found through
-// an index: a results.csv of thousands of configurations took seconds searched one by one).
+struct Groups {
+  std::vector<std::pair<RunConfiguration, std::vector<Run>>> in_order;
+  std::map<RunConfiguration, size_t> index;
+  const std::vector<Run>* find(const RunConfiguration& config) const {
+    const auto it = index.find(config);
+    return it == index.end() ? nullptr : &in_order[it->second].second;
+  }
+};
 template <typename Run>
 Groups<Run> group_by_configuration(const std::vector<Run>& runs) {
   Groups<Run> groups;
-  std::map<RunConfiguration, size_t> index;
   for (const Run& run : runs) {
-    const auto [it, added] = index.emplace(run.config, groups.size());
-    if (added) groups.push_back({run.config, {}});
-    groups[it->second].second.push_back(run);
+    const auto [it, added] = groups.index.emplace(run.config, groups.in_order.size());
+    if (added) groups.in_order.push_back({run.config, {}});
+    groups.in_order[it->second].second.push_back(run);
   }
   return groups;
 }
@@ -36,20 +42,17 @@ template <typename Run, typename Compared, typename CompareFn, typename LabelFn>
 void match_configurations(const std::vector<Run>& base_runs, const std::vector<Run>& new_runs, CompareFn compare,
                           LabelFn label, std::vector<Compared>& out, CompareReport& report) {
   const Groups<Run> base = group_by_configuration(base_runs), next = group_by_configuration(new_runs);
-  std::map<RunConfiguration, const std::vector<Run>*> base_index, next_index;
-  for (const auto& [config, runs] : base) base_index.emplace(config, &runs);
-  for (const auto& [config, runs] : next) next_index.emplace(config, &runs);
-  for (const auto& [config, runs] : base) {
-    const auto match = next_index.find(config);
-    if (match == next_index.end()) {
+  for (const auto& [config, runs] : base.in_order) {
+    const std::vector<Run>* match = next.find(config);
+    if (!match) {
       report.only_in_base.push_back(label(config));
       continue;
     }
-    out.push_back(compare(runs, *match->second));
+    out.push_back(compare(runs, *match));
     if (out.back().verdict == Verdict::regression) ++report.regressions;
   }
-  for (const auto& [config, runs] : next)
-    if (!base_index.count(config)) report.only_in_new.push_back(label(config));
+  for (const auto& [config, runs] : next.in_order)
+    if (!base.find(config)) report.only_in_new.push_back(label(config));
 }
 
 // Several runs' summaries as one sample: the mean over all their steps and the sample standard

@@ -65,8 +65,6 @@ bool first_reading(const std::string& path, const std::string& digest, std::set<
   return new_path && new_text;
 }
 
-// Whether the JSON a row names still holds the row's run: the same start time. A run given the
-// same --result_json replaces the file, and the rows of the runs before it keep their own.
 // The JSON's start time; nullopt where it has none (it is taken as every row's run then).
 std::optional<std::string> run_time_of(const json& doc) {
   if (!doc.is_object()) return std::nullopt;
@@ -76,6 +74,8 @@ std::optional<std::string> run_time_of(const json& doc) {
   if (time == context->end() || !time->is_string()) return std::nullopt;
   return time->get<std::string>();
 }
+// Whether the JSON a row names still holds the row's run: the same start time. A run given the
+// same --result_json replaces the file, and the rows of the runs before it keep their own.
 bool holds_row_run(const std::optional<std::string>& json_time_utc, const std::string& row_time_utc) {
   return row_time_utc.empty() || !json_time_utc || *json_time_utc == row_time_utc;
 }

@@ -21,7 +21,6 @@ struct ResultReadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-
 // What decides how fast a run goes: two runs are comparable when all of these are equal. Not
 // the time, host or git revision: those are what a comparison is across.
 const std::vector<std::string>& configuration_fields();  // model, dataset, ..., compression

@@ -23,7 +23,8 @@ struct EpochMetrics {
 
 // An epoch's training figures over the steps of `before` (a checkpoint's partial row, written
 // inside the epoch) and those of `after` (the steps a resume trained since): loss and top-1
-// weighted by steps, seconds and stalls added, the rest (rate, evaluation, images) `after`'s.
+// weighted by steps, seconds and stalls added, the rates over both parts' images; the rest
+// (evaluation, images, learning rate) `after`'s.
 EpochMetrics join_epoch_parts(const EpochMetrics& before, const EpochMetrics& after);
 
 // An epoch as the JSON's "epochs" and a checkpoint's history hold it, and back (throws

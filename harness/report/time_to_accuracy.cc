@@ -82,13 +82,8 @@ TimeToAccuracy TimeToAccuracy::from_json(const nlohmann::json& j) {
   t.best_top1 = number("best_test_top1", 0, 1);
   t.evaluations = static_cast<int64_t>(number("evaluations", 0, 1e15));
   t.clock_complete = flag("clock_complete");
-  if (const auto it = j.find("ranks"); it != j.end()) {  // absent before 2026-11-28
-    if (!it->is_array() || it->empty() || it->size() > 1000) throw bad("ranks");
-    for (const nlohmann::json& n : *it) {
-      if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > (int64_t{1} << 24)) throw bad("ranks");
-      t.ranks.push_back(n.get<int64_t>());
-    }
-  }
+  if (const auto it = j.find("ranks"); it != j.end() && !read_rank_counts(*it, t.ranks))  // absent before 2026-11-28
+    throw bad("ranks");
   if (t.reached) {
     t.seconds = number("seconds", 0, 1e15);
     t.epochs = static_cast<int64_t>(number("epochs", 0, 1e15));
@@ -96,6 +91,17 @@ TimeToAccuracy TimeToAccuracy::from_json(const nlohmann::json& j) {
     t.top1 = number("test_top1", 0, 1);
   }
   return t;
+}
+
+bool read_rank_counts(const nlohmann::json& j, std::vector<int64_t>& out) {
+  const bool counts = j.is_array() && !j.empty() && j.size() <= 1000 &&
+                      std::all_of(j.begin(), j.end(), [](const nlohmann::json& n) {
+                        return n.is_number_integer() && n.get<int64_t>() >= 1 && n.get<int64_t>() <= (int64_t{1} << 24);
+                      });
+  if (!counts) return false;
+  out.clear();
+  for (const nlohmann::json& n : j) out.push_back(n.get<int64_t>());
+  return true;
 }
 
 double accuracy_target(double target_top_1_accuracy, double stop_at_top_1_accuracy) {

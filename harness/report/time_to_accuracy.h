@@ -48,6 +48,10 @@ struct TimeToAccuracy {
   static TimeToAccuracy from_json(const nlohmann::json& j);
 };
 
+// A JSON list of rank counts (each 1 to 2^24, at most 1000 of them) into `out`; false, and
+// `out` untouched, where it is not one. Checkpoints' ranks_trained and time_to_accuracy.ranks.
+bool read_rank_counts(const nlohmann::json& j, std::vector<int64_t>& out);
+
 // The target a run measures: --target_top_1_accuracy, else --stop_at_top_1_accuracy (0: none).
 double accuracy_target(double target_top_1_accuracy, double stop_at_top_1_accuracy);
 

@@ -180,14 +180,8 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
     if (!it->is_boolean()) return fail("header's stopped_at_target is not true or false");
     info.stopped_at_target = it->get<bool>();
   }
-  if (const auto it = header.find("ranks_trained"); it != header.end()) {
-    const bool counts = it->is_array() && !it->empty() && it->size() <= 1000 &&
-                        std::all_of(it->begin(), it->end(), [](const nlohmann::json& n) {
-                          return n.is_number_integer() && n.get<int64_t>() >= 1 && n.get<int64_t>() <= (int64_t{1} << 24);
-                        });
-    if (!counts) return fail("header's ranks_trained is not a list of rank counts");
-    for (const nlohmann::json& n : *it) info.ranks_trained.push_back(n.get<int64_t>());
-  }
+  if (const auto it = header.find("ranks_trained"); it != header.end() && !read_rank_counts(*it, info.ranks_trained))
+    return fail("header's ranks_trained is not a list of rank counts");
   if (const auto it = header.find("run"); it != header.end()) {
     if (!it->is_object()) return fail("header's run is not an object");
     info.run = *it;
