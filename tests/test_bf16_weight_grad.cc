@@ -125,11 +125,12 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   options.own_kernels = false;
   auto onednn = compile_plan("onednn", graph, options);
   // With AMX, oneDNN runs bf16 convolutions on channels-last activations, not the 16-channel
-  // blocks the kernel reads: the plan rightly leaves the kernel out there (seen on a Xeon with
-  // amx_bf16: notes empty), and there is nothing of it to compare.
-  if (own->kernel_notes().empty() && cpu_flag("amx_bf16"))
-    GTEST_SKIP() << "oneDNN takes AMX kernels with channels-last layouts here: the 1x1 kernel does not run";
-  EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
+  // blocks the kernel reads: there the plan takes the weight gradients as AMX matmuls instead
+  // (matmul_weight_grad.cc), the strided conv_c through its gathered rows.
+  if (cpu_flag("amx_bf16") && own->kernel_notes().find("AMX") != std::string::npos)
+    EXPECT_EQ(own->kernel_notes(), "1x1 weight gradients as AMX matmuls on 3 convolutions");
+  else
+    EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
   EXPECT_EQ(onednn->kernel_notes(), "");
   const auto params = testing::random_vector<float>(own->parameters().size(), 5, -0.2, 0.2);
   std::copy(params.begin(), params.end(), own->parameters().begin());
@@ -137,6 +138,44 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   std::copy(own->buffers().begin(), own->buffers().end(), onednn->buffers().begin());
   const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
   const std::vector<int32_t> labels = {1, 7, 3, 9};
+  for (Plan* plan : {own.get(), onednn.get()}) {
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    plan->loss(labels.data());
+    plan->backward();
+  }
+  for (const ArenaEntry& e : own->layout().params) {
+    const std::vector<float> a(own->gradients().begin() + e.offset, own->gradients().begin() + e.offset + e.elements);
+    const std::vector<float> r(onednn->gradients().begin() + e.offset,
+                               onednn->gradients().begin() + e.offset + e.elements);
+    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
+  }
+}
+
+// Where the weight gradients run as AMX matmuls: channel counts that are no multiple of 16, a
+// stride-2 layer on an odd image (the gathered rows stop short of the last pixel) and a 3x3
+// layer beside them, which stays with oneDNN's convolution. Gradients match the plan without.
+TEST(WeightGrad1x1Plan, AmxMatmulsMatchOnednnOnOddShapes) {
+  if (!cpu_flag("amx_bf16")) GTEST_SKIP() << "this CPU has no AMX";
+  GraphBuilder b("odd_one_by_one", {3, 24, 15, 15});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 40, 1, 2, 0, "conv_s2"), "bn_s2"), "relu_s2");
+  x = b.relu(b.batch_norm(b.conv(x, 48, 3, 1, 1, "conv_3x3"), "bn_3x3"), "relu_3x3");
+  x = b.relu(b.batch_norm(b.conv(x, 72, 1, 1, 0, "conv_s1"), "bn_s1"), "relu_s1");
+  const Graph graph = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+
+  PlanOptions options;
+  options.compute = DType::bf16;
+  auto own = compile_plan("onednn", graph, options);
+  options.own_kernels = false;
+  auto onednn = compile_plan("onednn", graph, options);
+  if (own->kernel_notes().empty()) GTEST_SKIP() << "oneDNN chose no channels-last layout for these shapes here";
+  EXPECT_EQ(own->kernel_notes(), "1x1 weight gradients as AMX matmuls on 2 convolutions");
+  const auto params = testing::random_vector<float>(own->parameters().size(), 7, -0.2, 0.2);
+  std::copy(params.begin(), params.end(), own->parameters().begin());
+  std::copy(params.begin(), params.end(), onednn->parameters().begin());
+  std::copy(own->buffers().begin(), own->buffers().end(), onednn->buffers().begin());
+  const auto images = testing::random_vector<float>(graph.input().out.elements(), 8);
+  const std::vector<int32_t> labels = {2, 5, 9};
   for (Plan* plan : {own.get(), onednn.get()}) {
     plan->set_input(images.data());
     plan->forward(Mode::training);

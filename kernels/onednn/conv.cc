@@ -1,5 +1,6 @@
 // kernels/onednn/conv.cc — convolution: forward, data gradient, and the weight gradient from
-// oneDNN or from cnnbench's bf16 1x1 kernel (bf16_weight_grad.h).
+// oneDNN's convolution, cnnbench's bf16 1x1 kernel (bf16_weight_grad.h) or, with AMX, a oneDNN
+// matmul (matmul_weight_grad.cc).
 #include "kernels/onednn/plan_internal.h"
 
 #include <algorithm>
@@ -63,7 +64,8 @@ void OnednnPlan::compile_conv_backward(const Node& node) {
 
   // weights (and bias) gradient
   const size_t first = backward_.size();
-  if (!compile_own_weight_grad(node, in, s)) compile_onednn_weight_grad(node, in, s, fwd_pd);
+  if (!compile_own_weight_grad(node, in, s) && !compile_matmul_weight_grad(node, in, s))
+    compile_onednn_weight_grad(node, in, s, fwd_pd);
   mark_weight_grad(first);
   gradients_ready_step(node);
 

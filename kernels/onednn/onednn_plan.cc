@@ -89,6 +89,9 @@ std::string OnednnPlan::kernel_notes() const {
   std::string notes;
   if (own_weight_grads_ > 0) notes = on("bf16 1x1", own_weight_grads_);
   if (depthwise_weight_grads_ > 0) notes += (notes.empty() ? "" : "; ") + on("depthwise", depthwise_weight_grads_);
+  if (matmul_weight_grads_ > 0)
+    notes += (notes.empty() ? "" : "; ") + std::string("1x1 weight gradients as AMX matmuls on ") +
+             std::to_string(matmul_weight_grads_) + " convolution" + (matmul_weight_grads_ == 1 ? "" : "s");
   return notes;
 }
 

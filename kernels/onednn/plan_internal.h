@@ -143,6 +143,7 @@ class OnednnPlan final : public Plan {
   void compile_conv_forward(const Node& node);
   void compile_conv_backward(const Node& node);
   bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s);
+  bool compile_matmul_weight_grad(const Node& node, const Node& in, const WeightedState& s);  // matmul_weight_grad.cc
   void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
                                   const dnnl::convolution_forward::primitive_desc& fwd_pd);
   bool compile_depthwise_weight_grad(const Node& node, const Node& in, const WeightedState& s);
@@ -196,6 +197,7 @@ class OnednnPlan final : public Plan {
   size_t weight_grad_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
   int depthwise_weight_grads_ = 0;  // and compile_depthwise_weight_grad()
+  int matmul_weight_grads_ = 0;     // and compile_matmul_weight_grad()
   Arena weight_grad_scratch_;
   dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
   dnnl::engine engine_;
