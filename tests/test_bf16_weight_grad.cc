@@ -107,6 +107,27 @@ INSTANTIATE_TEST_SUITE_P(
       return name.str();
     });
 
+// One training step of both plans from the same parameters, images and labels: every
+// parameter's gradient within 1e-3 (relative L2) of the other plan's.
+void expect_same_gradients(const Graph& graph, Plan& own, Plan& onednn, const std::vector<int32_t>& labels) {
+  const auto params = testing::random_vector<float>(own.parameters().size(), 5, -0.2, 0.2);
+  std::copy(params.begin(), params.end(), own.parameters().begin());
+  std::copy(params.begin(), params.end(), onednn.parameters().begin());
+  std::copy(own.buffers().begin(), own.buffers().end(), onednn.buffers().begin());
+  const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
+  for (Plan* plan : {&own, &onednn}) {
+    plan->set_input(images.data());
+    plan->forward(Mode::training);
+    plan->loss(labels.data());
+    plan->backward();
+  }
+  for (const ArenaEntry& e : own.layout().params) {
+    const std::vector<float> a(own.gradients().begin() + e.offset, own.gradients().begin() + e.offset + e.elements);
+    const std::vector<float> r(onednn.gradients().begin() + e.offset, onednn.gradients().begin() + e.offset + e.elements);
+    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
+  }
+}
+
 // A bottleneck-like net of 1x1 convolutions in bf16: gradients with the kernel match the plan
 // built with oneDNN's backward-weights primitive instead (same bf16 inputs, another sum order).
 TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
@@ -132,24 +153,7 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   else
     EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
   EXPECT_EQ(onednn->kernel_notes(), "");
-  const auto params = testing::random_vector<float>(own->parameters().size(), 5, -0.2, 0.2);
-  std::copy(params.begin(), params.end(), own->parameters().begin());
-  std::copy(params.begin(), params.end(), onednn->parameters().begin());
-  std::copy(own->buffers().begin(), own->buffers().end(), onednn->buffers().begin());
-  const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
-  const std::vector<int32_t> labels = {1, 7, 3, 9};
-  for (Plan* plan : {own.get(), onednn.get()}) {
-    plan->set_input(images.data());
-    plan->forward(Mode::training);
-    plan->loss(labels.data());
-    plan->backward();
-  }
-  for (const ArenaEntry& e : own->layout().params) {
-    const std::vector<float> a(own->gradients().begin() + e.offset, own->gradients().begin() + e.offset + e.elements);
-    const std::vector<float> r(onednn->gradients().begin() + e.offset,
-                               onednn->gradients().begin() + e.offset + e.elements);
-    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
-  }
+  expect_same_gradients(graph, *own, *onednn, {1, 7, 3, 9});
 }
 
 // Where the weight gradients run as AMX matmuls: channel counts that are no multiple of 16, a
@@ -170,24 +174,7 @@ TEST(WeightGrad1x1Plan, AmxMatmulsMatchOnednnOnOddShapes) {
   auto onednn = compile_plan("onednn", graph, options);
   if (own->kernel_notes().empty()) GTEST_SKIP() << "oneDNN chose no channels-last layout for these shapes here";
   EXPECT_EQ(own->kernel_notes(), "1x1 weight gradients as AMX matmuls on 2 convolutions");
-  const auto params = testing::random_vector<float>(own->parameters().size(), 7, -0.2, 0.2);
-  std::copy(params.begin(), params.end(), own->parameters().begin());
-  std::copy(params.begin(), params.end(), onednn->parameters().begin());
-  std::copy(own->buffers().begin(), own->buffers().end(), onednn->buffers().begin());
-  const auto images = testing::random_vector<float>(graph.input().out.elements(), 8);
-  const std::vector<int32_t> labels = {2, 5, 9};
-  for (Plan* plan : {own.get(), onednn.get()}) {
-    plan->set_input(images.data());
-    plan->forward(Mode::training);
-    plan->loss(labels.data());
-    plan->backward();
-  }
-  for (const ArenaEntry& e : own->layout().params) {
-    const std::vector<float> a(own->gradients().begin() + e.offset, own->gradients().begin() + e.offset + e.elements);
-    const std::vector<float> r(onednn->gradients().begin() + e.offset,
-                               onednn->gradients().begin() + e.offset + e.elements);
-    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
-  }
+  expect_same_gradients(graph, *own, *onednn, {2, 5, 9});
 }
 
 }  // namespace
