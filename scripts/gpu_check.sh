@@ -39,17 +39,23 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 bytes() { local n=0 s; while IFS= read -r -d '' f; do s=$(stat -c %s "$f" 2>/dev/null) && n=$((n + s)); done; echo "$n"; }
 
 # ---- pack (here) ---------------------------------------------------------------------------
-gpu_tests() {  # "binary filter" for each test source with GPU cases: CUDA/NCCL suites whole, else their SKIP_WITHOUT_GPU tests
-  local src name
+gpu_tests() {  # "binary filter" for each test source with GPU cases, the two long ones (about 3 minutes) last
+  local src
   for src in "$ROOT"/tests/test_*.cc; do
-    grep -q 'SKIP_WITHOUT_GPU' "$src" || continue
-    name=$(basename "$src" .cc)
-    case $name in
-      test_cuda* | test_nccl* | test_dropout) echo "$name *" ;;  # whole: their GPU cases skip in SetUp or a fixture
-      *) echo "$name $(sed -nE 's/^TEST(_F|_P)?\(([A-Za-z0-9_]+), *([A-Za-z0-9_]+)\).*/T \2.\3/p; /SKIP_WITHOUT_GPU\(\)/s/.*/S/p' "$src" |
-        awk '$1 == "T" { t = $2 } $1 == "S" && t { printf "%s%s", n++ ? ":" : "", t; t = "" }')" ;;
-    esac
+    case $(basename "$src") in test_cuda_memory.cc | test_cuda_vs_ref.cc) ;; *) gpu_test_line "$src" ;; esac
   done
+  for src in "$ROOT"/tests/test_cuda_memory.cc "$ROOT"/tests/test_cuda_vs_ref.cc; do gpu_test_line "$src"; done
+}
+
+gpu_test_line() {  # CUDA/NCCL suites whole, else their SKIP_WITHOUT_GPU tests
+  local src=$1 name
+  grep -q 'SKIP_WITHOUT_GPU' "$src" || return 0
+  name=$(basename "$src" .cc)
+  case $name in
+    test_cuda* | test_nccl* | test_dropout) echo "$name *" ;;  # whole: their GPU cases skip in SetUp or a fixture
+    *) echo "$name $(sed -nE 's/^TEST(_F|_P)?\(([A-Za-z0-9_]+), *([A-Za-z0-9_]+)\).*/T \2.\3/p; /SKIP_WITHOUT_GPU\(\)/s/.*/S/p' "$src" |
+      awk '$1 == "T" { t = $2 } $1 == "S" && t { printf "%s%s", n++ ? ":" : "", t; t = "" }')" ;;
+  esac
 }
 
 needed_libs() {  # "soname path" of what the files need, less glibc, the driver and the CUDA wheels' libraries
@@ -227,10 +233,8 @@ EOF
 stage_bench() {  # the GPU table against PyTorch, the three sides alternating run by run
   local rep c
   for ((rep = 1; rep <= REPS; rep++)); do
-    for c in "resnet50_b256 resnet50 256" "resnet50_b32 resnet50 32" "vgg16_b256 vgg16 256"; do
-      [[ " $CONFIGS " == *" ${c%% *} "* ]] || continue
-      # shellcheck disable=SC2086  # c holds three words
-      for impl in $SIDES; do bench_run $c "$impl" "$rep"; done
+    for c in $CONFIGS; do  # in the order --configs gives them: the first has the time first
+      for impl in $SIDES; do bench_run "$c" "${c%_b*}" "${c##*_b}" "$impl" "$rep"; done
     done
   done
   ((${#LEFT[@]} == 0)) || say "bench: deadline: ${#LEFT[@]} runs left for the next call: ${LEFT[*]}"

@@ -30,13 +30,14 @@ using cuda::FusedConvSpec;
 
 struct Shape {
   int64_t n, c, h, w, k, r, pad;  // stride 1, square filter; output h x w where pad = r / 2
+  bool vgg = false;               // a shape VGG16's plan fuses: cuDNN must build a graph for it
   int64_t p() const { return h + 2 * pad - r + 1; }
   int64_t q() const { return w + 2 * pad - r + 1; }
 };
 
 const Shape kShapes[] = {
-    {2, 64, 14, 14, 64, 3, 1},  // VGG16's conv4/conv5 sizes, channels cut
-    {2, 16, 8, 8, 16, 3, 1},    // the op cases' vgg_convs_relu_conv
+    {2, 64, 14, 14, 64, 3, 1, true},  // VGG16's conv4/conv5 sizes, channels cut
+    {2, 16, 8, 8, 16, 3, 1, true},    // the op cases' vgg_convs_relu_conv
     {2, 16, 9, 7, 32, 1, 0},    // 1x1, odd map
     {1, 8, 12, 12, 16, 3, 1},   // 8 channels: one 16-byte vector a pixel
 };
@@ -113,14 +114,20 @@ class CudnnHandle {
 };
 
 // Every engine of `spec` this device builds, up to the four the plan's timed search weighs, each
-// run once on `p` into an output of stale values.
+// run once on `p` into an output of stale values. An engine that fails to run is a failure named
+// by its engine, and the others still run (the plan's search skips such an engine). A shape the
+// plan never fuses may get no engine from cuDNN: that is said, not failed.
 template <typename Check>
-void for_each_engine(const FusedConvSpec& spec, FusedConv::Pointers p, FusedConv::Role out, size_t out_elements,
-                     const Check& check) {
+void for_each_engine(const Shape& shape, const FusedConvSpec& spec, FusedConv::Pointers p, FusedConv::Role out,
+                     size_t out_elements, const Check& check) {
   CudnnHandle handle;
   ASSERT_TRUE(handle.ok());
   std::string why;
   const auto engines = FusedConv::build_all(handle.get(), spec, 4, 10.0, &why);
+  if (engines.empty() && !shape.vgg) {
+    std::printf("%s: cuDNN builds no engine (%s); no plan fuses this shape\n", spec.key().c_str(), why.c_str());
+    return;
+  }
   ASSERT_FALSE(engines.empty()) << spec.key() << ": " << why;
   for (const auto& engine : engines) {
     SCOPED_TRACE(spec.key() + " " + engine->engine());
@@ -129,7 +136,12 @@ void for_each_engine(const FusedConvSpec& spec, FusedConv::Pointers p, FusedConv
     p[out] = result.data();
     cuda::FusedConvCall call;
     call.conv = engine;
-    call.run(handle.get(), p, workspace.data());
+    try {
+      call.run(handle.get(), p, workspace.data());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "engine " << engine->engine() << " failed to run: " << e.what();
+      continue;
+    }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     check(download_as(DType::f16, result, out_elements, 0));
   }
@@ -163,7 +175,7 @@ TEST(CudaReluGraphs, ForwardAddsTheBiasAndAppliesTheRelu) {
     p[FusedConv::out_bias] = bd.data();
     FusedConvSpec spec = spec_of(s, FusedConvSpec::forward);
     spec.bias_relu = true;
-    for_each_engine(spec, p, FusedConv::y, conv.size(), [&](const std::vector<float>& y) {
+    for_each_engine(s, spec, p, FusedConv::y, conv.size(), [&](const std::vector<float>& y) {
       EXPECT_TRUE(testing::close_l2("y", y, as_floats(exact), 2e-3));
       int64_t wrong_side = 0;
       for (size_t i = 0; i < y.size(); ++i) {
@@ -198,7 +210,7 @@ TEST(CudaReluGraphs, DataGradientAppliesTheReluMask) {
     p[FusedConv::relu_out] = rd.data();
     FusedConvSpec spec = spec_of(s, FusedConvSpec::data_gradient);
     spec.relu_mask = true;
-    for_each_engine(spec, p, FusedConv::x, want.size(), [&](const std::vector<float>& dx) {
+    for_each_engine(s, spec, p, FusedConv::x, want.size(), [&](const std::vector<float>& dx) {
       EXPECT_TRUE(testing::close_l2("dx", dx, as_floats(want), 2e-3));
       int64_t leaked = 0, dropped = 0;
       for (size_t i = 0; i < dx.size(); ++i) {

@@ -377,7 +377,7 @@ void CudaPlan::compile() {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   device_name_ = "/gpu:" + std::to_string(device_) + " (" + prop.name + ")";
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaDeviceSynchronize());  // the arena's zeroing (cudaMemset, legacy stream) too, not only stream_
 }
 
 void* CudaPlan::allocate(size_t bytes) {

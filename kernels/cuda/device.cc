@@ -74,6 +74,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::upload(const void* host, size_t bytes) {
   if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: more bytes than the buffer holds");
   CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return once the bytes are staged, before they land; the
+  // plan's streams do not wait for the legacy stream, so wait here for the copy to finish.
+  CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 void DeviceBuffer::download(void* host, size_t bytes) const {
