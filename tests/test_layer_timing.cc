@@ -23,7 +23,7 @@ TEST(LayerTiming, OnednnBf16SplitsOwnWeightGradients) {
   options.compute = DType::bf16;
   auto plan = compile_plan("onednn", testing::layer_timing_graph(), options);
   if (plan->kernel_notes().empty()) GTEST_SKIP() << "this CPU has no AVX-512 BF16: oneDNN's kernels ran";
-  testing::check_weight_grad_split(*plan);  // two 1x1 convolutions through cnnbench's kernel
+  testing::check_weight_grad_split(*plan);  // two 1x1 convolutions: cnnbench's kernel, or with AMX matmuls
 }
 
 }  // namespace
