@@ -80,25 +80,32 @@ CudaPlan::CudaPlan(const Graph& graph, const PlanOptions& options)
       choices_(options.search_choices) {
   if (cuda::visible_devices() == 0)
     throw std::invalid_argument("backend 'cuda': no GPU is visible (" + cuda::build_info().no_device_reason + ")");
-  CUDA_CHECK(cudaGetDevice(&device_));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudnnCreate(&cudnn_));
-  CUDA_CHECK(cudnnSetStream(cudnn_, stream_));
-  CUBLAS_CHECK(cublasCreate(&cublas_));
-  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-  for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
-  if (choices_ && timed_search_) identity_ = search_identity();  // search_recall.cc
-  CUBLAS_CHECK(cublasSetMathMode(cublas_, type_ == DType::f32 && !tf32_ ? CUBLAS_PEDANTIC_MATH
-                                                                        : CUBLAS_DEFAULT_MATH));
-  try {
-    compile();
-  } catch (const OutOfMemory& e) {
-    throw std::runtime_error(out_of_memory(e));
+  try {  // a throw leaves no destructor to run: release what was made
+    CUDA_CHECK(cudaGetDevice(&device_));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudnnCreate(&cudnn_));
+    CUDA_CHECK(cudnnSetStream(cudnn_, stream_));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
+    if (choices_ && timed_search_) identity_ = search_identity();  // search_recall.cc
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, type_ == DType::f32 && !tf32_ ? CUBLAS_PEDANTIC_MATH
+                                                                          : CUBLAS_DEFAULT_MATH));
+    try {
+      compile();
+    } catch (const OutOfMemory& e) {
+      throw std::runtime_error(out_of_memory(e));
+    }
+    sample_device_memory();
+  } catch (...) {
+    release();
+    throw;
   }
-  sample_device_memory();
 }
 
-CudaPlan::~CudaPlan() {
+CudaPlan::~CudaPlan() { release(); }
+
+void CudaPlan::release() noexcept {
   if (stream_) cudaStreamSynchronize(stream_);
   nodes_.clear();
   fused_convs_.clear();  // cuDNN's execution plans before the handle they were made with

@@ -122,6 +122,7 @@ class CudaPlan final : public Plan, public DevicePlan {
  public:
   CudaPlan(const Graph& graph, const PlanOptions& options);
   ~CudaPlan() override;
+  void release() noexcept;  // the handles, streams, events and graphs: by the destructor, or by a constructor that throws
 
   // ---- the Plan interface ----
   DevicePlan* device() override { return this; }
