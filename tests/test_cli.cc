@@ -115,6 +115,26 @@ TEST(Cli, NhwcOnRealDataIsNotedAndReadsTheImagesAsTheyAre) {
   EXPECT_EQ(a["epochs"][0]["train_loss"], b["epochs"][0]["train_loss"]);
 }
 
+// Found by an audit: a test set of 32x32 beside 28x28 training images was read as 28x28 ones
+// (test top-1 10%; past the end of its buffer for 20x20). Both splits must have one size.
+TEST(Cli, ATestSetOfAnotherImageSizeIsRefused) {
+  const std::string dir = fresh_dir("cli_test_size");
+  std::filesystem::create_directories(dir + "/data");
+  testing::write_idx_dataset(dir + "/data", "train", 64, false);
+  const int n = 16;
+  std::vector<uint8_t> pixels(n * 32 * 32, 7), labels(n, 3);
+  testing::write_file(dir + "/data/t10k-images-idx3-ubyte", testing::idx_bytes({n, 32, 32}, pixels), false);
+  testing::write_file(dir + "/data/t10k-labels-idx1-ubyte", testing::idx_bytes({n}, labels), false);
+  const CliRun r = run_cnnbench("--model=small_cnn --data_name=fashion_mnist --data_dir=data --batch_size=16 "
+                                "--num_epochs=1 --train_dir=run",
+                                dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the test images are 1x32x32 (channels x height x width), the training images 1x28x28"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("test top-1"), std::string::npos) << r.output;
+}
+
 TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   const std::string dir = fresh_dir("cli_bad");
   for (const char* args : {"--model=resnet51", "--batch_size=-1", "--model=resnet20 --data_name=imagenet",

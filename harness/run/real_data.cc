@@ -200,6 +200,12 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
   const bool cifar = dataset == "cifar10";
   d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
   d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
+  // The model is sized by the training images: a test set of another size would be read as them
+  const ImageDataset &tr = *d.train_images, &te = *d.test_images;
+  if (te.channels != tr.channels || te.height != tr.height || te.width != tr.width)
+    throw std::runtime_error(fmt::format("{}: the test images are {}x{}x{} (channels x height x width), the training "
+                                         "images {}x{}x{}: both splits must have one size",
+                                         dir, te.channels, te.height, te.width, tr.channels, tr.height, tr.width));
   d.train = std::make_unique<InMemorySource>(*d.train_images, train_augmentation);
   d.test = std::make_unique<InMemorySource>(*d.test_images, augmentation_for(dataset, false));
   d.train_count = d.train_images->count;
