@@ -213,6 +213,37 @@ TEST(InputPipeline, BatchesAreDeterministicAndEvaluationCoversAll) {
   }
 }
 
+// A --resume inside an epoch starts it at its step: the batches from there are those of the
+// whole epoch, made without making the ones before; the next epoch starts whole again.
+TEST(InputPipeline, AnEpochStartedAtABatchGivesTheWholeEpochsBatchesFromThere) {
+  const std::string dir = fresh_dir("pipeline_first_batch");
+  write_idx_dataset(dir, "train", 100, false);
+  const ImageDataset d = load_idx_dataset(dir, true, "fashion_mnist");
+  Augmentation cifar_like;
+  cifar_like.pad = 4;
+  cifar_like.flip = true;
+  const InMemorySource source(d, cifar_like);
+  auto batches = [&](InputPipeline& p, int64_t from) {
+    std::vector<std::vector<float>> out;
+    for (int64_t s = from; s < p.steps_per_epoch(); ++s) {
+      const float* images = p.next_images();
+      std::vector<float> batch(images, images + 8 * 784);
+      batch.insert(batch.end(), p.current_labels(), p.current_labels() + 8);
+      out.push_back(std::move(batch));
+    }
+    return out;
+  };
+  InputPipeline whole(source, 8, 1, 2, 42, true, 2), resumed(source, 8, 1, 2, 42, true, 2);
+  whole.start_epoch(3);
+  const auto all = batches(whole, 0);
+  ASSERT_EQ(all.size(), 6u);
+  resumed.start_epoch_at(3, 4);
+  EXPECT_EQ(batches(resumed, 4), std::vector<std::vector<float>>(all.begin() + 4, all.end()));
+  whole.start_epoch(4);
+  resumed.start_epoch(4);
+  EXPECT_EQ(batches(resumed, 0), batches(whole, 0));
+}
+
 // A stall is a wait for a batch not made yet: a batch already there costs none (the timeline drew
 // an "input stall" span for every batch, 12,186 of them summing 11 s where the run stalled 0.02 s).
 TEST(InputPipeline, OnlyAWaitForABatchNotReadyIsAStall) {

@@ -347,6 +347,30 @@ TEST(TfRecordPipeline, TrainingIsDeterministicAndEvaluationCoversEveryRecordOnce
   }
 }
 
+// A --resume inside an epoch starts a fresh pass at its step: the records before it are read
+// past (not decoded), and the batches from there are those of the epoch started whole.
+TEST(TfRecordPipeline, AnEpochStartedAtABatchGivesTheWholeEpochsBatchesFromThere) {
+  const Shards s = make_shards("tfrecord_first_batch");
+  for (int ranks : {1, 2}) {
+    TfRecordPipeline whole(s.train, 2, 0, ranks, 9, true, 32, 4, 4, 2), resumed(s.train, 2, 0, ranks, 9, true, 32, 4, 4, 2);
+    std::vector<float> whole_firsts, resumed_firsts;
+    const std::vector<int32_t> labels = epoch_labels(whole, 1, &whole_firsts);
+    const int64_t from = 2;
+    resumed.start_epoch_at(1, from);
+    std::vector<int32_t> resumed_labels;
+    for (int64_t step = from; step < resumed.steps_per_epoch(); ++step) {
+      resumed_firsts.push_back(resumed.next_images()[0]);
+      resumed_labels.insert(resumed_labels.end(), resumed.current_labels(),
+                            resumed.current_labels() + resumed.current_valid());
+    }
+    ASSERT_GT(whole.steps_per_epoch(), from);
+    EXPECT_EQ(resumed_labels, std::vector<int32_t>(labels.begin() + 2 * from, labels.end())) << ranks;
+    EXPECT_EQ(resumed_firsts, std::vector<float>(whole_firsts.begin() + from, whole_firsts.end())) << ranks;
+    // the stream goes on into the next epoch as an unbroken one does
+    EXPECT_EQ(epoch_labels(resumed, 2), epoch_labels(whole, 2)) << ranks;
+  }
+}
+
 TEST(TfRecordPipeline, BadRecordsStopTheRunNamingShardAndOffset) {
   Shards s = make_shards("tfrecord_pipeline_bad");
   // a label beyond the model's classes: with 3 outputs (0..2), label 3 is out of range

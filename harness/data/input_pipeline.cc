@@ -58,13 +58,15 @@ void BatchPipeline::stop_workers() {
 
 void BatchPipeline::start_workers(int64_t epoch) {
   epoch_ = epoch;
-  consumed_ = 0;
+  const int64_t first = std::clamp<int64_t>(first_batch_, 0, steps_);
+  first_batch_ = 0;
+  consumed_ = first;
   std::fill(ready_.begin(), ready_.end(), -1);
-  for (int w = 0; w < workers_count_; ++w) workers_.emplace_back([this, w] { produce(w); });
+  for (int w = 0; w < workers_count_; ++w) workers_.emplace_back([this, w, first] { produce(w, first); });
 }
 
-void BatchPipeline::produce(int worker) {
-  for (int64_t b = worker; b < steps_; b += workers_count_) {
+void BatchPipeline::produce(int worker, int64_t first) {
+  for (int64_t b = first + worker; b < steps_; b += workers_count_) {
     const int s = slot(b);
     {
       std::unique_lock<std::mutex> lock(mutex_);

@@ -3,7 +3,9 @@
 // rethrown to the consumer); what fills a batch is its subclass's:
 // - InputPipeline: examples by index (in-memory data sets, JPEG folders). Every epoch has its own
 //   seeded order of the whole data set, the same on every rank; rank r takes positions r,
-//   r + ranks, r + 2 ranks, ... of it, so the ranks' shards together cover the epoch exactly once.
+//   r + ranks, r + 2 ranks, ... of it. Training steps whole batches on every rank, so the order's
+//   tail (fewer than ranks x batch images) is left out of that epoch, a different one each epoch;
+//   evaluation reads every image once.
 // - TfRecordPipeline (tfrecord_pipeline.h): records streamed from TFRecord shards.
 // Each batch's augmentation draws from a stream seeded by (seed, epoch, rank, batch), so results
 // do not depend on thread timing. The consumer's waits are counted as input stall time.
@@ -35,6 +37,13 @@ class BatchPipeline {
   // Steps of one epoch: the same on every rank when training; evaluation's is set by start_epoch.
   int64_t steps_per_epoch() const { return steps_; }
   virtual void start_epoch(int64_t epoch) = 0;
+  // A training epoch from batch `first_batch` on (a --resume inside it): the batches before are
+  // not made (TFRecord streams read their records past, without decoding), and those after are
+  // the ones an epoch started at 0 gives, each batch's augmentation being seeded by its index.
+  void start_epoch_at(int64_t epoch, int64_t first_batch) {
+    first_batch_ = first_batch;
+    start_epoch(epoch);
+  }
   // The next batch of the epoch (images NCHW, labels); blocks until it is ready. Rethrows a
   // worker's error (naming the file it could not read).
   const float* next_images();
@@ -61,8 +70,10 @@ class BatchPipeline {
   virtual int64_t fill_batch(int64_t b, std::mt19937_64& rng, float* images, int32_t* labels, double& waited_sec) = 0;
   // Called once stopping is flagged, so that a fill_batch blocked on something else returns.
   virtual void interrupt_fills() {}
+  // Workers for `epoch`, from batch first_batch_ (then 0 again: the next start is a whole epoch).
   void start_workers(int64_t epoch);
   void stop_workers();
+  int64_t first_batch() const { return first_batch_; }
 
   int64_t batch_size_, example_floats_;
   int rank_;
@@ -72,7 +83,8 @@ class BatchPipeline {
 
  private:
   int slot(int64_t batch) const { return static_cast<int>(batch % depth_); }
-  void produce(int worker);
+  void produce(int worker, int64_t first);
+  int64_t first_batch_ = 0;
 
   int workers_count_, depth_;
   std::vector<std::vector<float>> images_;

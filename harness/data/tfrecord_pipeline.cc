@@ -138,6 +138,10 @@ void TfRecordPipeline::start_epoch(int64_t epoch) {
     base_ = 0;
   }
   next_epoch_ = epoch + 1;
+  // a resume inside the epoch: the batches before its step are read past, not decoded
+  std::vector<StreamRecord> passed;
+  for (int64_t k = 0; k < std::min(first_batch(), steps_); ++k)
+    if (!stream_->take(base_ + k, passed)) break;
   start_workers(epoch);
 }
 

@@ -67,8 +67,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
   const Config& config = run.config;
   BatchPipeline& input = run.input;
   const int64_t trained = epoch_steps - skip;  // the steps this run trains of this epoch
-  input.start_epoch(epoch);
-  for (int64_t s = 0; s < skip; ++s) input.next_images();
+  input.start_epoch_at(epoch, skip);  // a resume inside the epoch: its batches from there
   const double stall_before = input.stall_sec();
   const auto start = std::chrono::steady_clock::now();
   double loss_sum = 0, correct = 0, lr = 0;
