@@ -218,6 +218,19 @@ TEST(Checkpoint, ForgedHeadersAreRefusedNamingTheFile) {
                   .size(),
               payload),
        "header's time_to_accuracy.ranks is missing or out of range"},
+      {sealed(with(",\"test_set\":{\"fingerprint\":\"ab\",\"from_epoch\":0}}"),
+              with(",\"test_set\":{\"fingerprint\":\"ab\",\"from_epoch\":0}}").size(), payload),
+       "header's test_set is not a fingerprint and an epoch"},
+      {sealed(with(",\"test_set\":{\"fingerprint\":7,\"from_epoch\":1}}"),
+              with(",\"test_set\":{\"fingerprint\":7,\"from_epoch\":1}}").size(), payload),
+       "header's test_set is not a fingerprint and an epoch"},
+      {sealed(with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":0.9,\"reached\":false,\"best_test_top1\":0,"
+                   "\"evaluations\":0,\"clock_complete\":true,\"evaluated_from_epoch\":0}}"),
+              with(",\"time_to_accuracy\":{\"target_top_1_accuracy\":0.9,\"reached\":false,\"best_test_top1\":0,"
+                   "\"evaluations\":0,\"clock_complete\":true,\"evaluated_from_epoch\":0}}")
+                  .size(),
+              payload),
+       "header's time_to_accuracy.evaluated_from_epoch is missing or out of range"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = dir + "/checkpoint-epoch-000" + std::to_string(i % 10) + ".ckpt";
@@ -254,6 +267,28 @@ TEST(Checkpoint, TheLossScalersStateReadsBackAndRestores) {
   fixed.restore(*info.loss_scale);
   EXPECT_EQ(fixed.scale(), 128);
   EXPECT_EQ(fixed.skipped_steps(), 2);
+}
+
+// The test set a run evaluates on (a --resume may change it) and the first epoch evaluated on it
+// read back, with time to accuracy's first epoch, which makes the time no configuration's.
+TEST(Checkpoint, TheTestSetAndItsFirstEpochReadBack) {
+  const std::string dir = fresh_dir("ckpt_test_set");
+  fuzz::TinyPlan plan;
+  CheckpointInfo retested{fuzz::tiny_model, 4, 100, 1, "", -1, std::nullopt, ""};
+  retested.test_set_fingerprint = "00c0ffee00c0ffee";
+  retested.test_set_from_epoch = 3;
+  retested.time_to_accuracy = TimeToAccuracy{};
+  retested.time_to_accuracy->target = 0.5;
+  retested.time_to_accuracy->test_set_changed(3);
+  const CheckpointInfo back = read_checkpoint(write_checkpoint(dir, plan, retested), plan, fuzz::tiny_model);
+  EXPECT_EQ(back.test_set_fingerprint, "00c0ffee00c0ffee");
+  EXPECT_EQ(back.test_set_from_epoch, 3);
+  ASSERT_TRUE(back.time_to_accuracy.has_value());
+  EXPECT_EQ(back.time_to_accuracy->evaluated_from_epoch, 3);
+  EXPECT_FALSE(back.time_to_accuracy->comparable(1));
+  TimeToAccuracy one_test_set;
+  one_test_set.target = 0.5;
+  EXPECT_TRUE(one_test_set.comparable(1));
 }
 
 // --max_ckpts_to_keep: the one just written and the newest before it stay, with nothing of

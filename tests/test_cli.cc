@@ -135,6 +135,35 @@ TEST(Cli, ATestSetOfAnotherImageSizeIsRefused) {
   EXPECT_EQ(r.output.find("test top-1"), std::string::npos) << r.output;
 }
 
+// An epoch trains whole global batches: 128 images in batches of 48 are 2 steps, 96 images, the
+// other 32 (a different part each epoch) left out. The log says so, a note warns where more than
+// 1% is left out, and the results record it. Batches of 32 cover the 128 exactly: no note.
+TEST(Cli, TheImagesAnEpochLeavesOutAreSaid) {
+  const std::string dir = fresh_dir("cli_left_out");
+  testing::write_idx_dataset(dir, "train", 128, false);
+  testing::write_idx_dataset(dir, "t10k", 32, false);
+  const std::string flags = "--model=small_cnn --data_name=fashion_mnist --data_dir=. --num_epochs=1 "
+                            "--num_intra_threads=1 --num_data_workers=1 ";
+  CliRun r = run_cnnbench(flags + "--batch_size=48 --result_json=48.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 steps per epoch: 96 of the 128 images, a different 32 left out each epoch)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("cnnbench: note: each epoch trains 96 of the 128 training images (25.0% left out, a "
+                          "different part each epoch): the global batch of 48 (1 rank x --batch_size=48)"),
+            std::string::npos)
+      << r.output;
+  nlohmann::json doc = nlohmann::json::parse(slurp_file(dir + "/48.json"));
+  EXPECT_EQ(doc["run"]["train_images"], 128);
+  EXPECT_EQ(doc["run"]["images_per_epoch"], 96);
+  r = run_cnnbench(flags + "--batch_size=32 --result_json=32.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 steps per epoch), testing on 32 images"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("left out"), std::string::npos) << r.output;
+  doc = nlohmann::json::parse(slurp_file(dir + "/32.json"));
+  EXPECT_EQ(doc["run"]["images_per_epoch"], 128);
+}
+
 TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   const std::string dir = fresh_dir("cli_bad");
   for (const char* args : {"--model=resnet51", "--batch_size=-1", "--model=resnet20 --data_name=imagenet",

@@ -1017,8 +1017,8 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   const CommandRun lone = run_compare({dir + "/a/plain.json", dir + "/a/plain.json"});
   EXPECT_EQ(lone.exit_code, 2);
   EXPECT_EQ(lone.err, "cnnbench compare: " + dir + "/a/plain.json: a convergence result without a target accuracy, "
-                      "resumed from a checkpoint that did not hold the training time, or timed on other rank counts "
-                      "than its own: no time to accuracy to compare\n");
+                      "resumed from a checkpoint that did not hold the training time, timed on other rank counts "
+                      "than its own, or evaluated on a test set a resume changed: no time to accuracy to compare\n");
   // a resumed run whose seconds leave out the epochs before the resume is skipped the same way
   nlohmann::json resumed = convergence_doc(50);
   resumed["time_to_accuracy"]["clock_complete"] = false;
@@ -1036,6 +1036,22 @@ TEST(Compare, TimeToAccuracyFromCsvRowsAndRunsWithoutATarget) {
   EXPECT_EQ(with_moved.skipped.size(), 4u);
   ASSERT_EQ(with_moved.accuracy.size(), 1u);
   EXPECT_EQ(with_moved.accuracy[0].base_runs, 5);
+  // and so is one whose evaluations before a resume were on another test set
+  nlohmann::json retested = convergence_doc(40);
+  retested["time_to_accuracy"]["evaluated_from_epoch"] = 3;
+  write_json(dir + "/a/retested.json", retested);
+  nlohmann::json from_first = convergence_doc(70);
+  from_first["time_to_accuracy"]["evaluated_from_epoch"] = 1;
+  write_json(dir + "/a/from_first.json", from_first);
+  const CompareReport with_retested = compare_results(dir + "/a", dir + "/b", {});
+  EXPECT_EQ(with_retested.skipped.size(), 5u);
+  ASSERT_EQ(with_retested.accuracy.size(), 1u);
+  EXPECT_EQ(with_retested.accuracy[0].base_runs, 6);
+  retested["time_to_accuracy"]["evaluated_from_epoch"] = "3";
+  write_json(dir + "/a/retested.json", retested);
+  EXPECT_EQ(run_compare({dir + "/a", dir + "/b"}).err,
+            "cnnbench compare: " + dir + "/a/retested.json: time_to_accuracy.evaluated_from_epoch is not an epoch\n");
+  std::filesystem::remove(dir + "/a/retested.json");
   moved["time_to_accuracy"]["ranks"] = "1, 2";
   write_json(dir + "/a/moved.json", moved);
   EXPECT_EQ(run_compare({dir + "/a", dir + "/b"}).err,

@@ -248,5 +248,52 @@ TEST(StopAndResume, AResumeOnOtherDataOfTheSameSizeIsRefused) {
   EXPECT_NE(r.output.find("testing on 64 images"), std::string::npos) << r.output;
 }
 
+// The test set may change on a resume (a validation set added later); its figures before are
+// the other set's. The run says so, the results record the first epoch evaluated on this set,
+// and time to accuracy counts this set's evaluations alone (no configuration's time). A resume
+// on the same test set says nothing.
+TEST(StopAndResume, AResumeOnAnotherTestSetSaysSoAndCountsTimeToAccuracyOnItAlone) {
+  const std::string dir = idx_dir("stop_other_test_set");
+  const std::string target = "--target_top_1_accuracy=0.01 --benchmark_log_dir=L --train_dir=T ";
+  CliRun r = run_cnnbench(idx + target + "--num_epochs=1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0001.ckpt")["test_set"]["from_epoch"], 1);
+  r = run_cnnbench(idx + target + "--num_epochs=2 --resume --result_json=same.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("is not the one this run evaluated on"), std::string::npos) << r.output;
+  nlohmann::json doc = nlohmann::json::parse(slurp_file(dir + "/same.json"));
+  EXPECT_EQ(doc["run"]["test_set_from_epoch"], 1);
+  EXPECT_FALSE(doc["time_to_accuracy"].contains("evaluated_from_epoch"));
+  EXPECT_TRUE(doc["summary"].contains("target_top_1_accuracy")) << doc["summary"];
+
+  // the same training images with 64 test images, not 32
+  const std::string other = idx_in(dir, "other", 128, 64);
+  r = run_cnnbench(other + target + "--num_epochs=3 --resume --result_json=other.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("other: the test set (64 images) is not the one this run evaluated on before the resume: "
+                          "the test figures of the epochs before epoch 3 are the other's, and time to accuracy"),
+            std::string::npos)
+      << r.output;
+  // "(evaluated on this test set from epoch 3: a --resume changed it)" where reached, "(best
+  // 9.38% in 1 evaluations on this test set from epoch 3: a --resume changed it)" where not
+  EXPECT_NE(r.output.find("this test set from epoch 3: a --resume changed it)"), std::string::npos)
+      << r.output;
+  doc = nlohmann::json::parse(slurp_file(dir + "/other.json"));
+  EXPECT_EQ(doc["run"]["test_set_from_epoch"], 3);
+  EXPECT_EQ(doc["time_to_accuracy"]["evaluated_from_epoch"], 3);
+  EXPECT_EQ(doc["time_to_accuracy"]["evaluations"], 1) << "epoch 3's alone";
+  EXPECT_FALSE(doc["summary"].contains("target_top_1_accuracy")) << doc["summary"];
+  EXPECT_EQ(doc["epochs"].size(), 3u);
+  EXPECT_EQ(checkpoint_header(dir + "/T/checkpoint-epoch-0003.ckpt")["test_set"]["from_epoch"], 3);
+
+  // resumed again on that test set: nothing new to say, the first epoch stays
+  r = run_cnnbench(other + target + "--num_epochs=4 --resume --result_json=again.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("is not the one this run evaluated on"), std::string::npos) << r.output;
+  doc = nlohmann::json::parse(slurp_file(dir + "/again.json"));
+  EXPECT_EQ(doc["run"]["test_set_from_epoch"], 3);
+  EXPECT_EQ(doc["time_to_accuracy"]["evaluated_from_epoch"], 3);
+}
+
 }  // namespace
 }  // namespace cnnbench

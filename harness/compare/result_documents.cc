@@ -160,8 +160,9 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
 }
 
 // A convergence result with a time-to-accuracy target; nullopt for one without a target, whose
-// seconds leave out the epochs before a resume (clock_complete false), or whose seconds cover
-// training on other rank counts than run.ranks (time_to_accuracy.ranks, after a --resume).
+// seconds leave out the epochs before a resume (clock_complete false), whose seconds cover
+// training on other rank counts than run.ranks (time_to_accuracy.ranks, after a --resume), or
+// whose evaluations before a resume were on another test set (evaluated_from_epoch > 1).
 std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string& path) {
   const auto tta = doc.find("time_to_accuracy");
   if (tta == doc.end()) return std::nullopt;
@@ -169,6 +170,10 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   const auto complete = tta->find("clock_complete");
   if (complete != tta->end() && !complete->is_boolean()) fail(path, "time_to_accuracy.clock_complete is not true or false");
   if (complete != tta->end() && !complete->get<bool>()) return std::nullopt;
+  if (const auto from = tta->find("evaluated_from_epoch"); from != tta->end()) {  // a resume changed the test set
+    if (!from->is_number()) fail(path, "time_to_accuracy.evaluated_from_epoch is not an epoch");
+    if (from->get<double>() > 1) return std::nullopt;
+  }
   if (const auto ranks = tta->find("ranks"); ranks != tta->end()) {
     if (!ranks->is_array()) fail(path, "time_to_accuracy.ranks is not a list of rank counts");
     const json& run_ranks = member(doc, path, "run", "ranks");

@@ -29,8 +29,9 @@ void default_flag_settings(const std::vector<std::string>& flags, RunConfigurati
 // A training result's run: its configuration and per-step speeds.
 RunSpeeds parse_result(const nlohmann::json& doc, const std::string& path);
 // A convergence result with a time-to-accuracy target; nullopt for one without a target, whose
-// seconds leave out the epochs before a resume (clock_complete false), or whose seconds cover
-// training on other rank counts than run.ranks (time_to_accuracy.ranks, after a --resume).
+// seconds leave out the epochs before a resume (clock_complete false), whose seconds cover
+// training on other rank counts than run.ranks (time_to_accuracy.ranks, after a --resume), or
+// whose evaluations before a resume were on another test set (evaluated_from_epoch > 1).
 std::optional<AccuracyRun> parse_convergence(const nlohmann::json& doc, const std::string& path);
 
 }  // namespace cnnbench

@@ -267,7 +267,8 @@ ResultSet read_results(const std::string& path) {
       auto run = parse_convergence(doc, path);
       if (!run)
         fail(path, "a convergence result without a target accuracy, resumed from a checkpoint that did not hold "
-                   "the training time, or timed on other rank counts than its own: no time to accuracy to compare");
+                   "the training time, timed on other rank counts than its own, or evaluated on a test set a resume "
+                   "changed: no time to accuracy to compare");
       set.accuracy_runs.push_back(*run);
     } else {
       set.runs.push_back(parse_result(doc, path));

@@ -103,6 +103,9 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
   doc["run"]["steps_per_epoch"] = r.steps_per_epoch;
   doc["run"]["first_epoch"] = r.first_epoch;
   doc["run"]["input_format"] = r.input_format;
+  doc["run"]["train_images"] = r.train_images;
+  doc["run"]["images_per_epoch"] = r.steps_per_epoch * s.global_batch;
+  doc["run"]["test_set_from_epoch"] = r.test_set_from_epoch;
   for (const auto& [key, value] : config_values(r.config)) doc["config"][key] = value;
   for (const EpochMetrics& m : r.history) doc["epochs"].push_back(epoch_json(m));
   const double images_per_sec = r.images_per_sec();
@@ -123,10 +126,11 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
     summary["scaling_efficiency"] = r.baseline->efficiency(images_per_sec, r.ranks);
   }
   const TimeToAccuracy& t = r.to_target;
-  // a time that leaves out epochs before a resume, or that covers training on other rank counts
-  // than this run's, is not this configuration's time to accuracy: no target in the summary (nor
-  // in the results.csv row read off it); time_to_accuracy below keeps the detail
-  if (t.target > 0 && t.clock_complete && !t.mixes_ranks(r.ranks)) {
+  // a time that leaves out epochs before a resume, covers training on other rank counts than this
+  // run's, or counts evaluations on a test set a resume changed, is not this configuration's time
+  // to accuracy: no target in the summary (nor in the results.csv row read off it);
+  // time_to_accuracy below keeps the detail
+  if (t.target > 0 && t.comparable(r.ranks)) {
     summary["target_top_1_accuracy"] = t.target;
     // not reached: the time, epochs and images stay absent, read as "not reached"
     if (t.reached) {

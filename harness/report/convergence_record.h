@@ -75,6 +75,8 @@ struct ConvergenceOutcome {
   double loss_scale = 0;          // with loss scaling: the final scale (0: none)
   int64_t skipped_steps = 0;      // with loss scaling: steps skipped for inf/NaN gradients since the run began
   std::string input_format = "in-memory";  // DataSplits::format(): "tfrecord", "jpeg", "in-memory"
+  int64_t train_images = 0;        // in the training set (an epoch trains steps_per_epoch x global batch)
+  int64_t test_set_from_epoch = 1;  // > 1: a --resume changed the test set; the first epoch evaluated on this one
 
   double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
 };

@@ -81,6 +81,9 @@ const std::vector<ResultField>& result_fields() {
       {"run.sent_mib_per_step", "", "MiB", T},
       {"run.steps_per_epoch", "", "steps", C},
       {"run.first_epoch", "", "epochs", C},
+      {"run.train_images", "", "images", C},
+      {"run.images_per_epoch", "", "images", C},
+      {"run.test_set_from_epoch", "", "epoch", C},
       // ImageNet comes as shards or as JPEG folders (1001 classes or 1000, another pipeline)
       {"run.input_format", "", "text", C, cfg, "in-memory"},
       {"steps.time_sec", "", "s", T},
@@ -153,6 +156,7 @@ const std::vector<ResultField>& result_fields() {
       {"time_to_accuracy.evaluations", "", "count", C},
       {"time_to_accuracy.clock_complete", "", "bool", C},
       {"time_to_accuracy.ranks", "", "counts", C},
+      {"time_to_accuracy.evaluated_from_epoch", "", "epoch", C},
       {"time_to_accuracy.seconds", "", "s", C},
       {"time_to_accuracy.epochs", "", "epochs", C},
       {"time_to_accuracy.images", "", "images", C},

@@ -30,8 +30,18 @@ bool TimeToAccuracy::mixes_ranks(int64_t run_ranks) const {
   return std::any_of(ranks.begin(), ranks.end(), [&](int64_t n) { return n != run_ranks; });
 }
 
+void TimeToAccuracy::test_set_changed(int64_t epoch) {
+  reached = false;
+  seconds = 0;
+  epochs = images = evaluations = 0;
+  top1 = best_top1 = 0;
+  evaluated_from_epoch = epoch;
+}
+
 std::string TimeToAccuracy::line(int64_t run_ranks) const {
   std::string clock = clock_complete ? "" : " (seconds since a resume: the checkpoint did not hold the time before)";
+  if (evaluated_from_epoch > 1)
+    clock += fmt::format(" (evaluated on this test set from epoch {}: a --resume changed it)", evaluated_from_epoch);
   if (run_ranks > 0 && mixes_ranks(run_ranks)) {
     std::string counts;
     for (size_t i = 0; i < ranks.size(); ++i) counts += fmt::format("{}{}", i == 0 ? "" : ", then ", ranks[i]);
@@ -41,8 +51,11 @@ std::string TimeToAccuracy::line(int64_t run_ranks) const {
   if (reached)
     return fmt::format("time to {:.2f}% test top-1: {:.1f} s, {} epochs, {} images (reached {:.2f}%){}", 100 * target,
                        seconds, epochs, images, 100 * top1, clock);
-  return fmt::format("time to {:.2f}% test top-1: not reached (best {:.2f}% in {} evaluations)", 100 * target,
-                     100 * best_top1, evaluations);
+  return fmt::format("time to {:.2f}% test top-1: not reached (best {:.2f}% in {} evaluations{})", 100 * target,
+                     100 * best_top1, evaluations,
+                     evaluated_from_epoch > 1
+                         ? fmt::format(" on this test set from epoch {}: a --resume changed it", evaluated_from_epoch)
+                         : "");
 }
 
 nlohmann::json TimeToAccuracy::to_json() const {
@@ -50,6 +63,7 @@ nlohmann::json TimeToAccuracy::to_json() const {
                       {"best_test_top1", best_top1},     {"evaluations", evaluations},
                       {"clock_complete", clock_complete}};
   if (!ranks.empty()) j["ranks"] = ranks;
+  if (evaluated_from_epoch > 1) j["evaluated_from_epoch"] = evaluated_from_epoch;
   if (reached) {
     j["seconds"] = seconds;
     j["epochs"] = epochs;
@@ -84,6 +98,8 @@ TimeToAccuracy TimeToAccuracy::from_json(const nlohmann::json& j) {
   t.clock_complete = flag("clock_complete");
   if (const auto it = j.find("ranks"); it != j.end() && !read_rank_counts(*it, t.ranks))  // absent before 2026-11-28
     throw bad("ranks");
+  if (j.contains("evaluated_from_epoch"))  // absent: every evaluation on the one test set
+    t.evaluated_from_epoch = static_cast<int64_t>(number("evaluated_from_epoch", 1, 1e15));
   if (t.reached) {
     t.seconds = number("seconds", 0, 1e15);
     t.epochs = static_cast<int64_t>(number("epochs", 0, 1e15));

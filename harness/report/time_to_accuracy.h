@@ -30,11 +30,22 @@ struct TimeToAccuracy {
   // checkpoint of an earlier version did not say. A time of two rank counts is not one
   // configuration's: compare skips it, and the results' summary leaves it out.
   std::vector<int64_t> ranks;
+  // 1: every evaluation was on this run's test set. E > 1: a --resume found another test set
+  // than the one the run had evaluated on, so only the evaluations of epoch E on count; the time
+  // is then no configuration's time to accuracy (compare skips it, the summary leaves it out).
+  int64_t evaluated_from_epoch = 1;
 
   // The run trains on `n` ranks from here: noted while the target is still ahead.
   void trained_on(int64_t n);
   // Whether the seconds cover any rank count but `run_ranks` (false where unknown).
   bool mixes_ranks(int64_t run_ranks) const;
+  // The evaluations so far were on another test set: forgets them (reached, best, count) and
+  // counts from `epoch` (1-based) on; target, clock and rank counts stay.
+  void test_set_changed(int64_t epoch);
+  // The run's time to accuracy as one configuration's: complete clock, one rank count, one test set.
+  bool comparable(int64_t run_ranks) const {
+    return clock_complete && !mixes_ranks(run_ranks) && evaluated_from_epoch <= 1;
+  }
 
   // One evaluation: its test top-1 and loss after `epochs` epochs, `images` images, `seconds`
   // into training. A diverged evaluation (a loss that is not finite) never reaches the target.

@@ -121,6 +121,8 @@ std::string write_checkpoint(const std::string& dir, Plan& plan, const Checkpoin
     header["loss_scale"] = {{"scale", info.loss_scale->scale},
                             {"good_in_a_row", info.loss_scale->good_in_a_row},
                             {"skipped", info.loss_scale->skipped}};
+  if (!info.test_set_fingerprint.empty())
+    header["test_set"] = {{"fingerprint", info.test_set_fingerprint}, {"from_epoch", info.test_set_from_epoch}};
   if (info.history) {
     header["history"] = nlohmann::json::array();
     for (const EpochMetrics& m : *info.history) header["history"].push_back(epoch_json(m));
@@ -194,6 +196,16 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
     } catch (const std::exception& e) {
       return fail(std::string("header's history: ") + e.what());
     }
+  }
+  if (const auto it = header.find("test_set"); it != header.end()) {
+    const nlohmann::json& v = *it;
+    const bool ok = v.is_object() && v.contains("fingerprint") && v["fingerprint"].is_string() &&
+                    !v["fingerprint"].get<std::string>().empty() && v["fingerprint"].get<std::string>().size() <= 64 &&
+                    v.contains("from_epoch") && v["from_epoch"].is_number_integer() &&
+                    v["from_epoch"].get<int64_t>() >= 1 && v["from_epoch"].get<int64_t>() <= (int64_t{1} << 40);
+    if (!ok) return fail("header's test_set is not a fingerprint and an epoch");
+    info.test_set_fingerprint = v["fingerprint"].get<std::string>();
+    info.test_set_from_epoch = v["from_epoch"].get<int64_t>();
   }
   if (const auto it = header.find("loss_scale"); it != header.end()) {
     const nlohmann::json& v = *it;

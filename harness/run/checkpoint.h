@@ -42,6 +42,12 @@ struct CheckpointInfo {
   std::vector<int64_t> ranks_trained = {};
   // Optional (absent before 2026-11-29, and in runs without loss scaling): the loss scaler's state.
   std::optional<LossScaleState> loss_scale = std::nullopt;
+  // Optional (absent before 2026-11-29): the test set the run evaluates on, as the fingerprint of
+  // the training and test data together (real_data.h's DataSplits::fingerprint; the training data
+  // being the run's own, it differs where the test set does), and the first epoch (1-based) the
+  // run evaluated on it (> 1 where a --resume changed the test set).
+  std::string test_set_fingerprint = {};
+  int64_t test_set_from_epoch = 1;
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt

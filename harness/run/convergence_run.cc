@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -110,6 +111,10 @@ void run_convergence(const Config& config, Communicator& comm) {
   // resumed run's steps complete (absent in checkpoints written before they were kept)
   std::optional<EpochMetrics> epoch_begun;
   bool complete = false;              // nothing to train: a finished run whose results were lost
+  // the test set the run evaluates on (training and test data's fingerprint: the training data is
+  // the checkpoint's, checked below) and the first epoch evaluated on it
+  const std::string test_set = fmt::format("{:016x}", data.fingerprint);
+  int64_t test_set_from_epoch = 1;
   const nlohmann::json identity =
       run_identity(config, settings, settings.learning_rate, data.train_count, data.train_fingerprint, total_epochs);
   if (!config.train_dir.empty()) {
@@ -174,6 +179,24 @@ void run_convergence(const Config& config, Communicator& comm) {
         // nothing was trained before it
         to_target.clock_complete = steps_done == 0;
       }
+      test_set_from_epoch = found->test_set_from_epoch;
+      // another test set than the one evaluated on before (absent: a checkpoint of an earlier
+      // version, which did not say): the evaluations before are the other's, and none of them
+      // counts towards this one's time to accuracy
+      const bool evaluated_before =
+          std::any_of(carried.begin(), carried.end(), [](const EpochMetrics& m) { return m.evaluated; }) ||
+          (found->time_to_accuracy && found->time_to_accuracy->evaluations > 0);
+      if (!found->test_set_fingerprint.empty() && found->test_set_fingerprint != test_set && evaluated_before) {
+        test_set_from_epoch = first_epoch + 1;
+        if (to_target.target > 0) to_target.test_set_changed(test_set_from_epoch);
+        if (leader)
+          fmt::print("{}: the test set ({} images) is not the one this run evaluated on before the resume: the "
+                     "test figures of the epochs before epoch {} are the other's{}\n",
+                     config.data_dir, data.test_count, test_set_from_epoch,
+                     to_target.target > 0 ? ", and time to accuracy counts this test set's evaluations alone, "
+                                            "so it is no configuration's time (compare leaves it out)"
+                                          : "");
+      }
     }
   }
   // this run's rank count joins the run's, where it trains anything
@@ -215,10 +238,25 @@ void run_convergence(const Config& config, Communicator& comm) {
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, setup.threads, reducer != nullptr, *setup.plan),
              setup.graph);
   note_unused_exchange_flags(config, comm, settings);
-  if (leader)
-    fmt::print("Training on {} ({}; {} steps per epoch), testing on {} images, {:.4g} epochs ({} steps)\n",
-               config.data_dir, data.describe_train(), train_input.steps_per_epoch(), data.test_count, total_epochs,
-               total_steps);
+  if (leader) {
+    // files in memory and JPEG folders: an epoch is the training set rounded down to whole global
+    // batches, the rest a different part each epoch (TFRecord shards are one stream: nothing left out)
+    const int64_t per_epoch = steps * settings.global_batch, left_out = data.train_count - per_epoch;
+    const bool streamed = data.tfrecords();
+    fmt::print("Training on {} ({}; {} steps per epoch{}), testing on {} images, {:.4g} epochs ({} steps)\n",
+               config.data_dir, data.describe_train(), train_input.steps_per_epoch(),
+               streamed || left_out == 0
+                   ? ""
+                   : fmt::format(": {} of the {} images, a different {} left out each epoch", per_epoch,
+                                 data.train_count, left_out),
+               data.test_count, total_epochs, total_steps);
+    if (!streamed && left_out * 100 > data.train_count)
+      fmt::print(stderr,
+                 "cnnbench: note: each epoch trains {} of the {} training images ({:.1f}% left out, a different part "
+                 "each epoch): the global batch of {} ({} rank{} x --batch_size={}) does not divide the training set\n",
+                 per_epoch, data.train_count, 100.0 * static_cast<double>(left_out) / static_cast<double>(data.train_count),
+                 settings.global_batch, comm.size(), comm.size() == 1 ? "" : "s", settings.batch_size);
+  }
   const bool terminal = draws_progress_bar(config, leader);
   const SgdConfig sgd = sgd_config(config);
   const std::unique_ptr<LossScaler> scaler = make_loss_scaler(config);
@@ -277,6 +315,8 @@ void run_convergence(const Config& config, Communicator& comm) {
       info.history = history;
       if (inside_epoch) info.history->push_back(*inside_epoch);
       if (scaler) info.loss_scale = scaler->state();
+      info.test_set_fingerprint = test_set;
+      info.test_set_from_epoch = test_set_from_epoch;
       write_checkpoint(config.train_dir, plan, info);
       remove_older_checkpoints(path, config.max_ckpts_to_keep);
       if (timeline)
@@ -412,6 +452,8 @@ void run_convergence(const Config& config, Communicator& comm) {
                              run_images,   baseline ? &*baseline : nullptr, input, to_target, peak_rss_bytes(),
                              &setup.graph};
   outcome.input_format = data.format();
+  outcome.train_images = data.train_count;
+  outcome.test_set_from_epoch = test_set_from_epoch;
   if (scaler) {
     outcome.loss_scale = scaler->scale();
     outcome.skipped_steps = scaler->skipped_steps();

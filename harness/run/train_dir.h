@@ -26,7 +26,8 @@ namespace cnnbench {
 // What a checkpoint records of its run: the settings that shape the weights, as text, the
 // number of training examples (a step count means its epochs on that many examples) and the
 // training data's fingerprint (real_data.h's DataSplits::train_fingerprint: Fashion-MNIST and
-// MNIST are the same size, a copy with other files is not the same data; the test split may change); under a cosine schedule, the epochs
+// MNIST are the same size, a copy with other files is not the same data; the test split may
+// change, which checkpoint.h's test_set_fingerprint notes); under a cosine schedule, the epochs
 // it spans (`schedule_epochs`).
 nlohmann::json run_identity(const Config& config, const RunSettings& settings, double learning_rate,
                             int64_t train_examples, uint64_t data_fingerprint, double schedule_epochs);
