@@ -92,11 +92,11 @@ bool OnednnPlan::compile_own_weight_grad(const Node& node, const Node& in, const
                             *BlockedLayout::of(src_md), *BlockedLayout::of(dst_md)};
   if (!weight_grad_1x1_supported(shape)) return false;
   const memory diff_dst = backward_view(node.id, dst_md);
-  weight_grad_scratch_bytes_ = std::max(weight_grad_scratch_bytes_, weight_grad_1x1_scratch_bytes(shape, threads_));
+  kernel_scratch_bytes_ = std::max(kernel_scratch_bytes_, weight_grad_1x1_scratch_bytes(shape, threads_));
   backward_.push_back({{}, {}, [this, shape, src = s.src, diff_dst, dw = s.diff_weights_plain] {
                          weight_grad_1x1(shape, static_cast<const uint16_t*>(src.get_data_handle()),
                                          static_cast<const uint16_t*>(diff_dst.get_data_handle()),
-                                         static_cast<float*>(dw.get_data_handle()), weight_grad_scratch_.data(),
+                                         static_cast<float*>(dw.get_data_handle()), kernel_scratch_.data(),
                                          threads_);
                        },
                        {s.src, diff_dst}});

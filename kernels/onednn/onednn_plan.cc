@@ -92,6 +92,9 @@ std::string OnednnPlan::kernel_notes() const {
   if (matmul_weight_grads_ > 0)
     notes += (notes.empty() ? "" : "; ") + std::string("1x1 weight gradients as AMX matmuls on ") +
              std::to_string(matmul_weight_grads_) + " convolution" + (matmul_weight_grads_ == 1 ? "" : "s");
+  if (own_batch_norms_ > 0)
+    notes += (notes.empty() ? "" : "; ") + std::string("cnnbench's channels-last bf16 batch norm on ") +
+             std::to_string(own_batch_norms_) + " layer" + (own_batch_norms_ == 1 ? "" : "s");
   return notes;
 }
 
@@ -239,7 +242,7 @@ void OnednnPlan::compile() {
   logits_plain_ = mem_[logits.id].get_desc() == logits_md ? mem_[logits.id] : alloc(logits_md);
   dlogits_plain_ = diff_[logits.id].get_desc() == logits_md ? diff_[logits.id] : alloc(logits_md);
   place_activations();
-  weight_grad_scratch_ = Arena((weight_grad_scratch_bytes_ + sizeof(float) - 1) / sizeof(float));
+  kernel_scratch_ = Arena((kernel_scratch_bytes_ + sizeof(float) - 1) / sizeof(float));
 }
 
 OnednnPlan::StepMark OnednnPlan::mark_steps() const { return {forward_training_.size(), forward_inference_.size(), backward_.size()}; }

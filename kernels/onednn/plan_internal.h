@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/onednn/blocked_layout.h"
+#include "kernels/onednn/nhwc_batch_norm.h"
 #include "kernels/onednn/onednn_check.h"
 #include "kernels/plan.h"
 
@@ -153,10 +154,12 @@ class OnednnPlan final : public Plan {
   struct BatchNormState {  // batch_norm.cc
     dnnl::batch_normalization_forward::primitive_desc training_pd;
     memory mean, variance, workspace, scale, shift, diff_scale, diff_shift;
+    bool own = false;  // the training passes are nhwc_batch_norm.h's (no workspace then)
   };
   dnnl::normalization_flags batch_norm_flags(const Node& node) const;
   void compile_batch_norm_forward(const Node& node);
   void compile_batch_norm_backward(const Node& node);
+  NhwcBatchNorm own_batch_norm_shape(const Node& node) const;
 
   struct PoolState {  // pool.cc
     dnnl::pooling_forward::primitive_desc forward_pd;
@@ -194,11 +197,12 @@ class OnednnPlan final : public Plan {
   size_t host_memory_budget_ = 0;
   void check_memory_budget() const;  // activation_plan.cc
   int threads_;  // OpenMP threads the plan's own kernels run
-  size_t weight_grad_scratch_bytes_ = 0;
+  size_t kernel_scratch_bytes_ = 0;
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
   int depthwise_weight_grads_ = 0;  // and compile_depthwise_weight_grad()
   int matmul_weight_grads_ = 0;     // and compile_matmul_weight_grad()
-  Arena weight_grad_scratch_;
+  int own_batch_norms_ = 0;         // batch norms whose training passes nhwc_batch_norm.h runs
+  Arena kernel_scratch_;            // the own kernels' scratch: one runs at a time
   dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
   dnnl::engine engine_;
   dnnl::stream stream_;
