@@ -144,6 +144,17 @@ TEST(Idx, HeaderSizesAreCheckedBeforeAnythingIsAllocated) {
             images + ": truncated: its header announces 3000000000 bytes of data, it has 10");
   EXPECT_EQ(error_with({0, 28, 28}, 0), images + ": its header announces a size of 0 (no data)");
   EXPECT_EQ(error_with({5, 28, 0}, 0), images + ": its header announces a size of 0 (no data)");
+  // images of another size than the model's are refused from the header, before their data (a
+  // gzipped file announcing 4 GiB inflated that much first), and so are labels of another count
+  write_file(images, idx_bytes({1000, 512, 512}, std::vector<uint8_t>(10, 7)), false);
+  EXPECT_EQ(error_of([&] { load_idx_dataset(dir, true, "fashion_mnist", 28); }),
+            images + ": images of 512x512, the model takes 28x28");
+  write_idx_dataset(dir, "train", 5, false);
+  write_file(dir + "/train-labels-idx1-ubyte", idx_bytes({3000000}, std::vector<uint8_t>(10, 1)), false);
+  EXPECT_EQ(error_of([&] { load_idx_dataset(dir, true, "fashion_mnist", 28); }),
+            dir + "/train-labels-idx1-ubyte: 3000000 labels for 5 images");
+  write_idx_dataset(dir, "train", 5, false);
+  EXPECT_EQ(load_idx_dataset(dir, true, "fashion_mnist", 28).count, 5);
 
   // a damaged gzip stream is named as one, not as a short file
   std::vector<uint8_t> pixels(5 * 784);

@@ -67,7 +67,8 @@ ImageDataset load_cifar10(const std::string& dir, bool train) {
   return d;
 }
 
-void read_idx_file(const std::string& path, int expected_dims, std::vector<int64_t>& dims, std::vector<uint8_t>& data) {
+void read_idx_file(const std::string& path, int expected_dims, std::vector<int64_t>& dims, std::vector<uint8_t>& data,
+                   const std::function<void(const std::vector<int64_t>&)>& check_header) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
   if (!f) bad(path, "cannot open");
   // Reads up to n bytes; fewer only at the end of the data. A damaged gzip stream is an error.
@@ -113,6 +114,14 @@ void read_idx_file(const std::string& path, int expected_dims, std::vector<int64
     total *= dim;
     dims.push_back(static_cast<int64_t>(dim));
   }
+  if (check_header) {
+    try {
+      check_header(dims);
+    } catch (...) {
+      gzclose(f);
+      throw;
+    }
+  }
   // Grown as the bytes arrive (doubling from 64 KiB), so that a header announcing more than the
   // file holds costs no memory before the file is found short.
   data.clear();
@@ -131,7 +140,7 @@ void read_idx_file(const std::string& path, int expected_dims, std::vector<int64
   if (trailing) bad(path, "has bytes after the " + std::to_string(total) + " its header announces");
 }
 
-ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::string& name) {
+ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::string& name, int64_t image_size) {
   const std::string prefix = train ? "train" : "t10k";
   auto find = [&](const std::string& stem) {
     for (const std::string& candidate : {stem, stem + ".gz"})
@@ -144,10 +153,15 @@ ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::str
   d.name = name + " " + (train ? "train" : "test");
   std::vector<int64_t> image_dims, label_dims;
   std::vector<uint8_t> labels;
-  read_idx_file(images_path, 3, image_dims, d.pixels);
-  read_idx_file(labels_path, 1, label_dims, labels);
-  if (image_dims[0] != label_dims[0])
-    bad(labels_path, std::to_string(label_dims[0]) + " labels for " + std::to_string(image_dims[0]) + " images");
+  read_idx_file(images_path, 3, image_dims, d.pixels, [&](const std::vector<int64_t>& dims) {
+    if (image_size > 0 && (dims[1] != image_size || dims[2] != image_size))
+      bad(images_path, "images of " + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + ", the model takes " +
+                           std::to_string(image_size) + "x" + std::to_string(image_size));
+  });
+  read_idx_file(labels_path, 1, label_dims, labels, [&](const std::vector<int64_t>& dims) {
+    if (dims[0] != image_dims[0])
+      bad(labels_path, std::to_string(dims[0]) + " labels for " + std::to_string(image_dims[0]) + " images");
+  });
   d.count = image_dims[0];
   d.channels = 1;
   d.height = image_dims[1];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,14 @@ struct ImageDataset {
 ImageDataset load_cifar10(const std::string& dir, bool train);
 
 // `dir` holds train-images-idx3-ubyte / train-labels-idx1-ubyte / t10k-... (each optionally .gz).
-ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::string& name);
+// `image_size` > 0: images of another height or width are refused from the file's header, before
+// its data is read (a gzipped file announcing 4 GiB inflates that much first), and so is a labels
+// file announcing another count than the images'.
+ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::string& name, int64_t image_size = 0);
 
 // Reads an idx file (optionally gzipped) into dims and bytes; `expected_dims` is 1 or 3.
-void read_idx_file(const std::string& path, int expected_dims, std::vector<int64_t>& dims, std::vector<uint8_t>& data);
+// `check_header`, where given, sees the dims before any data is read and throws to refuse them.
+void read_idx_file(const std::string& path, int expected_dims, std::vector<int64_t>& dims, std::vector<uint8_t>& data,
+                   const std::function<void(const std::vector<int64_t>&)>& check_header = {});
 
 }  // namespace cnnbench

@@ -198,8 +198,11 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
     return d;
   }
   const bool cifar = dataset == "cifar10";
-  d.train_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset));
-  d.test_images = std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset));
+  // idx headers are checked against the model's image size before their data is inflated
+  d.train_images =
+      std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, true) : load_idx_dataset(dir, true, dataset, image_size));
+  d.test_images =
+      std::make_unique<ImageDataset>(cifar ? load_cifar10(dir, false) : load_idx_dataset(dir, false, dataset, image_size));
   // The model is sized by the training images: a test set of another size would be read as them
   const ImageDataset &tr = *d.train_images, &te = *d.test_images;
   if (te.channels != tr.channels || te.height != tr.height || te.width != tr.width)
