@@ -2,9 +2,9 @@
 // resnet20 (bench/kernel_cases.h) on Google Benchmark, forward and each backward direction, per
 // backend and precision:
 //   onednn    oneDNN's kernels alone (the CPU plan without cnnbench's own kernels)
-//   cnnbench  the CPU plan as cnnbench runs it, registered only where one of cnnbench's own
-//             kernels takes over (today: the bf16 weight gradient of 1x1 convolutions, so
-//             backward_weights alone)
+//   cnnbench  the CPU plan as cnnbench runs it, registered only for the directions one of
+//             cnnbench's own kernels takes over (the bf16 weight gradient of 1x1 convolutions;
+//             with AMX, bf16 batch norm on channels-last activations, forward and backward)
 //   cuda      the GPU plan (cuDNN, cuBLAS and cnnbench's CUDA kernels), where a GPU is visible
 // Each iteration runs the layer as the backend's plan runs it inside the model and reports the
 // plan's own per-layer time of the measured direction (manual time), so a backward direction
@@ -150,20 +150,29 @@ void run_layer(benchmark::State& state, const KernelCase& k, Direction d, const 
   }
 }
 
-// cnnbench's own kernel (the bf16 weight gradient of 1x1 convolutions) takes over this layer:
-// asked of a one-image plan (the feeder and sink, 1x1 convolutions too, are not the layer)
-bool own_kernel_applies(const KernelCase& k, const Target& t) {
+// The directions of this layer that one of cnnbench's own kernels takes over (none: oneDNN's
+// alone): the weight gradient of a bf16 1x1 convolution, both directions of a batch norm on
+// channels-last bf16. Asked of the plan's notes on the case (the feeder and sink, 1x1
+// convolutions too, are not the layer: a convolution's note is asked of a one-image plan,
+// whose feeder and sink have no own kernel without the layer's).
+std::vector<Direction> own_directions(const KernelCase& k, const Target& t) {
   const Node* op = nullptr;
   for (const Node& n : k.graph.nodes)
     if (n.name == "op") op = &n;
-  if (!op || op->kind != OpKind::conv || op->conv.kernel_h != 1 || op->conv.kernel_w != 1) return false;
-  KernelCase small = k;
-  for (Node& n : small.graph.nodes) n.out.n = 1;
+  const bool one_by_one = op && op->kind == OpKind::conv && op->conv.kernel_h == 1 && op->conv.kernel_w == 1;
+  if (!op || (!one_by_one && op->kind != OpKind::batch_norm)) return {};
+  KernelCase probe = k;
+  if (one_by_one)
+    for (Node& n : probe.graph.nodes) n.out.n = 1;
+  std::string notes;
   try {
-    return !compile_case(small, t)->kernel_notes().empty();
+    notes = compile_case(probe, t)->kernel_notes();
   } catch (const std::exception&) {
-    return false;
+    return {};
   }
+  if (one_by_one) return notes.empty() ? std::vector<Direction>{} : std::vector<Direction>{Direction::backward_weights};
+  if (notes.find("batch norm") == std::string::npos) return {};
+  return {Direction::forward, Direction::backward};
 }
 
 // "a,b,c" -> {a, b, c}
@@ -273,9 +282,11 @@ int run(int argc, char** argv) {
   }
   for (const KernelCase& k : cases)
     for (const Target& t : targets) {
-      if (t.label == "cnnbench" && !own_kernel_applies(k, t)) continue;
+      const std::vector<Direction> own = t.label == "cnnbench" ? own_directions(k, t) : std::vector<Direction>{};
+      if (t.label == "cnnbench" && own.empty()) continue;
       for (const Direction d : k.directions) {
-        if (t.label == "cnnbench" && d != Direction::backward_weights) continue;  // the rest is oneDNN's
+        // the rest is oneDNN's
+        if (t.label == "cnnbench" && std::find(own.begin(), own.end(), d) == own.end()) continue;
         const std::string name =
             fmt::format("{}/{}/{}/{}/{}", k.model, k.name, direction_name(d), t.label, dtype_name(t.type));
         auto* b = benchmark::RegisterBenchmark(name.c_str(),
