@@ -79,6 +79,20 @@ class EventFiles(unittest.TestCase):
         walls = [e[0] for e in events]
         self.assertEqual(walls, sorted(walls))
 
+    def test_steps_set_by_num_epochs_and_repeats_are_numbered_on(self):
+        """--num_epochs on synthetic data sets the timed steps (not --num_batches): each repeat's
+        steps follow the one before's, and the total lands at the last step (found by an audit:
+        the second repeat was numbered from 100 on, the total at 200)."""
+        out = run(["--model=resnet20", "--batch_size=64", "--num_epochs=0.005", "--num_warmup_batches=1",
+                   "--repeats=2", "--save_summaries_steps=1", "--summary_dir=s", "--result_json=r.json",
+                   "--benchmark_log_dir=."], self.dir)
+        tags = scalars(read_events.read_events(self.only_file(os.path.join(self.dir, "s")), self.pb2))
+        with open(os.path.join(self.dir, "r.json")) as f:
+            timed = json.load(f)["run"]["timed_steps"]
+        self.assertEqual(timed, 4, out)  # 0.005 x 50,000 images / 64, rounded up
+        self.assertEqual([s for s, _ in tags["loss"]], list(range(1, 2 * timed + 1)))
+        self.assertEqual([s for s, _ in tags["total_images_per_sec"]], [2 * timed])
+
     def test_convergence_epochs_match_the_json_and_verbosity_0_writes_nothing(self):
         write_cifar10(os.path.join(self.dir, "cifar"), 64)
         run(["--model=resnet20", "--data_dir=cifar", "--batch_size=32", "--num_epochs=2", "--summary_dir=s",

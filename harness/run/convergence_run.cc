@@ -24,10 +24,12 @@
 #include "harness/run/checkpoint.h"
 #include "harness/run/checkpoint_trigger.h"
 #include "harness/run/epoch_loop.h"
+#include "harness/run/fault_injection.h"
 #include "harness/run/evaluation.h"
 #include "harness/run/exchange_state.h"
 #include "harness/run/lr_schedule.h"
 #include "harness/run/real_data.h"
+#include "harness/run/resume_carry.h"
 #include "harness/run/run_setup.h"
 #include "harness/run/step_loop.h"
 #include "harness/run/train_dir.h"
@@ -105,10 +107,8 @@ void run_convergence(const Config& config, Communicator& comm) {
   to_target.target = accuracy_target(config.target_top_1_accuracy, config.stop_at_top_1_accuracy);
   double seconds_before = 0;
   std::optional<CheckpointInfo> resumed_from;
-  std::vector<EpochMetrics> carried;  // the epochs before a resume, from the checkpoint
-  std::vector<int64_t> ranks_trained;  // the rank counts the run trained on (empty: not known)
-  // a checkpoint written inside an epoch: that epoch's training figures up to it, which the
-  // resumed run's steps complete (absent in checkpoints written before they were kept)
+  std::vector<EpochMetrics> carried;  // the epochs before a resume (resume_carry.h has the rest)
+  std::vector<int64_t> ranks_trained;
   std::optional<EpochMetrics> epoch_begun;
   bool complete = false;              // nothing to train: a finished run whose results were lost
   // the test set the run evaluates on (training and test data's fingerprint: the training data is
@@ -143,60 +143,18 @@ void run_convergence(const Config& config, Communicator& comm) {
     }
     if (const auto& found = opened.resumed) {
       resumed_from = found;
-      // by steps: a --num_batches run's checkpoint can end inside an epoch
-      first_epoch = steps > 0 ? found->steps_done / steps : 0;
-      steps_done = found->steps_done;
-      if (found->history) carried = *found->history;
+      CarriedOver c = carry_over(*found,
+                                 {opened.complete, steps, settings.global_batch, test_set, data.test_count,
+                                  config.data_dir, leader},
+                                 to_target);
+      first_epoch = c.first_epoch;
+      steps_done = c.steps_done;
+      seconds_before = c.seconds_before;
+      carried = std::move(c.epochs);
+      epoch_begun = std::move(c.epoch_begun);
+      ranks_trained = std::move(c.ranks_trained);
+      test_set_from_epoch = c.test_set_from_epoch;
       plan.set_dropout_seed(dropout_seed(config, comm.rank()), static_cast<uint64_t>(steps_done));  // the masks go on
-      const bool same_target = to_target.target <= 0 ||
-                               (found->time_to_accuracy && found->time_to_accuracy->target == to_target.target);
-      // an epoch the checkpoint ended inside is trained to its end here: its partial row, where it
-      // covers the steps done, is joined to this run's; it leaves the history
-      for (const EpochMetrics& m : carried)
-        if (m.epoch == first_epoch + 1 && m.train_steps > 0 && m.train_steps == steps_done - first_epoch * steps)
-          epoch_begun = m;
-      std::erase_if(carried, [&](const EpochMetrics& m) { return m.epoch > first_epoch; });
-      // another target: the evaluations before are replayed against it where the history holds
-      // each one's clock and covers every whole epoch before (a checkpoint inside an epoch
-      // evaluated nothing after them)
-      const int64_t whole_epochs_images = first_epoch * steps * settings.global_batch;
-      bool replayable = found->history.has_value() &&
-                        (carried.empty() ? first_epoch == 0 : carried.back().images == whole_epochs_images);
-      for (const EpochMetrics& m : carried) replayable = replayable && (!m.evaluated || m.elapsed_sec >= 0);
-      // the rank counts before the resume (the replayed time's: all of them, even those after
-      // the evaluation that reaches the target, the history not saying which epochs each trained)
-      ranks_trained = found->ranks_trained;
-      to_target.ranks = ranks_trained;
-      if (found->training_seconds >= 0 && same_target) {
-        seconds_before = found->training_seconds;
-        if (to_target.target > 0) to_target = *found->time_to_accuracy;
-      } else if (found->training_seconds >= 0 && replayable) {
-        seconds_before = found->training_seconds;
-        for (const EpochMetrics& m : carried)
-          if (m.evaluated) to_target.observe(m.test_top1, m.test_loss, m.elapsed_sec, m.epoch, m.images);
-      } else {
-        // an earlier version's checkpoint: the seconds start at the resume, complete only where
-        // nothing was trained before it
-        to_target.clock_complete = steps_done == 0;
-      }
-      test_set_from_epoch = found->test_set_from_epoch;
-      // another test set than the one evaluated on before (absent: a checkpoint of an earlier
-      // version, which did not say): the evaluations before are the other's, and none of them
-      // counts towards this one's time to accuracy
-      const bool evaluated_before =
-          std::any_of(carried.begin(), carried.end(), [](const EpochMetrics& m) { return m.evaluated; }) ||
-          (found->time_to_accuracy && found->time_to_accuracy->evaluations > 0);
-      if (!found->test_set_fingerprint.empty() && found->test_set_fingerprint != test_set && evaluated_before) {
-        test_set_from_epoch = first_epoch + 1;
-        if (to_target.target > 0) to_target.test_set_changed(test_set_from_epoch);
-        if (leader)
-          fmt::print("{}: the test set ({} images) is not the one this run evaluated on before the resume: the "
-                     "test figures of the epochs before epoch {} are the other's{}\n",
-                     config.data_dir, data.test_count, test_set_from_epoch,
-                     to_target.target > 0 ? ", and time to accuracy counts this test set's evaluations alone, "
-                                            "so it is no configuration's time (compare leaves it out)"
-                                          : "");
-      }
     }
   }
   // this run's rank count joins the run's, where it trains anything
@@ -317,6 +275,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       if (scaler) info.loss_scale = scaler->state();
       info.test_set_fingerprint = test_set;
       info.test_set_from_epoch = test_set_from_epoch;
+      slow_checkpoint_if_asked();  // CNNBENCH_TEST_SLOW_CHECKPOINT_MS
       write_checkpoint(config.train_dir, plan, info);
       remove_older_checkpoints(path, config.max_ckpts_to_keep);
       if (timeline)

@@ -71,6 +71,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
   const double stall_before = input.stall_sec();
   const auto start = std::chrono::steady_clock::now();
   double loss_sum = 0, correct = 0, lr = 0;
+  double checkpoint_sec = 0;  // writing checkpoints inside the epoch (--save_model_steps, --save_model_secs)
   for (int64_t s = skip; s < epoch_steps; ++s) {
     const auto step_start = std::chrono::steady_clock::now();
     lr = run.schedule.at(static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(run.steps_per_epoch));
@@ -94,13 +95,17 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
     // inside the epoch only: its end writes a checkpoint anyway (and a stop waits for it)
     if (run.trigger && run.trigger->after_step(steps_done) != CheckpointTrigger::none && s + 1 < epoch_steps) {
       if (run.overlap) run.overlap->finish();  // this step's updates, before the weights are written
+      // the checkpoint's time is not training's: the epoch's seconds leave it out, as they leave
+      // out the checkpoint at its end
+      const auto pause = std::chrono::steady_clock::now();
       // the ranks' averaged statistics, as at an epoch's end: averaging is linear, so doing it
       // here too leaves the epoch's end where it would have been
       if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
       // the epoch's figures so far go into the checkpoint, for a resume to complete
       run.checkpoint_inside_epoch(steps_done, training_figures(run, epoch, s + 1 - skip, loss_sum, correct,
                                                                input.stall_sec() - stall_before,
-                                                               seconds_since(start), lr));
+                                                               seconds_since(start) - checkpoint_sec, lr));
+      checkpoint_sec += seconds_since(pause);
       if (run.trigger->stop_signal() != 0) {
         if (run.progress_bar) fmt::print("\n");
         return EpochMetrics{};
@@ -117,7 +122,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
   if (run.overlap) run.overlap->finish();  // the epoch's last updates, before anything reads the weights
   if (run.comm.size() > 1) average_buffers(run.plan, run.comm, run.timeline);
   return training_figures(run, epoch, trained, loss_sum, correct, input.stall_sec() - stall_before,
-                          seconds_since(start), lr);
+                          seconds_since(start) - checkpoint_sec, lr);
 }
 
 }  // namespace cnnbench

@@ -45,4 +45,12 @@ void slow_step_if_asked() {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void slow_checkpoint_if_asked() {
+  static const long long ms = [] {
+    const char* spec = std::getenv("CNNBENCH_TEST_SLOW_CHECKPOINT_MS");
+    return spec ? std::atoll(spec) : 0LL;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 }  // namespace cnnbench

@@ -4,6 +4,8 @@
 // its step S, alive but never reaching the next collective (as a rank stuck in a loop or in I/O
 // would be). CNNBENCH_TEST_SLOW_STEP_MS=N makes every timed step
 // of every rank N ms longer, as a deliberately slowed build would be (what compare must catch).
+// CNNBENCH_TEST_SLOW_CHECKPOINT_MS=N makes every checkpoint write N ms longer, as a slow shared
+// file system would (what the epochs' training seconds must leave out).
 #pragma once
 
 #include <cstdint>
@@ -14,5 +16,7 @@ namespace cnnbench {
 void exit_here_if_asked(int rank, int64_t step);
 // Sleeps CNNBENCH_TEST_SLOW_STEP_MS milliseconds, if set; called inside each timed step.
 void slow_step_if_asked();
+// Sleeps CNNBENCH_TEST_SLOW_CHECKPOINT_MS milliseconds, if set; called as a checkpoint is written.
+void slow_checkpoint_if_asked();
 
 }  // namespace cnnbench

@@ -231,7 +231,7 @@ void run_training(const Config& config, Communicator& comm) {
       log.repeat_started(r + 1, repeats);
     }
     outcomes.push_back(run_once(config, comm, setup, batch, peak, log, timeline.get(), events_file.get(),
-                                r * config.num_batches));
+                                r * settings.timed_steps));  // --num_epochs sets the steps too
     speeds.push_back(outcomes.back().summary.images_per_sec);
     waits.push_back(outcomes.back().summary.cpu_wait_fraction);
     if (repeats > 1) log.repeat_done(r + 1, repeats, speeds.back());
@@ -257,7 +257,7 @@ void run_training(const Config& config, Communicator& comm) {
   fmt::print("  results         {} (JSON), {}/results.csv (row appended)\n", json_path, config.benchmark_log_dir);
   if (traced) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (events_file) {
-    const int64_t last = repeats * config.num_batches;
+    const int64_t last = repeats * settings.timed_steps;
     events_file->scalar("total_images_per_sec", last, reported.summary.images_per_sec);
     if (reported.summary.loss_scale > 0) events_file->scalar("loss_scale", last, reported.summary.loss_scale);
     events_file->flush();
