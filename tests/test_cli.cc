@@ -357,6 +357,30 @@ TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   EXPECT_NEAR(std::stod(m[1]), doc["steps"]["top1_correct"][3].get<double>() / 8, 6e-4) << m[0];
 }
 
+// Ranks that exchange no gradients never wait for each other: the run took the slowest rank's
+// own time. Each of 2 independent ranks sleeps 150 ms on every other timed step, rank 0 on the
+// even ones, rank 1 on the odd ones: each rank's own 10 steps take about 0.75 s, while the sum of
+// each step's slowest is about 1.5 s (which the images/sec was over, found by an audit).
+TEST(CliMpi, IndependentRanksAreTimedByTheSlowestRanksOwnTotal) {
+  const std::string dir = fresh_dir("cli_independent_time");
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) +
+                                         " -np 2 -x CNNBENCH_TEST_SLOW_STEP_MS=150:alternate ",
+                                     "",
+                                     "--model=trivial --data_name=cifar10 --batch_size=4 --num_batches=10 "
+                                     "--num_warmup_batches=1 --num_intra_threads=1 --variable_update=independent "
+                                     "--result_json=r.json",
+                                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(slurp_file(dir + "/r.json"));
+  double slowest_steps = 0;
+  for (const auto& t : doc["steps"]["time_sec"]) slowest_steps += t.get<double>();
+  EXPECT_GT(slowest_steps, 1.4) << "every step had a rank sleeping";
+  const double elapsed = doc["summary"]["elapsed_sec"].get<double>();
+  EXPECT_GT(elapsed, 0.7);
+  EXPECT_LT(elapsed, 1.2) << "the slowest rank's own time, not " << slowest_steps;
+  EXPECT_NEAR(doc["summary"]["images_per_sec"].get<double>(), 8 * 10 / elapsed, 1e-6 * 8 * 10 / elapsed);
+}
+
 // The MiB sent per step is what the timed steps sent: PowerSGD's uncompressed steps reaching into
 // them (a warm-up shorter than --powersgd_warmup_steps) send whole gradients, and the run says so.
 TEST(CliMpi, PowerSgdSentBytesAreWhatTheTimedStepsSent) {

@@ -22,7 +22,7 @@ int64_t peak_rss_bytes() {
 }
 
 RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
-                     const PeakResult& peak) {
+                     const PeakResult& peak, double elapsed_sec) {
   RunSummary s;
   s.timed_steps = static_cast<int64_t>(steps.size());
   std::vector<double> times, forward, backward, update;
@@ -33,6 +33,7 @@ RunSummary summarize(const RunSettings& settings, const Graph& graph, const std:
     update.push_back(r.update_sec);
     s.elapsed_sec += r.time_sec;
   }
+  if (elapsed_sec > 0) s.elapsed_sec = elapsed_sec;
   s.images_per_sec = static_cast<double>(settings.global_batch * s.timed_steps) / s.elapsed_sec;
   s.speed = speed_stats(step_speeds(steps, settings.global_batch));
   s.step_mean_sec = mean(times);

@@ -66,9 +66,12 @@ RepeatSpeeds repeat_speeds(const std::vector<double>& images_per_sec, const std:
 // "  repeats         5 runs: median ... img/s, range ...-... (spread ...% of the median)"
 void print_repeats(FILE* out, const RepeatSpeeds& repeats);
 
-// `steps`: every timed step with time_sec already the max over ranks.
+// `steps`: every timed step with time_sec already the max over ranks. `elapsed_sec` > 0: the
+// timed steps' wall time, where it is not their sum (ranks that never wait for each other: the
+// slowest rank's own total, less than the sum of each step's slowest); images/sec and GFLOP/s
+// are over it, the step statistics over `steps`.
 RunSummary summarize(const RunSettings& settings, const Graph& graph, const std::vector<StepRecord>& steps,
-                     const PeakResult& peak);
+                     const PeakResult& peak, double elapsed_sec = 0);
 // --baseline: a reference run's speed (harness/compare/baseline.h reads it from its result).
 struct BaselineSpeed {
   double images_per_sec = 0;

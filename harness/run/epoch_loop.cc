@@ -78,7 +78,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
     run.plan.set_input(next_batch(input, run.timeline));
     StepRecord r = train_step(run.plan, run.reducer, run.sgd, static_cast<float>(lr), input.current_labels(), true,
                               run.scaler, run.timeline, run.overlap);
-    slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS, as in a benchmark's timed steps
+    slow_step_if_asked(s);  // CNNBENCH_TEST_SLOW_STEP_MS, as in a benchmark's timed steps
     check_finite_loss(r, config, steps_done + 1, /*warmup=*/false, epoch + 1);
     if (run.timeline)
       run.timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace cnnbench {
@@ -37,12 +38,16 @@ void exit_here_if_asked(int rank, int64_t step) {
   }
 }
 
-void slow_step_if_asked() {
-  static const long long ms = [] {
-    const char* spec = std::getenv("CNNBENCH_TEST_SLOW_STEP_MS");
-    return spec ? std::atoll(spec) : 0LL;
+void slow_step_if_asked(int64_t step) {
+  static const char* spec = std::getenv("CNNBENCH_TEST_SLOW_STEP_MS");
+  static const long long ms = spec ? std::atoll(spec) : 0LL;
+  static const bool alternate = spec && std::strstr(spec, ":alternate") != nullptr;
+  static const long long rank = [] {
+    const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+    return r ? std::atoll(r) : 0LL;
   }();
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (ms <= 0 || (alternate && (step + rank) % 2 != 0)) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 void slow_checkpoint_if_asked() {

@@ -45,10 +45,14 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, double le
   StepRecord r = train_step(plan, reducer, sgd, static_cast<float>(learning_rate), labels, settings.training, scaler,
                             timeline, overlap);
   r.learning_rate = settings.training ? learning_rate : 0;
-  if (overlap && timed && index + 1 == settings.timed_steps)  // the last step applies its own updates
-    add_exchange(r, overlap->finish());
-  if (timed) slow_step_if_asked();  // CNNBENCH_TEST_SLOW_STEP_MS: a genuinely slower run, for compare's tests
+  // --overlap_forward: each step applies the step before's updates, the first timed one the last
+  // warm-up step's, so N timed steps carry N exchanges; the last step's own are finished outside
+  // the timing (inside it only without warm-up steps, whose first timed step applied none)
+  const bool last = overlap && timed && index + 1 == settings.timed_steps;
+  if (last && settings.warmup_steps == 0) add_exchange(r, overlap->finish());
+  if (timed) slow_step_if_asked(index);  // CNNBENCH_TEST_SLOW_STEP_MS: a slower run, for the tests
   r.time_sec = seconds_since(start);
+  if (last && settings.warmup_steps > 0) overlap->finish();
   if (timeline)
     timeline->span(Track::compute, timed ? "step" : "warm-up step", start, std::chrono::steady_clock::now(),
                    {.step = index});

@@ -132,8 +132,13 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   RunOutcome out;
   out.steps = global.sync_through(local);
   summaries.write(out.steps);
+  // ranks that exchange no gradients (--variable_update=independent, forward only) never wait for
+  // each other: the run took the slowest rank's own time, not the sum of each step's slowest
+  double own_sec = 0;
+  for (const StepRecord& r : local) own_sec += r.time_sec;
+  comm.allreduce_max(&own_sec, 1);
   RunSummary& summary = out.summary;
-  summary = summarize(settings, setup.graph, out.steps, peak);
+  summary = summarize(settings, setup.graph, out.steps, peak, reducer || comm.size() == 1 ? 0 : own_sec);
   summary.working_memory_bytes = static_cast<int64_t>(setup.plan->working_memory_bytes());
   summary.unshared_working_memory_bytes = static_cast<int64_t>(setup.plan->unshared_working_memory_bytes());
   const DevicePlan* device = setup.plan->device();
