@@ -633,6 +633,14 @@ TEST(CliMpi, ConvergenceRunReportsScalingAgainstItsBaseline) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("mode convergence (this run: training)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("synthetic false (this run: true)"), std::string::npos) << r.output;
+  // another head or ops left unfused are another workload too (found by an audit)
+  r = run_cnnbench("--model=small_cnn --data_dir=. --batch_size=32 --num_intra_threads=1 --num_epochs=1 "
+                   "--num_data_workers=1 --num_classes=12 --fuse_ops=false --baseline=one.json --result_json=five.json",
+                   dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ran another workload (classes 10 (this run: 12), fuse_ops true (this run: false))"),
+            std::string::npos)
+      << r.output;
 }
 
 // Time to accuracy: small_cnn on a learnable idx data set (20 steps of 32 an epoch) reaches 50%

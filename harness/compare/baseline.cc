@@ -38,6 +38,15 @@ BaselineSpeed read_baseline(const std::string& path) {
     for (const char* key : {"model", "dataset", "synthetic", "mode", "backend", "precision", "batch_size_per_rank"})
       if (const auto v = doc.at("run").find(key); v != doc.at("run").end())
         b.workload[key] = v->is_string() ? v->get<std::string>() : v->dump();
+    // another head, fusion or input layout is another workload too (absent: not compared)
+    if (const auto m = doc.find("model"); m != doc.end() && m->is_object() && m->contains("classes"))
+      b.workload["classes"] = m->at("classes").dump();
+    if (const auto c = doc.find("config"); c != doc.end() && c->is_object()) {
+      if (const auto v = c->find("fuse_ops"); v != c->end() && v->is_string()) b.workload["fuse_ops"] = *v;
+      const bool synthetic = b.workload.count("synthetic") && b.workload["synthetic"] == "true";
+      if (const auto v = c->find("data_format"); synthetic && v != c->end() && v->is_string())
+        b.workload["data_format"] = *v;
+    }
     b.ranks = static_cast<int>(number(doc.at("run").at("ranks"), "run.ranks",
                                       {1, static_cast<double>(max_global_batch), true, "a whole number", ""}));
     if (const auto summary = doc.find("summary"); summary != doc.end()) {
@@ -60,10 +69,19 @@ BaselineSpeed read_baseline(const std::string& path) {
 }
 
 std::map<std::string, std::string> baseline_workload(const RunSettings& s, const std::string& mode,
-                                                     const std::string& backend) {
-  return {{"model", s.model.name},      {"dataset", s.dataset}, {"synthetic", s.synthetic ? "true" : "false"},
-          {"mode", mode},               {"backend", backend},   {"precision", dtype_name(s.precision)},
-          {"batch_size_per_rank", std::to_string(s.batch_size)}};
+                                                     const std::string& backend, int64_t classes, bool fused,
+                                                     const std::string& data_format) {
+  std::map<std::string, std::string> w = {{"model", s.model.name},
+                                          {"dataset", s.dataset},
+                                          {"synthetic", s.synthetic ? "true" : "false"},
+                                          {"mode", mode},
+                                          {"backend", backend},
+                                          {"precision", dtype_name(s.precision)},
+                                          {"batch_size_per_rank", std::to_string(s.batch_size)},
+                                          {"classes", std::to_string(classes)},
+                                          {"fuse_ops", fused ? "true" : "false"}};
+  if (s.synthetic) w["data_format"] = data_format;
+  return w;
 }
 
 void check_baseline_workload(const BaselineSpeed& b, const std::string& path,

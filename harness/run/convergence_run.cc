@@ -91,7 +91,9 @@ void run_convergence(const Config& config, Communicator& comm) {
       throw std::runtime_error("--batch_size: larger than a rank's share of the training set");
     if (!config.baseline.empty()) {  // before, not after, the training
       baseline = read_baseline(config.baseline);
-      check_baseline_workload(*baseline, config.baseline, baseline_workload(settings, "convergence", config.backend));
+      check_baseline_workload(*baseline, config.baseline,
+                              baseline_workload(settings, "convergence", config.backend, setup.graph.num_classes(),
+                                                config.fuse_ops, config.data_format));
     }
   } catch (const std::exception& e) {
     error = e.what();

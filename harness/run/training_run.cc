@@ -194,7 +194,8 @@ void run_training(const Config& config, Communicator& comm) {
   try {
     if (!config.baseline.empty())
       check_baseline_workload(read_baseline(config.baseline), config.baseline,
-                              baseline_workload(settings, settings.training ? "training" : "forward-only", config.backend));
+                              baseline_workload(settings, settings.training ? "training" : "forward-only", config.backend,
+                                                graph.num_classes(), config.fuse_ops, config.data_format));
   } catch (const std::exception& e) {
     baseline_error = e.what();
   }
