@@ -38,13 +38,17 @@ EpochMetrics training_figures(const EpochRun& run, int64_t epoch, int64_t traine
                               double stall_sec, double seconds, double lr) {
   EpochMetrics m;
   m.epoch = epoch + 1;
-  double sums[3] = {loss_sum / std::max<int64_t>(1, trained), correct, stall_sec};
-  run.comm.allreduce_sum(sums, 3);
-  run.comm.allreduce_max(&seconds, 1);
+  double sums[2] = {loss_sum / std::max<int64_t>(1, trained), correct};
+  run.comm.allreduce_sum(sums, 2);
+  // the slowest rank's seconds, and the most any rank waited for its input: the others wait that
+  // out at the next exchange (a mean over ranks hid one rank's stalls)
+  double slowest[2] = {seconds, stall_sec};
+  run.comm.allreduce_max(slowest, 2);
+  seconds = slowest[0];
   const double images = static_cast<double>(trained * run.settings.global_batch);
   m.train_loss = sums[0] / run.comm.size();
   m.train_top1 = sums[1] / images;
-  m.input_stall_sec = sums[2] / run.comm.size();
+  m.input_stall_sec = slowest[1];
   m.seconds = seconds;
   m.learning_rate = lr;
   m.train_steps = trained;
