@@ -144,23 +144,25 @@ TEST(Docs, FlagsPageListsTheTfCnnFlagsTakenWithANote) {
   EXPECT_EQ(page, code_table);
 }
 
-// The JSON path -> CSV column rows of the page's sections on the schema `schema`.
-std::map<std::string, std::string> page_fields(const std::string& schema) {
-  std::map<std::string, std::string> fields;
+// The JSON path -> CSV column and unit rows of the page's sections on the schema `schema`.
+std::map<std::string, std::pair<std::string, std::string>> page_fields(const std::string& schema) {
+  std::map<std::string, std::pair<std::string, std::string>> fields;
   for (const TableRow& r : table_rows("docs/results.md")) {
     if (r.heading.find("`" + schema + "`") == std::string::npos) continue;
-    if (r.header.size() < 2 || r.header[0] != "JSON path" || r.cells.size() < 2) continue;
+    if (r.header.size() < 3 || r.header[0] != "JSON path" || r.cells.size() < 3) continue;
     const std::string path = code(r.cells[0]);
     EXPECT_FALSE(path.empty()) << "docs/results.md: a row whose JSON path is not in backticks: " << r.cells[0];
-    EXPECT_TRUE(fields.emplace(path, code(r.cells[1])).second) << "docs/results.md lists " << path << " twice";
+    EXPECT_TRUE(fields.emplace(path, std::pair{code(r.cells[1]), r.cells[2]}).second)
+        << "docs/results.md lists " << path << " twice";
   }
   return fields;
 }
 
-std::map<std::string, std::string> record_fields(ResultSchema schema) {
-  std::map<std::string, std::string> fields;
+// The JSON path -> CSV column and unit of the record's definition (--list_result_fields prints it).
+std::map<std::string, std::pair<std::string, std::string>> record_fields(ResultSchema schema) {
+  std::map<std::string, std::pair<std::string, std::string>> fields;
   for (const ResultField& f : result_fields())
-    if (*f.json_path && (f.schemas & schema)) fields[f.json_path] = f.csv_column;
+    if (*f.json_path && (f.schemas & schema)) fields[f.json_path] = {f.csv_column, f.unit};
   return fields;
 }
 
@@ -169,12 +171,14 @@ TEST(Docs, ResultsPageListsExactlyTheRecordsFields) {
                                     std::pair{"cnnbench.convergence/1", kConvergenceResult}}) {
     const auto page = page_fields(schema), record = record_fields(bit);
     ASSERT_GT(page.size(), 10u) << "docs/results.md has no field table under a heading naming `" << schema << "`";
-    for (const auto& [path, column] : record) {
+    for (const auto& [path, column_unit] : record) {
       const auto it = page.find(path);
-      if (it == page.end())
+      if (it == page.end()) {
         ADD_FAILURE() << schema << ": " << path << " is in the record, not in docs/results.md";
-      else
-        EXPECT_EQ(it->second, column) << schema << ": " << path << "'s results.csv column";
+      } else {
+        EXPECT_EQ(it->second.first, column_unit.first) << schema << ": " << path << "'s results.csv column";
+        EXPECT_EQ(it->second.second, column_unit.second) << schema << ": " << path << "'s unit";
+      }
     }
     for (const auto& [path, column] : page)
       EXPECT_TRUE(record.count(path)) << schema << ": " << path << " is in docs/results.md, not in the record";
@@ -195,7 +199,8 @@ std::set<std::string> written_fields(const std::string& dir, const std::string& 
   return {paths.begin(), paths.end()};
 }
 
-std::set<std::string> keys(const std::map<std::string, std::string>& m) {
+template <typename Value>
+std::set<std::string> keys(const std::map<std::string, Value>& m) {
   std::set<std::string> out;
   for (const auto& [k, v] : m) out.insert(k);
   return out;
