@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "kernels/plan.h"
 #include "models/graph.h"
 #include "test_util.h"
@@ -21,6 +23,20 @@ inline bool cpu_flag(const std::string& flag) {
   for (std::string line; std::getline(cpuinfo, line);)
     if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
+}
+
+// `graph` compiled by the oneDNN backend in bf16 twice: with cnnbench's own kernels, and without.
+struct OwnAndOnednn {
+  std::unique_ptr<Plan> own, onednn;
+};
+inline OwnAndOnednn bf16_plans_with_and_without_own_kernels(const Graph& graph) {
+  PlanOptions options;
+  options.compute = DType::bf16;
+  OwnAndOnednn plans;
+  plans.own = compile_plan("onednn", graph, options);
+  options.own_kernels = false;
+  plans.onednn = compile_plan("onednn", graph, options);
+  return plans;
 }
 
 // One training step of both plans from the same parameters, images and labels: every

@@ -111,11 +111,7 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   const WeightGrad1x1 probe{4, 32, 64, 14, 14, 1, blocked16(4, 32, 14, 14), blocked16(4, 64, 14, 14)};
   if (!weight_grad_1x1_supported(probe)) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
 
-  PlanOptions options;
-  options.compute = DType::bf16;
-  auto own = compile_plan("onednn", graph, options);
-  options.own_kernels = false;
-  auto onednn = compile_plan("onednn", graph, options);
+  auto [own, onednn] = bf16_plans_with_and_without_own_kernels(graph);
   // With AMX, oneDNN runs bf16 convolutions on channels-last activations, not the 16-channel
   // blocks the kernel reads: there the plan takes the weight gradients as AMX matmuls instead
   // (matmul_weight_grad.cc), the strided conv_c through its gathered rows.
@@ -141,11 +137,7 @@ TEST(WeightGrad1x1Plan, AmxMatmulsMatchOnednnOnOddShapes) {
   x = b.relu(b.batch_norm(b.conv(x, 72, 1, 1, 0, "conv_s1"), "bn_s1"), "relu_s1");
   const Graph graph = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
 
-  PlanOptions options;
-  options.compute = DType::bf16;
-  auto own = compile_plan("onednn", graph, options);
-  options.own_kernels = false;
-  auto onednn = compile_plan("onednn", graph, options);
+  auto [own, onednn] = bf16_plans_with_and_without_own_kernels(graph);
   if (own->kernel_notes().empty()) GTEST_SKIP() << "oneDNN chose no channels-last layout for these shapes here";
   EXPECT_EQ(own->kernel_notes().find("1x1 weight gradients as AMX matmuls on 2 convolutions"), 0u)
       << own->kernel_notes();

@@ -153,11 +153,7 @@ TEST(NhwcBatchNormPlan, MatchesOnednnPrimitive) {
   x = b.batch_norm(b.conv(x, 64, 3, 2, 1, "conv_c"), "bn_c");
   const Graph graph = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
 
-  PlanOptions options;
-  options.compute = DType::bf16;
-  auto own = compile_plan("onednn", graph, options);
-  options.own_kernels = false;
-  auto onednn = compile_plan("onednn", graph, options);
+  auto [own, onednn] = bf16_plans_with_and_without_own_kernels(graph);
   if (own->kernel_notes().find("batch norm") == std::string::npos)
     GTEST_SKIP() << "oneDNN keeps bf16 activations in 16-channel blocks here (no AMX): its batch norm runs";
   EXPECT_NE(own->kernel_notes().find("cnnbench's channels-last bf16 batch norm on 3 layers"), std::string::npos)
