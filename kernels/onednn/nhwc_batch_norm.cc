@@ -23,7 +23,7 @@ constexpr int64_t kRowsAtOnce = 4;  // rows per pass over the fp32 sums (fewer l
 struct Scratch {
   double* sums;     // [threads][2][channels]
   float* block;     // [threads][2][channels]
-  float* per_channel;  // [4][channels]: the shift K (forward) or mean, a, and two more
+  float* per_channel;  // [4][channels]: the forward's shift K and a; the backward's a, 1/std, p, q
 };
 
 size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -48,10 +48,14 @@ CNNBENCH_AVX512_BF16 inline void store_bf16(uint16_t* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
 }
 
-// This thread's rows [begin, end).
-void thread_rows(int64_t rows, int threads, int t, int64_t& begin, int64_t& end) {
-  begin = rows * t / threads;
-  end = rows * (t + 1) / threads;
+// Inside a parallel region: this thread (t of n) and its rows [begin, end).
+struct ThreadRows {
+  int t, n;
+  int64_t begin, end;
+};
+ThreadRows this_threads_rows(int64_t rows) {
+  const int t = omp_get_thread_num(), n = omp_get_num_threads();
+  return {t, n, rows * t / n, rows * (t + 1) / n};
 }
 
 // Sums over rows [begin, end) of two per-channel quantities, f(row, chunk) giving both as
@@ -145,9 +149,7 @@ CNNBENCH_AVX512_BF16 void nhwc_batch_norm_forward(const NhwcBatchNorm& s, const 
   const double m = static_cast<double>(s.rows);
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    int64_t begin, end;
-    thread_rows(s.rows, n, t, begin, end);
+    const auto [t, n, begin, end] = this_threads_rows(s.rows);
     sum_rows(begin, end, C, w.block + t * 2 * C, w.sums + t * 2 * C,
              [&](int64_t r, int64_t c, __m512& sum, __m512& squares) CNNBENCH_AVX512_BF16 {
                const __m512 d = _mm512_sub_ps(load_bf16(x + r * C + c), _mm512_loadu_ps(shift_k + c));
@@ -201,9 +203,7 @@ CNNBENCH_AVX512_BF16 void nhwc_batch_norm_backward(const NhwcBatchNorm& s, const
   };
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    int64_t begin, end;
-    thread_rows(s.rows, n, t, begin, end);
+    const auto [t, n, begin, end] = this_threads_rows(s.rows);
     sum_rows(begin, end, C, w.block + t * 2 * C, w.sums + t * 2 * C,
              [&](int64_t r, int64_t c, __m512& sum, __m512& products) CNNBENCH_AVX512_BF16 {
                const __m512 centred = _mm512_sub_ps(load_bf16(x + r * C + c), _mm512_loadu_ps(mean + c));
