@@ -220,7 +220,7 @@ TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   // paired (their verdict is the machine's noise: --check_only)
   r = run_cnnbench("compare a/flags.json b/plain.json --check_only", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Mann-Whitney 2+2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no test, 1+1 runs"), std::string::npos) << r.output;
 }
 
 // The allreduce microbenchmark's sizes end at --allreduce_max_mb itself (0.02 MiB: 4, 8, 16 KiB,
@@ -1076,8 +1076,9 @@ namespace cnnbench {
 namespace {
 
 // `cnnbench compare` gates a deliberately slowed run: the same configuration with every timed
-// step 100 ms longer (CNNBENCH_TEST_SLOW_STEP_MS) is a regression, exit 1; the other way round
-// it is faster, and --check_only reports it without failing. No MPI launcher needed.
+// step 300 ms longer (CNNBENCH_TEST_SLOW_STEP_MS) is a regression by the tolerance (one run a
+// side), exit 1; the other way round it is untested, and --check_only reports the regression
+// without failing. No MPI launcher needed.
 TEST(Cli, CompareGatesADeliberatelySlowedRun) {
   const std::string dir = fresh_dir("cli_compare");
   const std::string run = "--model=resnet20 --batch_size=16 --num_batches=12 --num_warmup_batches=2 --num_intra_threads=2 ";
@@ -1090,13 +1091,13 @@ TEST(Cli, CompareGatesADeliberatelySlowedRun) {
 
   CliRun r = run_cnnbench("compare base.json slow.json --tolerance=5", dir);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(resnet20 b16 fp32, 1 rank x 2 threads .* regression\n)")))
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(resnet20 b16 fp32, 1 rank x 2 threads .* regression \(by the tolerance alone\)\n)")))
       << r.output;
   EXPECT_NE(r.output.find("REGRESSION: 1 configuration slower than the base by more than 5%"), std::string::npos);
 
-  r = run_cnnbench("compare slow.json base.json --tolerance=5", dir);
+  r = run_cnnbench("compare slow.json base.json --tolerance=5", dir);  // one run a side: faster, but untested
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(" faster\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" no test (1 run a side)\n"), std::string::npos) << r.output;
 
   r = run_cnnbench("compare base.json slow.json --check_only", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -1105,8 +1106,8 @@ TEST(Cli, CompareGatesADeliberatelySlowedRun) {
   // two ordinary runs: whatever the noise says, they match and --check_only passes
   r = run_cnnbench("compare base.json again.json --check_only", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run_cnnbench("compare base.json cnnbench_results --tolerance=5", dir);  // the folder pools all three
-  EXPECT_NE(r.output.find("Mann-Whitney 12+36"), std::string::npos) << r.output;
+  r = run_cnnbench("compare base.json cnnbench_results --tolerance=5", dir);  // the folder holds all three runs
+  EXPECT_NE(r.output.find("t, one side's spread, 1+3 runs"), std::string::npos) << r.output;
 
   r = run_cnnbench("compare base.json missing.json", dir);
   EXPECT_EQ(r.exit_code, 2);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
@@ -77,25 +78,40 @@ TEST(Significance, DistributionsMatchScipy) {
   EXPECT_NEAR(student_t_cdf(2.0, 10), 0.9633059826146297, 1e-10);
   EXPECT_NEAR(student_t_cdf(-1.3, 3.5), 0.13629770790218498, 1e-10);
   EXPECT_NEAR(student_t_cdf(0.5, 200), 0.6911876238417696, 1e-10);
-  // scipy.stats.ttest_ind_from_stats(100, 5, 20, 95, 8, 25, equal_var=False)
-  EXPECT_NEAR(welch_p_value(100, 5, 20, 95, 8, 25), 0.014208428289999828, 1e-10);
-  EXPECT_DOUBLE_EQ(welch_p_value(100, 5, 1, 50, 5, 20), 1.0);  // one sample: no spread known
+  EXPECT_NEAR(student_t_quantile(0.975, 2), 4.302652729911275, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.975, 7.3), 2.345066736150929, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.1, 30), -1.3104150225671303, 1e-8);
 }
 
-TEST(Significance, BootstrapIntervalIsSeededAndCoversTheRatio) {
-  const std::vector<double> a = testing::random_vector<double>(30, 3, 98, 102);
-  std::vector<double> slower = a;
-  for (double& v : slower) v *= 0.8;
-  const Interval same = bootstrap_median_ratio(a, a);
-  EXPECT_LE(same.low, 1.0);
-  EXPECT_GE(same.high, 1.0);
-  const Interval r = bootstrap_median_ratio(a, slower);
-  EXPECT_GT(r.low, 0.75);
-  EXPECT_LT(r.high, 0.85);
-  EXPECT_LE(r.low, r.high);
-  const Interval again = bootstrap_median_ratio(a, slower);
-  EXPECT_EQ(r.low, again.low);
-  EXPECT_EQ(r.high, again.high);
+// The run is the unit, on log speeds: Welch's t where both sides have 2 runs or more (scipy:
+// ttest_ind(log(new), log(base), equal_var=False), its interval from t.ppf at the Welch-Satterthwaite
+// degrees of freedom); with one run on a side, the other side's spread (Student's t, n - 1
+// degrees of freedom); with one run a side, no test.
+TEST(Significance, RunSpeedsAreTestedOnTheirLogs) {
+  const RunTest welch = test_run_speeds({100, 104, 98, 101}, {95, 97, 93});
+  EXPECT_EQ(welch.kind, RunTest::welch);
+  EXPECT_NEAR(welch.p_value, 0.020659740685086157, 1e-9);
+  EXPECT_NEAR(welch.ratio, 0.9430055139955812, 1e-12);
+  EXPECT_NEAR(welch.degrees_of_freedom, 4.831869049674176, 1e-9);
+  EXPECT_NEAR(welch.ratio_ci.low, 0.9014653740194102, 1e-9);
+  EXPECT_NEAR(welch.ratio_ci.high, 0.9864598519864203, 1e-9);
+
+  const RunTest one_base = test_run_speeds({100}, {95, 97, 93});
+  EXPECT_EQ(one_base.kind, RunTest::one_side_spread);
+  EXPECT_NEAR(one_base.p_value, 0.1686252010502685, 1e-9);
+  EXPECT_NEAR(one_base.ratio, 0.9498596283825758, 1e-12);
+  EXPECT_NEAR(one_base.ratio_ci.low, 0.8555132259187574, 1e-9);
+  EXPECT_NEAR(one_base.ratio_ci.high, 1.0546105966534338, 1e-9);
+  EXPECT_NEAR(test_run_speeds({95, 97, 93}, {100}).p_value, one_base.p_value, 1e-12) << "either side's spread";
+
+  const RunTest single = test_run_speeds({100}, {50});
+  EXPECT_EQ(single.kind, RunTest::none);
+  EXPECT_DOUBLE_EQ(single.p_value, 1.0);
+  EXPECT_NEAR(single.ratio, 0.5, 1e-12);
+
+  // no spread at all: a difference is beyond it, no difference is none
+  EXPECT_DOUBLE_EQ(test_run_speeds({100, 100}, {90, 90}).p_value, 0.0);
+  EXPECT_DOUBLE_EQ(test_run_speeds({100, 100}, {100, 100}).p_value, 1.0);
 }
 
 // ---- result files written here -----------------------------------------------------------------
@@ -127,6 +143,8 @@ std::vector<double> step_times(double step_sec, uint64_t seed, int n = 30) {
   return t;
 }
 
+// A result JSON as a run writes it: its steps, and its headline images/sec (every image over
+// every step's time) in the summary.
 nlohmann::json result_doc(const Settings& s, const std::vector<double>& times) {
   nlohmann::json run = nlohmann::json::object();
   for (const auto& [k, v] : s) {
@@ -142,7 +160,8 @@ nlohmann::json result_doc(const Settings& s, const std::vector<double>& times) {
           {"model", {{"name", s.at("model")}}},
           {"run", run},
           {"steps", {{"time_sec", times}}},
-          {"summary", {{"images_per_sec", 1.0}}}};
+          {"summary", {{"images_per_sec", run["global_batch"].get<double>() * static_cast<double>(times.size()) /
+                                              std::accumulate(times.begin(), times.end(), 0.0)}}}};
 }
 
 std::string write_json(const std::string& path, const nlohmann::json& doc) {
@@ -152,6 +171,17 @@ std::string write_json(const std::string& path, const nlohmann::json& doc) {
 
 std::string write_result(const std::string& path, double step_sec, uint64_t seed, const Settings& s = settings_with()) {
   return write_json(path, result_doc(s, step_times(step_sec, seed)));
+}
+
+// `runs` results of one configuration in the folder `dir`, each run's steps around `step_sec`
+// times a factor of its own in [0.98, 1.02] (the run-to-run noise), seeded.
+std::string write_runs(const std::string& dir, double step_sec, uint64_t seed, int runs = 4,
+                       const Settings& s = settings_with()) {
+  make_folders(dir);
+  const std::vector<double> factor = testing::random_vector<double>(runs, seed + 1000, 0.98, 1.02);
+  for (int i = 0; i < runs; ++i)
+    write_json(fmt::format("{}/run{}.json", dir, i), result_doc(s, step_times(step_sec * factor[i], seed * 100 + i)));
+  return dir;
 }
 
 // A results.csv row as cnnbench writes it, naming `json_file`.
@@ -205,39 +235,41 @@ CommandRun run_compare(const std::vector<std::string>& args) {
 
 TEST(Compare, MatchedRunsGetFasterSlowerOrNoChange) {
   const std::string dir = fresh_dir("compare_verdicts");
-  const std::string base = write_result(dir + "/base.json", 0.100, 1);
+  const std::string base = write_runs(dir + "/base", 0.100, 1);
   CompareOptions options;
   auto verdict_of = [&](double step_sec, uint64_t seed) {
-    const std::string next = write_result(dir + "/new.json", step_sec, seed);
-    const CompareReport r = compare_results(base, next, options);
+    std::filesystem::remove_all(dir + "/new");
+    const CompareReport r = compare_results(base, write_runs(dir + "/new", step_sec, seed), options);
     EXPECT_EQ(r.matched.size(), 1u);
     return r.matched.at(0);
   };
   const ComparedConfiguration same = verdict_of(0.100, 2);
-  EXPECT_EQ(same.verdict, Verdict::no_change) << same.p_value;
-  EXPECT_GT(same.p_value, 0.05);
-  EXPECT_TRUE(same.from_samples);
-  EXPECT_EQ(same.base_steps, 30);
+  EXPECT_EQ(same.verdict, Verdict::no_change) << same.test.p_value;
+  EXPECT_GT(same.test.p_value, 0.05);
+  EXPECT_EQ(same.test.kind, RunTest::welch);
+  EXPECT_EQ(same.base_runs, 4);
   EXPECT_NEAR(same.base_speed, 320, 320 * 0.02);  // 32 images in 0.1 s
 
   const ComparedConfiguration faster = verdict_of(0.080, 3);
   EXPECT_EQ(faster.verdict, Verdict::faster);
   EXPECT_NEAR(faster.change, 0.25, 0.03);
-  EXPECT_LT(faster.p_value, 1e-6);
+  EXPECT_LT(faster.test.p_value, 1e-3);
+  EXPECT_LT(faster.test.ratio_ci.low, 1 + faster.change);
+  EXPECT_GT(faster.test.ratio_ci.high, 1 + faster.change);
 
-  const ComparedConfiguration slower = verdict_of(0.103, 4);  // 3% slower: real, but within 5%
-  EXPECT_EQ(slower.verdict, Verdict::slower);
+  const ComparedConfiguration slower = verdict_of(0.104, 4);  // 4% slower: real, but within 5%
+  EXPECT_EQ(slower.verdict, Verdict::slower) << slower.test.p_value;
   EXPECT_LT(slower.change, 0.0);
   EXPECT_GT(slower.change, -0.05);
 }
 
 TEST(Compare, RegressionOnlyBeyondTheTolerance) {
   const std::string dir = fresh_dir("compare_tolerance");
-  const std::string base = write_result(dir + "/base.json", 0.100, 1);
-  const std::string slow = write_result(dir + "/slow.json", 0.110, 2);  // 9% fewer images/sec
+  const std::string base = write_runs(dir + "/base", 0.100, 1);
+  const std::string slow = write_runs(dir + "/slow", 0.110, 2);  // 9% fewer images/sec
   CommandRun r = run_compare({base, slow, "--tolerance=5"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("regression"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Welch t, 4+4 runs  regression"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("REGRESSION: 1 configuration slower than the base by more than 5%"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("resnet20 b32 fp32, 1 rank x 2 threads"), std::string::npos) << r.out;
 
@@ -255,30 +287,61 @@ TEST(Compare, RegressionOnlyBeyondTheTolerance) {
   EXPECT_NE(r.out.find("faster"), std::string::npos) << r.out;
 }
 
-// Steps too few to decide give no verdict, however far apart: 1 + 1 (p = 1) and 3 + 3 with every
-// new step slower (p = 0.081 at best) are "too few steps to decide", exit 0; 4 + 4 so separated
-// is a regression. A bootstrap of one step is that step: its interval proved a regression before.
-TEST(Compare, TooFewStepsGiveNoVerdict) {
-  const std::string dir = fresh_dir("compare_too_few");
-  for (const auto& [n, decides] : {std::pair<int, bool>{1, false}, {3, false}, {4, true}}) {
-    const std::string base = write_json(dir + "/base.json", result_doc(settings_with(), step_times(0.100, 1, n)));
-    const std::string slow = write_json(dir + "/slow.json", result_doc(settings_with(), step_times(0.200, 2, n)));
-    const CompareReport report = compare_results(base, slow, CompareOptions{});
-    ASSERT_EQ(report.matched.size(), 1u);
-    EXPECT_EQ(report.matched[0].enough_steps, decides) << n;
-    EXPECT_EQ(report.matched[0].verdict, decides ? Verdict::regression : Verdict::no_change) << n;
-    const CommandRun r = run_compare({base, slow});
-    EXPECT_EQ(r.exit_code, decides ? 1 : 0) << r.out;
-    if (!decides) {
-      EXPECT_NE(r.out.find(fmt::format("too few steps to decide ({} + {} cannot give p < 0.05)", n, n)),
-                std::string::npos)
-          << r.out;
-    }
-    const CommandRun j = run_compare({base, slow, "--json"});
-    const auto doc = nlohmann::json::parse(j.out);
-    EXPECT_EQ(doc["matched"][0]["enough_steps"], decides);
-    EXPECT_EQ(doc["matched"][0]["verdict"], decides ? "regression" : "too few steps to decide");
-  }
+// The run is the unit: two runs a side whose steps agree within 0.1% but whose runs differ by 6%
+// (a neighbour's load, the pages a run got) cannot tell a 3% change from that noise. Pooled as
+// 60 + 60 steps they gave p < 1e-6, a "slower" verdict from noise alone.
+TEST(Compare, StepsOfOneRunAreNotIndependentSamples) {
+  const std::string dir = fresh_dir("compare_run_unit");
+  auto write = [&](const std::string& path, double step_sec, uint64_t seed) {
+    std::vector<double> t = testing::random_vector<double>(30, seed, 0.999, 1.001);
+    for (double& v : t) v *= step_sec;
+    write_json(path, result_doc(settings_with(), t));
+  };
+  make_folders(dir + "/base");
+  make_folders(dir + "/new");
+  write(dir + "/base/1.json", 0.100, 1);
+  write(dir + "/base/2.json", 0.106, 2);
+  write(dir + "/new/1.json", 0.103, 3);
+  write(dir + "/new/2.json", 0.109, 4);
+  const CompareReport r = compare_results(dir + "/base", dir + "/new", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].test.kind, RunTest::welch);
+  EXPECT_GT(r.matched[0].test.p_value, 0.05);
+  EXPECT_EQ(r.matched[0].verdict, Verdict::no_change);
+  EXPECT_LT(r.matched[0].test.ratio_ci.low, 0.9);
+  EXPECT_GT(r.matched[0].test.ratio_ci.high, 1.0);
+}
+
+// With one run a side nothing measures the noise: no test, and the tolerance alone decides a
+// regression (so that a single CI run against a committed baseline still gates), said as such.
+// One run against several takes the several's spread.
+TEST(Compare, OneRunASideIsJudgedByTheToleranceAlone) {
+  const std::string dir = fresh_dir("compare_one_run");
+  const std::string base = write_result(dir + "/base.json", 0.100, 1);
+  const std::string slow = write_result(dir + "/slow.json", 0.200, 2);
+  const std::string near = write_result(dir + "/near.json", 0.103, 3);
+  CompareReport report = compare_results(base, slow, CompareOptions{});
+  ASSERT_EQ(report.matched.size(), 1u);
+  EXPECT_EQ(report.matched[0].test.kind, RunTest::none);
+  EXPECT_EQ(report.matched[0].verdict, Verdict::regression);
+  CommandRun r = run_compare({base, slow});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no test, 1+1 runs  regression (by the tolerance alone)"), std::string::npos)
+      << r.out;
+  r = run_compare({base, near});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no test (1 run a side)"), std::string::npos) << r.out;
+  auto doc = nlohmann::json::parse(run_compare({base, slow, "--json"}).out);
+  EXPECT_EQ(doc["matched"][0]["test"], "none");
+  EXPECT_FALSE(doc["matched"][0].contains("p_value"));
+  EXPECT_EQ(doc["matched"][0]["verdict"], "regression (by the tolerance alone)");
+
+  report = compare_results(base, write_runs(dir + "/new", 0.103, 4), CompareOptions{});
+  ASSERT_EQ(report.matched.size(), 1u);
+  EXPECT_EQ(report.matched[0].test.kind, RunTest::one_side_spread);
+  EXPECT_NEAR(report.matched[0].test.degrees_of_freedom, 3, 1e-12);
+  r = run_compare({base, dir + "/new"});
+  EXPECT_NE(r.out.find("t, one side's spread, 1+4 runs"), std::string::npos) << r.out;
 }
 
 TEST(Compare, UnmatchedConfigurationsAreListedNotCompared) {
@@ -368,11 +431,11 @@ TEST(Compare, RunsOfOneConfigurationArePooled) {
   EXPECT_EQ(r.new_runs, 2);
   ASSERT_EQ(r.matched.size(), 1u);
   EXPECT_EQ(r.matched[0].new_runs, 2);
-  EXPECT_EQ(r.matched[0].new_steps, 60);
+  EXPECT_EQ(r.matched[0].test.kind, RunTest::one_side_spread);
 }
 
 // A folder as cnnbench leaves it: JSON files and the results.csv naming them (read once each),
-// an allreduce result beside them (skipped), and a row whose JSON is gone (its summary used).
+// an allreduce result beside them (skipped), and a row whose JSON is gone (its images_per_sec used).
 TEST(Compare, CsvRowsUseTheirJsonOrElseTheirSummary) {
   const std::string dir = fresh_dir("compare_csv");
   make_folders(dir + "/runs");
@@ -389,65 +452,89 @@ TEST(Compare, CsvRowsUseTheirJsonOrElseTheirSummary) {
   const CompareReport r = compare_results(dir + "/runs", next, {});
   EXPECT_EQ(r.base_runs, 2) << "a.json once, through its row";
   ASSERT_EQ(r.matched.size(), 2u);
-  EXPECT_TRUE(r.matched[0].from_samples);
-  EXPECT_EQ(r.matched[0].base_steps, 30);
-  EXPECT_FALSE(r.matched[1].from_samples);
-  EXPECT_EQ(r.matched[1].verdict, Verdict::regression);  // 10% fewer, stderr 2 over 30 steps
+  EXPECT_NEAR(r.matched[0].base_speed, 320, 320 * 0.02);  // a.json's own figure
+  EXPECT_EQ(r.matched[1].verdict, Verdict::regression);  // 10% fewer, 1 run a side: beyond the tolerance
   EXPECT_NEAR(r.matched[1].change, -0.1, 1e-9);
   EXPECT_EQ(r.skipped, std::vector<std::string>{dir + "/runs/allreduce.json (cnnbench.allreduce/1)"});
   const CommandRun run = run_compare({dir + "/runs/results.csv", next});
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
-  EXPECT_NE(run.out.find("Welch t, summary 30+30"), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find("summary: a CSV row whose JSON is not at hand"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("no test, 1+1 runs  regression (by the tolerance alone"), std::string::npos) << run.out;
   // the row's flags are not in the CSV: the comparison says they were taken as the defaults
   EXPECT_FALSE(r.matched[0].flags_assumed);
   EXPECT_TRUE(r.matched[1].flags_assumed);
   EXPECT_NE(run.out.find("flags assumed: resnet20 b64 fp32"), std::string::npos) << run.out;
 }
 
-// Summaries decide only where a rank test could: 2 + 2 steps give no verdict however small their
-// standard errors, standard errors of 0 give no test, and a row appended twice is one run.
-TEST(Compare, SummariesOfFewStepsOrNoSpreadDecideNothing) {
-  const std::string dir = fresh_dir("compare_few_summaries");
-  for (const char* side : {"a", "b"}) make_folders(dir + "/" + side);
-  append_row(dir + "/a/results.csv", settings_with(), 1000, 1, 2, "gone.json");
-  append_row(dir + "/b/results.csv", settings_with(), 900, 1, 2, "gone.json");
-  CompareReport r = compare_results(dir + "/a", dir + "/b", {});
-  ASSERT_EQ(r.matched.size(), 1u);
-  EXPECT_FALSE(r.matched[0].enough_steps);
-  EXPECT_EQ(r.exit_code(), 0);
-
-  const std::string flat = fresh_dir("compare_no_spread");
-  for (const char* side : {"a", "b"}) make_folders(flat + "/" + side);
-  for (int i = 0; i < 2; ++i) {  // the same row twice on each side: one run of 30 steps
-    append_row(flat + "/a/results.csv", settings_with(), 1000, 0, 30, "gone.json");
-    append_row(flat + "/b/results.csv", settings_with(), 900, 0, 30, "gone.json");
-  }
-  r = compare_results(flat + "/a", flat + "/b", {});
-  ASSERT_EQ(r.matched.size(), 1u);
-  EXPECT_EQ(r.matched[0].base_runs, 1);
-  EXPECT_EQ(r.matched[0].base_steps, 30);
-  EXPECT_DOUBLE_EQ(r.matched[0].p_value, 1.0);
-  EXPECT_FALSE(r.matched[0].enough_steps);  // "too few steps to decide", not "no change"
-}
-
-// Summaries of long runs (timed_steps up to 10 million a row) pooled: the test on the rows'
-// summaries decides, and its "could the steps decide at all" check costs no memory by the step.
-TEST(Compare, SummariesOfLongRunsArePooledAndDecide) {
-  const std::string dir = fresh_dir("compare_long_summaries");
+// A results.csv row whose JSON is gone is one run, its images_per_sec the run's figure: rows of
+// long runs (timed_steps up to 10 million) are tested as runs like any other, and a row
+// appended twice (a file copied onto itself) is one run.
+TEST(Compare, CsvRowsAreRunsAndARowAppendedTwiceIsOne) {
+  const std::string dir = fresh_dir("compare_rows");
   for (const char* side : {"a", "b"}) make_folders(dir + "/" + side);
   for (int i = 0; i < 2; ++i) {
     append_row(dir + "/a/results.csv", settings_with(), 1000 + i, 1, 10'000'000, "gone.json");
     append_row(dir + "/b/results.csv", settings_with(), 900 + i, 1, 10'000'000, "gone.json");
   }
-  const CompareReport r = compare_results(dir + "/a", dir + "/b", {});
+  CompareReport r = compare_results(dir + "/a", dir + "/b", {});
   ASSERT_EQ(r.matched.size(), 1u);
   EXPECT_EQ(r.matched[0].base_runs, 2);
-  EXPECT_EQ(r.matched[0].base_steps, 20'000'000);
-  EXPECT_EQ(r.matched[0].new_steps, 20'000'000);
-  EXPECT_TRUE(r.matched[0].enough_steps);
-  EXPECT_LT(r.matched[0].p_value, 1e-6);
+  EXPECT_EQ(r.matched[0].test.kind, RunTest::welch);
+  EXPECT_LT(r.matched[0].test.p_value, 1e-3);
   EXPECT_EQ(r.exit_code(), 1);  // 10% slower: a regression
+
+  const std::string twice = fresh_dir("compare_row_twice");
+  for (const char* side : {"a", "b"}) make_folders(twice + "/" + side);
+  for (int i = 0; i < 2; ++i) {
+    append_row(twice + "/a/results.csv", settings_with(), 1000, 0, 30, "gone.json");
+    append_row(twice + "/b/results.csv", settings_with(), 990, 0, 30, "gone.json");
+  }
+  r = compare_results(twice + "/a", twice + "/b", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].base_runs, 1);
+  EXPECT_EQ(r.matched[0].test.kind, RunTest::none) << "not 2 + 2 runs of no spread";
+  EXPECT_EQ(r.matched[0].verdict, Verdict::no_change);
+}
+
+// A run's figure is its own headline images/sec (every image over every step's time), which a
+// stall on some steps lowers though the median step does not move; with --repeats, each
+// repeat's figure is a run. Settings that differ between the sides without making another
+// configuration (warm-up steps, the CPU, the ISA, the compiler, oneDNN) are said under the table.
+TEST(Compare, RunsAreTheirHeadlineFiguresAndEachRepeatIsARun) {
+  const std::string dir = fresh_dir("compare_headline");
+  make_folders(dir + "/base");
+  make_folders(dir + "/new");
+  std::vector<double> stalled = step_times(0.100, 1);
+  for (size_t i = 0; i < stalled.size(); i += 5) stalled[i] *= 3;  // every fifth step 3x slower
+  write_json(dir + "/base/run.json", result_doc(settings_with(), step_times(0.100, 2)));
+  nlohmann::json stall = result_doc(settings_with(), stalled);
+  write_json(dir + "/new/stall.json", stall);
+  CompareReport r = compare_results(dir + "/base", dir + "/new", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_NEAR(r.matched[0].change, 1.0 / 1.4 - 1, 0.02) << "a median step would say no change";
+  EXPECT_EQ(r.matched[0].verdict, Verdict::regression);
+
+  nlohmann::json repeated = result_doc(settings_with(), step_times(0.100, 3));
+  repeated["repeats"] = {{"count", 3}, {"images_per_sec", {318.0, 322.0, 320.0}}};
+  repeated["run"]["warmup_steps"] = 0;
+  repeated["context"]["cpu_model"] = "Another CPU";
+  write_json(dir + "/new/stall.json", repeated);
+  nlohmann::json base = result_doc(settings_with(), step_times(0.100, 4));
+  base["run"]["warmup_steps"] = 2;
+  base["context"]["cpu_model"] = "This CPU";
+  write_json(dir + "/base/run.json", base);
+  r = compare_results(dir + "/base", dir + "/new", {});
+  ASSERT_EQ(r.matched.size(), 1u);
+  EXPECT_EQ(r.matched[0].new_runs, 3);
+  EXPECT_EQ(r.matched[0].test.kind, RunTest::one_side_spread);
+  EXPECT_NEAR(r.matched[0].new_speed, std::cbrt(318.0 * 322.0 * 320.0), 1e-9);
+  EXPECT_EQ(r.matched[0].differences,
+            (std::vector<std::string>{"CPU: base This CPU, new Another CPU", "warm-up steps: base 2, new 0"}));
+  const CommandRun run = run_compare({dir + "/base", dir + "/new"});
+  EXPECT_NE(run.out.find("differs: resnet20 b32 fp32, 1 rank x 2 threads: warm-up steps: base 2, new 0\n"),
+            std::string::npos)
+      << run.out;
+  const auto doc = nlohmann::json::parse(run_compare({dir + "/base", dir + "/new", "--json"}).out);
+  EXPECT_EQ(doc["matched"][0]["differences"].size(), 2u);
 }
 
 // A run is counted once however its file is reached: a copied folder reads its own copies (not
@@ -475,9 +562,9 @@ TEST(Compare, ARunIsCountedOnceAndARowKeepsItsRun) {
   const CompareReport r = compare_results(dir + "/replaced", dir + "/replaced", {});
   EXPECT_EQ(r.base_runs, 2);
   ASSERT_EQ(r.matched.size(), 2u);
-  int from_summary = 0;
-  for (const auto& m : r.matched) from_summary += !m.from_samples;
-  EXPECT_EQ(from_summary, 1) << "the b32 row's run, from its summary";
+  int from_row = 0;
+  for (const auto& m : r.matched) from_row += m.flags_assumed;
+  EXPECT_EQ(from_row, 1) << "the b32 row's run, from the row";
 }
 
 TEST(Compare, JsonReportForScripts) {
@@ -487,9 +574,10 @@ TEST(Compare, JsonReportForScripts) {
   const CommandRun r = run_compare({base, next, "--json"});
   EXPECT_EQ(r.exit_code, 1);
   const auto doc = nlohmann::json::parse(r.out);
-  EXPECT_EQ(doc["schema"], "cnnbench.compare/1");
+  EXPECT_EQ(doc["schema"], "cnnbench.compare/2");
   EXPECT_EQ(doc["regressions"], 1);
-  EXPECT_EQ(doc["matched"][0]["verdict"], "regression");
+  EXPECT_EQ(doc["matched"][0]["verdict"], "regression (by the tolerance alone)");
+  EXPECT_EQ(doc["matched"][0]["base_runs"], 1);
   EXPECT_NEAR(doc["matched"][0]["change"].get<double>(), -0.5, 0.02);
   EXPECT_EQ(doc["matched"][0]["config"]["model"], "resnet20");
 }
@@ -791,7 +879,7 @@ TEST(Compare, ResultJsonNumbersAreChecked) {
   });
   const CompareReport r = compare_results(good, other_arrays, {});
   ASSERT_EQ(r.matched.size(), 1u);
-  EXPECT_EQ(r.matched[0].new_steps, 30);
+  EXPECT_EQ(r.matched[0].new_runs, 1);
 }
 
 // Issue 35: compare read its inputs whole, whatever they were: /dev/zero grew without end (5 GB

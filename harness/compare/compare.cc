@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <map>
+#include <set>
 
 #include "harness/compare/result_numbers.h"
 #include "harness/report/stats.h"
@@ -55,37 +57,42 @@ void match_configurations(const std::vector<Run>& base_runs, const std::vector<R
     if (!base.find(config)) report.only_in_new.push_back(label(config));
 }
 
-// Several runs' summaries as one sample: the mean over all their steps and the sample standard
-// deviation, from each run's mean and population standard error.
-struct PooledSummary {
-  double mean = 0, sd = 0, n = 0;
-};
-PooledSummary pool_summaries(const std::vector<RunSpeeds>& runs) {
-  PooledSummary p;
-  for (const RunSpeeds& r : runs) {
-    p.n += static_cast<double>(r.steps);
-    p.mean += static_cast<double>(r.steps) * r.mean;
-  }
-  if (p.n <= 0) return p;
-  p.mean /= p.n;
-  double squares = 0;
-  for (const RunSpeeds& r : runs) {
-    const double n = static_cast<double>(r.steps);
-    const double variance = r.stderr_ * r.stderr_ * n;  // population variance of the run's steps
-    squares += n * (variance + (r.mean - p.mean) * (r.mean - p.mean));
-  }
-  p.sd = p.n > 1 ? std::sqrt(squares / (p.n - 1)) : 0;
-  return p;
-}
-
-std::vector<double> pooled_steps(const std::vector<RunSpeeds>& runs) {
+// Every run's images/sec of one side, in file order.
+std::vector<double> run_speeds(const std::vector<RunSpeeds>& runs) {
   std::vector<double> all;
-  for (const RunSpeeds& r : runs) all.insert(all.end(), r.per_step.begin(), r.per_step.end());
+  for (const RunSpeeds& r : runs) all.insert(all.end(), r.run_speeds.begin(), r.run_speeds.end());
   return all;
 }
 
-bool all_have_steps(const std::vector<RunSpeeds>& runs) {
-  return std::all_of(runs.begin(), runs.end(), [](const RunSpeeds& r) { return !r.per_step.empty(); });
+// "warm-up steps: base 2, new 0" for each context setting (RunSpeeds::context) whose values on
+// one side are not the other's; a setting some run does not record is left out.
+std::vector<std::string> context_differences(const std::vector<RunSpeeds>& base, const std::vector<RunSpeeds>& next) {
+  std::map<std::string, std::array<std::set<std::string>, 2>> values;
+  std::map<std::string, int> recorded;  // by how many runs of both sides
+  const std::vector<RunSpeeds>* sides[2] = {&base, &next};
+  for (int side = 0; side < 2; ++side)
+    for (const RunSpeeds& r : *sides[side])
+      for (const auto& [name, value] : r.context) {
+        values[name][side].insert(value);
+        ++recorded[name];
+      }
+  std::vector<std::string> out;
+  const int runs = static_cast<int>(base.size() + next.size());
+  for (const auto& [name, sets] : values) {
+    if (recorded[name] != runs || sets[0] == sets[1]) continue;
+    // a line of bounded width whatever the files held: two values of 32 characters a side at most
+    auto listed = [](const std::set<std::string>& set) {
+      std::string text;
+      size_t shown = 0;
+      for (const std::string& v : set) {
+        if (shown++ == 2) return text + fmt::format(" (+{} more)", set.size() - 2);
+        text += (text.empty() ? "" : " / ") + (v.size() > 32 ? v.substr(0, 29) + "..." : v);
+      }
+      return text;
+    };
+    out.push_back(fmt::format("{}: base {}, new {}", name, listed(sets[0]), listed(sets[1])));
+  }
+  return out;
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -99,7 +106,10 @@ std::string percent(double fraction) { return fmt::format("{:g}%", 100 * fractio
 std::string p_text(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }
 
 std::string test_text(const ComparedConfiguration& c) {
-  return fmt::format("{} {}+{}", c.from_samples ? "Mann-Whitney" : "Welch t, summary", c.base_steps, c.new_steps);
+  const char* name = c.test.kind == RunTest::welch             ? "Welch t"
+                     : c.test.kind == RunTest::one_side_spread ? "t, one side's spread"
+                                                               : "no test";
+  return fmt::format("{}, {}+{} runs", name, c.base_runs, c.new_runs);
 }
 
 std::string plural(int n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
@@ -147,42 +157,22 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   c.config = base.front().config;
   c.label = configuration_label(c.config);
   c.flags_assumed = any_flags_assumed(base, next);
-  c.base_runs = static_cast<int>(base.size());
-  c.new_runs = static_cast<int>(next.size());
-  c.from_samples = all_have_steps(base) && all_have_steps(next);
-  bool no_spread = false;
-  if (c.from_samples) {
-    // per-step speeds are skewed by the odd slow step: compare medians, test ranks
-    const std::vector<double> a = pooled_steps(base), b = pooled_steps(next);
-    c.base_steps = static_cast<int64_t>(a.size());
-    c.new_steps = static_cast<int64_t>(b.size());
-    c.base_speed = median(a);
-    c.new_speed = median(b);
-    c.p_value = mann_whitney(b, a).p_value;
-    c.ratio_ci = bootstrap_median_ratio(a, b);
-  } else {
-    const PooledSummary a = pool_summaries(base), b = pool_summaries(next);
-    no_spread = a.sd == 0 && b.sd == 0;  // standard errors of 0 on both sides: nothing to test with
-    c.base_steps = static_cast<int64_t>(a.n);
-    c.new_steps = static_cast<int64_t>(b.n);
-    c.base_speed = a.mean;
-    c.new_speed = b.mean;
-    c.p_value = welch_p_value(a.mean, a.sd, a.n, b.mean, b.sd, b.n);
-  }
-  c.change = c.base_speed > 0 ? c.new_speed / c.base_speed - 1 : 0;
-  const bool significant = c.p_value < significance_level;
-  // From summaries alone (a t test on means and standard errors) the step counts must be such
-  // that a rank test could decide too: 2 + 2 steps never decide, however small their errors.
-  const bool could_separate = separation_could_be_significant(static_cast<size_t>(c.base_steps),
-                                                              static_cast<size_t>(c.new_steps), significance_level);
-  c.enough_steps = c.from_samples ? significant || could_separate : could_separate && !no_spread;
-  // the interval is evidence only where the test could be: a bootstrap of 1 step is that step
-  const bool interval_below =
-      c.from_samples && c.enough_steps && c.ratio_ci.high > 0 && c.ratio_ci.high < 1 - tolerance;
-  if (!c.enough_steps)
-    c.verdict = Verdict::no_change;
-  else if (c.change < -tolerance && (significant || interval_below))
-    c.verdict = Verdict::regression;
+  const std::vector<double> a = run_speeds(base), b = run_speeds(next);
+  c.base_runs = static_cast<int>(a.size());
+  c.new_runs = static_cast<int>(b.size());
+  c.test = test_run_speeds(a, b);
+  const auto geometric_mean = [](const std::vector<double>& v) {
+    double logs = 0;
+    for (double x : v) logs += std::log(x);
+    return std::exp(logs / static_cast<double>(v.size()));
+  };
+  c.base_speed = geometric_mean(a);
+  c.new_speed = geometric_mean(b);
+  c.change = c.test.ratio - 1;
+  c.differences = context_differences(base, next);
+  const bool significant = c.test.kind != RunTest::none && c.test.p_value < significance_level;
+  if (c.change < -tolerance && (significant || c.test.kind == RunTest::none))
+    c.verdict = Verdict::regression;  // with one run a side, the tolerance alone decides
   else if (significant)
     c.verdict = c.change >= 0 ? Verdict::faster : Verdict::slower;
   return c;
@@ -217,9 +207,9 @@ CompareReport compare_results(const std::string& base, const std::string& next, 
 namespace {
 
 std::string speed_verdict_text(const ComparedConfiguration& c) {
-  if (c.enough_steps) return verdict_name(c.verdict);
-  return fmt::format("too few steps to decide ({} + {} cannot give p < {:g})", c.base_steps, c.new_steps,
-                     significance_level);
+  if (c.test.kind != RunTest::none) return verdict_name(c.verdict);
+  if (c.verdict == Verdict::regression) return "regression (by the tolerance alone)";
+  return "no test (1 run a side)";
 }
 
 }  // namespace
@@ -227,9 +217,9 @@ std::string speed_verdict_text(const ComparedConfiguration& c) {
 std::string format_report(const CompareReport& r) {
   std::string out = fmt::format("cnnbench compare: base {} ({}), new {} ({})\n", r.base_path,
                                 plural(r.base_runs, "run"), r.new_path, plural(r.new_runs, "run"));
-  out += fmt::format("regression: slower by more than {} and significant (p < {:g}, or the 95% interval of "
-                     "new/base below {:g})\n\n",
-                     percent(r.options.tolerance), significance_level, 1 - r.options.tolerance);
+  out += fmt::format("regression: slower by more than {} and significant over the runs (p < {:g}); with 1 run a "
+                     "side, slower by more than {}\n\n",
+                     percent(r.options.tolerance), significance_level, percent(r.options.tolerance));
   if (!r.matched.empty()) {
     size_t width = std::string("configuration").size(), test_width = 4;
     for (const ComparedConfiguration& c : r.matched) {
@@ -238,25 +228,26 @@ std::string format_report(const CompareReport& r) {
     }
     out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", "configuration", width,
                        "base img/s", "new img/s", "change", "p-value", "new/base 95%", "test", test_width, "verdict");
-    bool summaries = false;
     for (const ComparedConfiguration& c : r.matched) {
       // every number in a cell of bounded width, whatever the files held (1e16 img/s: 1e+16)
-      const std::string interval =
-          c.from_samples ? number_text(c.ratio_ci.low, 3, 9) + "-" + number_text(c.ratio_ci.high, 3, 9) : "-";
+      const std::string interval = c.test.kind != RunTest::none ? number_text(c.test.ratio_ci.low, 3, 9) + "-" +
+                                                                       number_text(c.test.ratio_ci.high, 3, 9)
+                                                                 : "-";
       out += fmt::format("{:<{}}  {:>10}  {:>10}  {:>7}  {:>7}  {:<12}  {:<{}}  {}\n", c.label, width,
                          number_text(c.base_speed, 2, 10), number_text(c.new_speed, 2, 10), change_text(c.change),
-                         p_text(c.p_value), interval, test_text(c), test_width, speed_verdict_text(c));
-      summaries = summaries || !c.from_samples;
+                         c.test.kind != RunTest::none ? p_text(c.test.p_value) : "-", interval, test_text(c),
+                         test_width, speed_verdict_text(c));
     }
-    out += fmt::format("img/s: median over the timed steps{}, runs of one configuration pooled; test: the steps on each "
-                       "side\n",
-                       summaries ? " (a summary row's: its mean)" : "");
-    if (summaries) out += "summary: a CSV row whose JSON is not at hand (gone, or holding a later run): mean img/s and Welch's t-test on its summary\n";
+    out += "img/s: a run's own figure (all its images over all its time; each repeat of --repeats a run), the "
+           "geometric mean of a side's runs\n"
+           "test: over the runs' log speeds, the run being the unit; with 1 run a side, none (the tolerance alone)\n";
   }
   if (!r.matched.empty() && !r.accuracy.empty()) out += "\n";
   out += format_accuracy_rows(r.accuracy);
   for (const ComparedConfiguration& c : r.matched)
     if (c.flags_assumed) out += "flags assumed: " + c.label + flags_assumed_note;
+  for (const ComparedConfiguration& c : r.matched)
+    for (const std::string& d : c.differences) out += "differs: " + c.label + ": " + d + "\n";
   for (const ComparedAccuracy& c : r.accuracy)
     if (c.flags_assumed) out += "flags assumed: " + c.label + flags_assumed_note;
   for (const std::string& label : r.only_in_base) out += "only in base (not compared): " + label + "\n";
@@ -282,22 +273,25 @@ nlohmann::json report_json(const CompareReport& r) {
                           {"config", config},
                           {"base_runs", c.base_runs},
                           {"new_runs", c.new_runs},
-                          {"base_steps", c.base_steps},
-                          {"new_steps", c.new_steps},
-                          {"test", c.from_samples ? "mann-whitney" : "welch-summary"},
+                          {"test", c.test.kind == RunTest::welch             ? "welch"
+                                   : c.test.kind == RunTest::one_side_spread ? "t-one-side-spread"
+                                                                             : "none"},
                           {"base_images_per_sec", c.base_speed},
                           {"new_images_per_sec", c.new_speed},
                           {"change", c.change},
-                          {"p_value", c.p_value},
-                          {"enough_steps", c.enough_steps},
                           {"flags_assumed", c.flags_assumed},
-                          {"verdict", c.enough_steps ? verdict_name(c.verdict) : "too few steps to decide"}};
-    if (c.from_samples) row["ratio_ci95"] = {c.ratio_ci.low, c.ratio_ci.high};
+                          {"differences", c.differences},
+                          {"verdict", speed_verdict_text(c)}};
+    if (c.test.kind != RunTest::none) {
+      row["p_value"] = c.test.p_value;
+      row["degrees_of_freedom"] = c.test.degrees_of_freedom;
+      row["ratio_ci95"] = {c.test.ratio_ci.low, c.test.ratio_ci.high};
+    }
     matched.push_back(row);
   }
   nlohmann::json accuracy = nlohmann::json::array();
   for (const ComparedAccuracy& c : r.accuracy) accuracy.push_back(accuracy_json(c));
-  return {{"schema", "cnnbench.compare/1"},
+  return {{"schema", "cnnbench.compare/2"},
           {"base", r.base_path},
           {"new", r.new_path},
           {"tolerance", r.options.tolerance},

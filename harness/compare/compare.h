@@ -28,18 +28,15 @@ struct CompareOptions {
 struct ComparedConfiguration {
   RunConfiguration config;
   std::string label;
-  int base_runs = 0, new_runs = 0;  // runs with this configuration on each side, pooled
-  int64_t base_steps = 0, new_steps = 0;
-  bool from_samples = true;          // per-step samples on both sides; false: CSV summaries only
+  int base_runs = 0, new_runs = 0;   // runs with this configuration on each side (each repeat a run)
   bool flags_assumed = false;        // a run of a side is a CSV row without its JSON (flags_assumed_note)
-  double base_speed = 0, new_speed = 0;  // images/sec: median of the steps, or the mean from summaries
+  double base_speed = 0, new_speed = 0;  // images/sec: the geometric mean of the side's runs
   double change = 0;                 // new / base - 1
-  double p_value = 1;                // Mann-Whitney U, or Welch's t on summaries
-  Interval ratio_ci;                 // bootstrap 95% interval of new / base medians (samples only)
-  // these samples decided, or could have (separation_could_be_significant); without enough, no
-  // verdict but "too few steps to decide", however far apart the medians (1 + 1 steps proves nothing)
-  bool enough_steps = true;
+  RunTest test;                      // over the runs (significance.h); kind none with 1 run a side
   Verdict verdict = Verdict::no_change;
+  // settings that differ between the sides without making another configuration (warm-up
+  // steps, the CPU, ...): "warm-up steps: base 2, new 0"
+  std::vector<std::string> differences;
 };
 
 struct CompareReport {

@@ -68,6 +68,31 @@ void read_later_fields(const json& doc, const std::string& path, RunConfiguratio
   }
 }
 
+// RunSpeeds::context from the run and context objects: settings as text, the ISA's list joined.
+void read_context(const json& doc, const std::string& path, std::map<std::string, std::string>& context) {
+  const auto text_at = [&](const char* object, const char* name) -> std::optional<std::string> {
+    const auto o = doc.find(object);
+    if (o == doc.end() || !o->is_object()) return std::nullopt;
+    const auto v = o->find(name);
+    if (v == o->end() || v->is_null()) return std::nullopt;
+    if (v->is_array()) {
+      std::string joined;
+      for (const json& item : *v) joined += (joined.empty() ? "" : " ") + setting_text(item, path, std::string(object) + "." + name);
+      return joined;
+    }
+    return setting_text(*v, path, std::string(object) + "." + name);
+  };
+  const std::pair<const char*, std::optional<std::string>> fields[] = {
+      {"warm-up steps", text_at("run", "warmup_steps")}, {"timed steps", text_at("run", "timed_steps")},
+      {"CPU", text_at("context", "cpu_model")},          {"CPUs", text_at("context", "cpus")},
+      {"ISA", text_at("context", "isa")},                {"compiler", text_at("context", "compiler")}};
+  for (const auto& [name, value] : fields)
+    if (value) context[name] = printable(*value);
+  if (const auto c = doc.find("context"); c != doc.end() && c->is_object())
+    if (const auto v = c->find("library_versions"); v != c->end() && v->is_object())
+      if (const auto d = v->find("onednn"); d != v->end() && d->is_string()) context["oneDNN"] = printable(d->get<std::string>());
+}
+
 }  // namespace
 
 // Every file compare reads is a regular file of at most these sizes (result_files.h), refused
@@ -90,8 +115,9 @@ std::string read_text(const std::string& path, uint64_t max_bytes, const std::st
 json parse_json(const std::string& path, std::string* digest) {
   const std::string text = read_text(path, max_result_json_bytes, "a cnnbench result");
   if (digest) *digest = fmt::format("{}:{:x}", text.size(), std::hash<std::string>{}(text));
-  // of the per-step arrays only steps.time_sec is read: the others are dropped as they are
-  // parsed, so a long run's JSON costs its text and one number a step, not nine
+  // of the per-step arrays only steps.time_sec is read (checked, as the rest of a result is): the
+  // others are dropped as they are parsed, so a long run's JSON costs its text and one number a
+  // step, not nine
   std::string top_key;
   const json::parser_callback_t keep = [&top_key](int depth, json::parse_event_t event, json& parsed) {
     if (event != json::parse_event_t::key) return true;
@@ -130,10 +156,10 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
   read_later_fields(doc, path, run.config);
   read_flag_settings(doc, path, speed_flags(), run.config);
   const json& batch = member(doc, path, "run", "global_batch");
-  // whole and bounded, as the run checked it: speeds (batch / time) and their squares stay finite
   if (!batch.is_number() || !(batch.get<double>() >= 1 && batch.get<double>() <= static_cast<double>(max_global_batch)) ||
       batch.get<double>() != std::floor(batch.get<double>()))
     fail(path, fmt::format("run.global_batch is not a whole number from 1 to {}", max_global_batch));
+  // the steps are checked, not used: a result holding a step no run can take is damaged
   const json& times = member(doc, path, "steps", "time_sec");
   if (!times.is_array()) fail(path, "steps.time_sec is not an array");
   if (times.empty()) fail(path, "steps.time_sec is empty: no timed steps to compare");
@@ -142,20 +168,24 @@ RunSpeeds parse_result(const json& doc, const std::string& path) {
     if (!(t > 0) || !std::isfinite(t)) fail(path, fmt::format("steps.time_sec[{}] is not a positive number", i));
     if (t < min_step_sec) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, less than a nanosecond", i, t));
     if (t > max_step_sec) fail(path, fmt::format("steps.time_sec[{}] is {:g} s, more than 1e9 s (31 years)", i, t));
-    run.per_step.push_back(batch.get<double>() / t);
   }
-  // the summary's speeds, which the table does not show but a reader of the file does: a result
-  // with a speed no run can have is damaged, however good its steps
-  json_number(member(doc, path, "summary", "images_per_sec"), path, "summary.images_per_sec", speed_range);
+  // the run's headline figure (total images over total time), or each repeat's: the run is the
+  // unit compare tests with (a step's speed says nothing of the next run's)
+  run.run_speeds.push_back(
+      json_number(member(doc, path, "summary", "images_per_sec"), path, "summary.images_per_sec", speed_range));
   const json& summary = doc.at("summary");
   if (const auto mean = summary.find("images_per_sec_mean"); mean != summary.end())
     json_number(*mean, path, "summary.images_per_sec_mean", speed_range);
   if (const auto spread = summary.find("images_per_sec_stderr"); spread != summary.end())
     json_number(*spread, path, "summary.images_per_sec_stderr", spread_range);
-  const SpeedStats s = speed_stats(run.per_step);
-  run.mean = s.mean;
-  run.stderr_ = s.stderr_;
-  run.steps = static_cast<int64_t>(run.per_step.size());
+  if (const auto repeats = doc.find("repeats"); repeats != doc.end()) {
+    const json& each = member(doc, path, "repeats", "images_per_sec");
+    if (!each.is_array() || each.empty()) fail(path, "repeats.images_per_sec is not a list of speeds");
+    run.run_speeds.clear();
+    for (size_t i = 0; i < each.size(); ++i)
+      run.run_speeds.push_back(json_number(each[i], path, fmt::format("repeats.images_per_sec[{}]", i), speed_range));
+  }
+  read_context(doc, path, run.context);
   return run;
 }
 

@@ -133,7 +133,7 @@ std::optional<AccuracyRun> accuracy_row(const Cell& at, const std::string& where
   return run;
 }
 
-// A benchmark row's speed summary (used when its JSON is gone).
+// A benchmark row's speed (used when its JSON is gone): its images_per_sec, the run's figure.
 RunSpeeds speed_row(const Cell& at, const std::string& where) {
   RunSpeeds run;
   run.source = where;
@@ -141,10 +141,11 @@ RunSpeeds speed_row(const Cell& at, const std::string& where) {
   for (const auto& [field, before] : later_configuration_fields()) run.config.values[field] = before;
   default_flag_settings(speed_flags(), run.config);
   run.flags_assumed = true;
-  csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_range);
-  run.mean = csv_cell_number(at("images_per_sec_mean"), where, "images_per_sec_mean", speed_range);
-  run.stderr_ = csv_cell_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr", spread_range);
-  run.steps = static_cast<int64_t>(csv_cell_number(at("timed_steps"), where, "timed_steps", steps_range));
+  run.run_speeds = {csv_cell_number(at("images_per_sec"), where, "images_per_sec", speed_range)};
+  csv_cell_number(at("images_per_sec_mean"), where, "images_per_sec_mean", speed_range);
+  csv_cell_number(at("images_per_sec_stderr"), where, "images_per_sec_stderr", spread_range);
+  run.context["timed steps"] = fmt::format(
+      "{}", static_cast<int64_t>(csv_cell_number(at("timed_steps"), where, "timed_steps", steps_range)));
   return run;
 }
 

@@ -1,7 +1,6 @@
 // harness/compare/result_reader.h — results read back, for `cnnbench compare`: a JSON result
 // ("cnnbench.result/1"), a results.csv, or a folder of them. Each run gives the configuration
-// that decides its speed and its images/sec: every timed step's when its JSON is at hand, else
-// the CSV row's summary (mean, standard error, steps). Convergence runs with a target accuracy
+// that decides its speed and its images/sec as it reported them (each repeat's under --repeats). Convergence runs with a target accuracy
 // ("cnnbench.convergence/1", or results.csv rows of mode "convergence") give their time to it.
 // Any problem is one ResultReadError naming the file (and the CSV line) and what is wrong with it.
 #pragma once
@@ -47,11 +46,14 @@ struct RunConfiguration {
 
 struct RunSpeeds {
   RunConfiguration config;
-  std::string source;            // the file (and line, for a CSV row without its JSON)
-  std::vector<double> per_step;  // images/sec of each timed step; empty when only the summary is known
-  double mean = 0, stderr_ = 0;  // over the steps, as the summary reports them (population std / sqrt(n))
-  int64_t steps = 0;
-  bool flags_assumed = false;    // a results.csv row without its JSON: its flags taken as their defaults
+  std::string source;               // the file (and line, for a CSV row without its JSON)
+  std::vector<double> run_speeds;   // images/sec of each run the file holds: its headline figure (total
+                                    // images over total time), or each repeat's under --repeats
+  // What may differ between runs of one configuration and is said when it does (context_notes
+  // in compare.cc): warm-up and timed steps, the CPU, its ISA, the compiler, oneDNN's version;
+  // those a result does not hold are absent (a CSV row has its timed steps alone).
+  std::map<std::string, std::string> context;
+  bool flags_assumed = false;       // a results.csv row without its JSON: its flags taken as their defaults
 };
 
 // A convergence run that measured its time to a target accuracy (--target_top_1_accuracy or

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "harness/report/stats.h"
 
@@ -47,13 +46,6 @@ double incomplete_beta(double a, double b, double x) {
                                 b * std::log1p(-x));
   if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
   return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
-}
-
-std::vector<double> resample(const std::vector<double>& values, std::mt19937_64& rng) {
-  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
-  std::vector<double> out(values.size());
-  for (double& v : out) v = values[pick(rng)];
-  return out;
 }
 
 }  // namespace
@@ -106,30 +98,64 @@ MannWhitney mann_whitney(const std::vector<double>& a, const std::vector<double>
   return r;
 }
 
-Interval bootstrap_median_ratio(const std::vector<double>& base, const std::vector<double>& next, double confidence,
-                                int resamples, uint64_t seed) {
-  if (base.empty() || next.empty() || resamples < 1) return {};
-  std::mt19937_64 rng(seed);
-  std::vector<double> ratios;
-  ratios.reserve(static_cast<size_t>(resamples));
-  for (int i = 0; i < resamples; ++i) {
-    const double b = median(resample(base, rng));
-    const double n = median(resample(next, rng));
-    if (b > 0) ratios.push_back(n / b);
+double student_t_quantile(double probability, double df) {
+  // bisection on the CDF, which rises from 0 to 1: 200 halvings of [-1e9, 1e9] reach a double's precision
+  double low = -1e9, high = 1e9;
+  for (int i = 0; i < 200 && high - low > 1e-12 * std::max(1.0, std::fabs(low)); ++i) {
+    const double mid = 0.5 * (low + high);
+    (student_t_cdf(mid, df) < probability ? low : high) = mid;
   }
-  if (ratios.empty()) return {};
-  const double tail = 50 * (1 - confidence);
-  return {percentile(ratios, tail), percentile(ratios, 100 - tail)};
+  return 0.5 * (low + high);
 }
 
-double welch_p_value(double mean_a, double sd_a, double n_a, double mean_b, double sd_b, double n_b) {
-  if (n_a < 2 || n_b < 2) return 1;
-  const double va = sd_a * sd_a / n_a, vb = sd_b * sd_b / n_b;
-  if (va + vb <= 0) return 1;  // no spread known (standard errors of 0): no test
-  const double t = (mean_a - mean_b) / std::sqrt(va + vb);
-  // Welch-Satterthwaite degrees of freedom
-  const double df = (va + vb) * (va + vb) / (va * va / (n_a - 1) + vb * vb / (n_b - 1));
-  return std::min(1.0, 2 * student_t_cdf(-std::fabs(t), df));
+namespace {
+
+struct LogSample {
+  double mean = 0, variance = 0;  // of the logs; variance with n - 1 (0 for one run)
+  double n = 0;
+};
+LogSample log_sample(const std::vector<double>& speeds) {
+  LogSample s;
+  s.n = static_cast<double>(speeds.size());
+  for (double v : speeds) s.mean += std::log(v);
+  s.mean /= s.n;
+  for (double v : speeds) s.variance += (std::log(v) - s.mean) * (std::log(v) - s.mean);
+  s.variance = s.n > 1 ? s.variance / (s.n - 1) : 0;
+  return s;
+}
+
+}  // namespace
+
+RunTest test_run_speeds(const std::vector<double>& base, const std::vector<double>& next, double confidence) {
+  RunTest r;
+  if (base.empty() || next.empty()) return r;
+  const LogSample a = log_sample(base), b = log_sample(next);
+  const double difference = b.mean - a.mean;
+  r.ratio = std::exp(difference);
+  r.ratio_ci = {r.ratio, r.ratio};
+  if (a.n < 2 && b.n < 2) return r;  // nothing measures the run-to-run noise
+  double standard_error_squared = 0;
+  if (a.n >= 2 && b.n >= 2) {
+    r.kind = RunTest::welch;
+    const double va = a.variance / a.n, vb = b.variance / b.n;
+    standard_error_squared = va + vb;
+    const double denominator = va * va / (a.n - 1) + vb * vb / (b.n - 1);  // Welch-Satterthwaite
+    r.degrees_of_freedom = denominator > 0 ? standard_error_squared * standard_error_squared / denominator : a.n + b.n - 2;
+  } else {
+    r.kind = RunTest::one_side_spread;
+    const LogSample& several = a.n >= 2 ? a : b;
+    standard_error_squared = several.variance * (1 / a.n + 1 / b.n);
+    r.degrees_of_freedom = several.n - 1;
+  }
+  if (standard_error_squared <= 0) {  // runs of identical speeds: any difference is beyond their noise
+    r.p_value = difference == 0 ? 1 : 0;
+    return r;
+  }
+  const double se = std::sqrt(standard_error_squared);
+  r.p_value = std::min(1.0, 2 * student_t_cdf(-std::fabs(difference) / se, r.degrees_of_freedom));
+  const double t = student_t_quantile(0.5 + confidence / 2, r.degrees_of_freedom);
+  r.ratio_ci = {std::exp(difference - t * se), std::exp(difference + t * se)};
+  return r;
 }
 
 }  // namespace cnnbench

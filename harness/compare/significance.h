@@ -1,8 +1,5 @@
-// harness/compare/significance.h — is a change in speed real or noise? Per-step speeds are skewed
-// (a few slow steps: page faults, a busy neighbour), so the tests make no normality assumption
-// when the samples are there: Mann-Whitney U (ranks, ties averaged) and a seeded bootstrap of
-// the ratio of medians. When only a run's summary is known (mean, standard error, n), Welch's
-// t-test is the best that is left.
+// harness/compare/significance.h — is a change real or noise? Speeds: a t-test over runs
+// (test_run_speeds). Times to accuracy, where a run may miss the target: Mann-Whitney U over runs.
 #pragma once
 
 #include <cstddef>
@@ -27,18 +24,26 @@ bool separation_could_be_significant(size_t a, size_t b, double level);
 struct Interval {
   double low = 0, high = 0;
 };
-// Percentile-bootstrap interval of median(next) / median(base): both samples resampled with
-// replacement `resamples` times from a generator seeded with `seed` (the same answer every run).
-Interval bootstrap_median_ratio(const std::vector<double>& base, const std::vector<double>& next,
-                                double confidence = 0.95, int resamples = 2000, uint64_t seed = 1);
 
-// Welch's two-sided t-test from summary statistics: means, sample standard deviations (n - 1
-// in the denominator) and sample sizes. With fewer than 2 samples a side p is 1 (no spread is
-// known); with no spread at all p is 1 for equal means and 0 otherwise.
-double welch_p_value(double mean_a, double sd_a, double n_a, double mean_b, double sd_b, double n_b);
+// Two sides' runs compared on their speeds, the run being the unit: a run's steps share its
+// machine state (the neighbours, the page placement, the clock), so run-to-run spread is several
+// times what its steps' spread suggests, and only more runs measure it. On the logs of the speeds,
+// so that the change and its interval are ratios: Welch's t-test where both sides have 2 runs or
+// more; where one side has a single run, Student's t with the other side's spread taken for both;
+// with one run a side, no test (nothing measures the noise).
+struct RunTest {
+  enum Kind { none, welch, one_side_spread } kind = none;
+  double ratio = 1;    // new / base, of the geometric means
+  double p_value = 1;  // two-sided; 1 without a test
+  Interval ratio_ci;   // 95% interval of the ratio; {ratio, ratio} without a test
+  double degrees_of_freedom = 0;
+};
+// `base`, `next`: each run's images/sec, all > 0.
+RunTest test_run_speeds(const std::vector<double>& base, const std::vector<double>& next, double confidence = 0.95);
 
 // Distribution functions used above, exposed for their tests.
 double normal_cdf(double z);
 double student_t_cdf(double t, double degrees_of_freedom);
+double student_t_quantile(double probability, double degrees_of_freedom);  // inverse of student_t_cdf
 
 }  // namespace cnnbench

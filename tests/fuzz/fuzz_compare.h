@@ -22,11 +22,8 @@ inline bool in_range(double v, const NumberRange& range) { return std::isfinite(
 // Every number of every run read is one a result can hold.
 inline void expect_numbers_in_range(const ResultSet& set) {
   for (const RunSpeeds& run : set.runs) {
-    expect(run.steps >= 1 && run.steps <= static_cast<int64_t>(steps_range.high), "timed steps in range");
-    expect(run.per_step.empty() || static_cast<size_t>(run.steps) == run.per_step.size(), "one speed per step");
-    for (double v : run.per_step) expect(in_range(v, speed_range), "per-step speeds in range");
-    expect(in_range(run.mean, speed_range), "a mean speed in range");
-    expect(in_range(run.stderr_, spread_range), "a standard error in range");
+    expect(!run.run_speeds.empty(), "a speed for every run");
+    for (double v : run.run_speeds) expect(in_range(v, speed_range), "run speeds in range");
   }
   for (const AccuracyRun& a : set.accuracy_runs) {
     expect(!a.config["target_top_1_accuracy"].empty(), "a target");
@@ -46,7 +43,8 @@ inline void compare_runs_with_one_another(const ResultSet& set) {
   for (size_t i = 0; i < set.runs.size() && i < most; ++i)
     for (size_t j = 0; j < set.runs.size() && j < most; ++j) {
       const ComparedConfiguration c = compare_speeds({set.runs[i]}, {set.runs[j]}, 0.05);
-      expect(c.p_value >= 0 && c.p_value <= 1, "a p-value in [0, 1]");
+      expect(c.test.p_value >= 0 && c.test.p_value <= 1, "a p-value in [0, 1]");
+      expect(c.test.ratio_ci.low <= c.test.ratio_ci.high, "an interval in order");
       expect(std::isfinite(c.change) && std::isfinite(c.base_speed) && std::isfinite(c.new_speed), "a finite change");
       report.matched.push_back(c);
     }

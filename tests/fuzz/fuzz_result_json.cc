@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ResultSet set = read_results(path);
     fuzz::expect(set.runs.size() + set.accuracy_runs.size() == 1, "one run per JSON");
     fuzz::expect_numbers_in_range(set);
-    for (const RunSpeeds& run : set.runs) fuzz::expect(!run.per_step.empty(), "every step's speed");
+    for (const RunSpeeds& run : set.runs) fuzz::expect(!run.run_speeds.empty(), "the run's speed");
     fuzz::compare_runs_with_one_another(set);
   } catch (const ResultReadError& e) {
     fuzz::expect_one_line(e.what(), path);
