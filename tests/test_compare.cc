@@ -955,6 +955,62 @@ std::string accuracy_folder(const std::string& dir, const std::vector<double>& s
   return dir;
 }
 
+// Runs of one --seed are the same run again (the same data order and first weights: two real
+// small_cnn runs of seed 1 ended on the same test top-1 and loss), so a side counts one run per
+// seed, the one of median time; and runs on other data (their fingerprints differ, where every
+// run records one) are not compared at all: 4 runs on a quarter of the training set read as 70%
+// faster before.
+TEST(Compare, TimeToAccuracyCountsASeedOnceAndRefusesOtherData) {
+  const std::string dir = fresh_dir("compare_accuracy_seeds");
+  auto folder = [&](const std::string& name, const std::vector<double>& seconds, const std::vector<std::string>& seeds,
+                    const std::string& data) {
+    make_folders(dir + "/" + name);
+    for (size_t i = 0; i < seconds.size(); ++i) {
+      nlohmann::json doc = convergence_doc(seconds[i]);
+      doc["context"]["time_utc"] = "2026-11-27T18:00:0" + std::to_string(i) + "Z";
+      doc["config"] = {{"seed", seeds[i]}};
+      if (!data.empty()) doc["run"]["data_fingerprint"] = data;
+      write_json(dir + "/" + name + "/run" + std::to_string(i) + ".json", doc);
+    }
+    return dir + "/" + name;
+  };
+  // 4 + 4 runs would decide (p = 0.03); of one seed a side they are 1 + 1 and cannot
+  const std::string base = folder("base", {100, 101, 102, 103}, {"1", "1", "1", "1"}, "00000000000000aa");
+  const std::string slow = folder("slow", {130, 131, 132, 133}, {"1", "1", "1", "1"}, "00000000000000aa");
+  CompareReport r = compare_results(base, slow, {});
+  ASSERT_EQ(r.accuracy.size(), 1u);
+  EXPECT_EQ(r.accuracy[0].base_runs, 1);
+  EXPECT_EQ(r.accuracy[0].base_same_seed, 3);
+  EXPECT_DOUBLE_EQ(r.accuracy[0].base_seconds, 101);  // the median of the seed's runs
+  EXPECT_FALSE(r.accuracy[0].enough_runs);
+  EXPECT_EQ(r.exit_code(), 0);
+  CommandRun run = run_compare({base, slow});
+  EXPECT_NE(run.out.find("same seed: resnet20_fmnist b128 fp32, 1 rank x 2 threads, real data, convergence, to 90% "
+                         "top-1: 3 base and 3 new runs repeated another's --seed (the same run again): counted once"),
+            std::string::npos)
+      << run.out;
+  // four seeds a side decide
+  const std::string seeded = folder("seeded", {130, 131, 132, 133}, {"1", "2", "3", "4"}, "00000000000000aa");
+  const std::string seeded_base = folder("seeded_base", {100, 101, 102, 103}, {"1", "2", "3", "4"}, "00000000000000aa");
+  EXPECT_EQ(compare_results(seeded_base, seeded, {}).exit_code(), 1);
+
+  // other data: not compared, said so, never a regression
+  const std::string subset = folder("subset", {30, 31, 32, 33}, {"1", "2", "3", "4"}, "00000000000000bb");
+  r = compare_results(seeded_base, subset, {});
+  ASSERT_EQ(r.accuracy.size(), 1u);
+  EXPECT_EQ(r.accuracy[0].other_data, "base 00000000000000aa, new 00000000000000bb");
+  EXPECT_EQ(r.accuracy[0].verdict, Verdict::no_change);
+  run = run_compare({subset, seeded_base});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("not compared (other data)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("other data: resnet20_fmnist"), std::string::npos) << run.out;
+  // a side that does not record its data (results written before) is compared as before
+  EXPECT_EQ(compare_results(folder("unrecorded", {130, 131, 132, 133}, {"1", "2", "3", "4"}, ""), seeded_base, {})
+                .accuracy[0]
+                .other_data,
+            "");
+}
+
 TEST(Compare, TimeToAccuracyIsTheMedianRunAndNeedsEnoughRuns) {
   const std::string dir = fresh_dir("compare_accuracy");
   // two runs a side cannot give p < 0.05, however far apart: say so, call no change

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "harness/compare/compare.h"
 #include "harness/compare/result_numbers.h"
@@ -44,7 +46,57 @@ int count_reached(const std::vector<AccuracyRun>& runs) {
   return static_cast<int>(std::count_if(runs.begin(), runs.end(), [](const AccuracyRun& r) { return r.reached; }));
 }
 
+// One run per --seed: the run of the median time among those with its seed (a run without a
+// recorded seed stands alone); `dropped` counts the others.
+std::vector<AccuracyRun> one_run_per_seed(const std::vector<AccuracyRun>& runs, int& dropped) {
+  std::vector<AccuracyRun> out;
+  std::map<std::string, std::vector<AccuracyRun>> by_seed;
+  std::vector<std::string> order;
+  for (const AccuracyRun& r : runs) {
+    if (r.seed.empty()) {
+      out.push_back(r);
+      continue;
+    }
+    if (by_seed[r.seed].empty()) order.push_back(r.seed);
+    by_seed[r.seed].push_back(r);
+  }
+  for (const std::string& seed : order) {
+    std::vector<AccuracyRun>& same = by_seed[seed];
+    std::stable_sort(same.begin(), same.end(), [](const AccuracyRun& a, const AccuracyRun& b) {
+      return (a.reached ? a.seconds : never) < (b.reached ? b.seconds : never);
+    });
+    out.push_back(same[(same.size() - 1) / 2]);
+    dropped += static_cast<int>(same.size()) - 1;
+  }
+  return out;
+}
+
+// "base 1a2b..., new 3c4d..." where every run records its data and the sides' sets differ.
+std::string other_data(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next) {
+  std::set<std::string> sides[2];
+  const std::vector<AccuracyRun>* runs[2] = {&base, &next};
+  for (int side = 0; side < 2; ++side)
+    for (const AccuracyRun& r : *runs[side]) {
+      if (r.data_fingerprint.empty()) return "";
+      sides[side].insert(r.data_fingerprint);
+    }
+  if (sides[0] == sides[1]) return "";
+  auto listed = [](const std::set<std::string>& set) {
+    std::string text;
+    for (const std::string& f : set) text += (text.empty() ? "" : " / ") + f;
+    return set.size() > 2 ? fmt::format("{} fingerprints", set.size()) : text;
+  };
+  return "base " + listed(sides[0]) + ", new " + listed(sides[1]);
+}
+
 std::string seconds_text(double s) { return std::isinf(s) ? "not reached" : number_text(s, 1, 9) + " s"; }
+
+std::string accuracy_verdict_text(const ComparedAccuracy& c) {
+  if (!c.other_data.empty()) return "not compared (other data)";
+  if (c.enough_runs) return verdict_name(c.verdict);
+  return fmt::format("too few runs to decide ({} + {} cannot give p < {:g})", c.base_runs, c.new_runs,
+                     significance_level);
+}
 
 }  // namespace
 
@@ -55,12 +107,15 @@ std::string accuracy_label(const RunConfiguration& config) {
   return label + fmt::format(", to {:g}% top-1", 100 * std::atof(config["target_top_1_accuracy"].c_str()));
 }
 
-ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, const std::vector<AccuracyRun>& next,
-                                          double tolerance) {
+ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base_runs,
+                                          const std::vector<AccuracyRun>& next_runs, double tolerance) {
   ComparedAccuracy c;
-  c.config = base.front().config;
+  c.config = base_runs.front().config;
   c.label = accuracy_label(c.config);
-  c.flags_assumed = any_flags_assumed(base, next);
+  c.flags_assumed = any_flags_assumed(base_runs, next_runs);
+  c.other_data = other_data(base_runs, next_runs);
+  const std::vector<AccuracyRun> base = one_run_per_seed(base_runs, c.base_same_seed),
+                                 next = one_run_per_seed(next_runs, c.new_same_seed);
   c.base_runs = static_cast<int>(base.size());
   c.new_runs = static_cast<int>(next.size());
   c.base_reached = count_reached(base);
@@ -82,7 +137,9 @@ ComparedAccuracy compare_time_to_accuracy(const std::vector<AccuracyRun>& base, 
   // faster than every run of the other, no ties) could have
   const bool significant = c.p_value < significance_level;
   c.enough_runs = significant || separation_could_be_significant(base.size(), next.size(), significance_level);
-  if (significant && slower && !(c.change <= tolerance))
+  if (!c.other_data.empty())
+    c.verdict = Verdict::no_change;  // not compared: told as such
+  else if (significant && slower && !(c.change <= tolerance))
     c.verdict = Verdict::regression;  // more seconds to the target by more than the tolerance, or missed it
   else if (significant)
     c.verdict = slower ? Verdict::slower : Verdict::faster;
@@ -99,10 +156,7 @@ std::string format_accuracy_rows(const std::vector<ComparedAccuracy>& compared) 
                                 "base (reached/runs)", "new (reached/runs)", "change", "p-value", "verdict");
   for (const ComparedAccuracy& c : compared) {
     const std::string change = std::isfinite(c.change) ? change_text(c.change) : "-";
-    const std::string verdict =
-        c.enough_runs ? verdict_name(c.verdict)
-                      : fmt::format("too few runs to decide ({} + {} cannot give p < {:g})", c.base_runs, c.new_runs,
-                                    significance_level);
+    const std::string verdict = accuracy_verdict_text(c);
     out += fmt::format("{:<{}}  {:>22}  {:>22}  {:>7}  {:>7}  {}\n", c.label, width,
                        fmt::format("{} ({}/{})", seconds_text(c.base_seconds), c.base_reached, c.base_runs),
                        fmt::format("{} ({}/{})", seconds_text(c.new_seconds), c.new_reached, c.new_runs), change,
@@ -110,6 +164,13 @@ std::string format_accuracy_rows(const std::vector<ComparedAccuracy>& compared) 
   }
   out += "time to accuracy: median seconds over the runs (evaluations included); test: Mann-Whitney over the runs, "
          "a run that missed the target slower than any that reached it\n";
+  for (const ComparedAccuracy& c : compared) {
+    if (c.base_same_seed + c.new_same_seed > 0)
+      out += fmt::format("same seed: {}: {} base and {} new runs repeated another's --seed (the same run again): "
+                         "counted once\n",
+                         c.label, c.base_same_seed, c.new_same_seed);
+    if (!c.other_data.empty()) out += "other data: " + c.label + ": " + c.other_data + ": not compared\n";
+  }
   return out;
 }
 
@@ -131,7 +192,12 @@ nlohmann::json accuracy_json(const ComparedAccuracy& c) {
           {"change", std::isfinite(c.change) ? nlohmann::json(c.change) : nlohmann::json(nullptr)},
           {"p_value", c.p_value},
           {"enough_runs", c.enough_runs},
-          {"verdict", c.enough_runs ? verdict_name(c.verdict) : "too few runs to decide"}};
+          {"base_same_seed", c.base_same_seed},
+          {"new_same_seed", c.new_same_seed},
+          {"other_data", c.other_data},
+          {"verdict", !c.other_data.empty() ? "not compared (other data)"
+                      : c.enough_runs       ? verdict_name(c.verdict)
+                                            : "too few runs to decide"}};
 }
 
 }  // namespace cnnbench

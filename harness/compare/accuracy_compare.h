@@ -26,6 +26,12 @@ struct ComparedAccuracy {
   bool enough_runs = false;  // p < 0.05 here, or reachable with these run counts
   bool flags_assumed = false;  // as ComparedConfiguration's
   Verdict verdict = Verdict::no_change;
+  // runs of one --seed on a side counted once (the same data order and first weights: the same
+  // run again); base_runs and new_runs count what is left
+  int base_same_seed = 0, new_same_seed = 0;
+  // where every run records its data and the sides' differ: "base 1a2b..., new 3c4d..."; such
+  // runs are not compared (another data set's time to accuracy says nothing of this one's)
+  std::string other_data;
 };
 
 // One configuration's runs on each side; a regression is slower than the base by more than

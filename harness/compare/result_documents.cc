@@ -236,6 +236,14 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
     run.images = json_number(member(doc, path, "time_to_accuracy", "images"), path, "time_to_accuracy.images",
                              accuracy_images_range);
   }
+  if (const auto config = doc.find("config"); config != doc.end() && config->is_object())
+    if (const auto seed = config->find("seed"); seed != config->end())
+      run.seed = printable(setting_text(*seed, path, "config.seed"));
+  if (const auto fingerprint = doc.at("run").find("data_fingerprint"); fingerprint != doc.at("run").end()) {
+    if (!fingerprint->is_string() || fingerprint->get<std::string>().size() > 64)
+      fail(path, "run.data_fingerprint is not a fingerprint");
+    run.data_fingerprint = printable(fingerprint->get<std::string>());
+  }
   // its speed over the training epochs, where it has one (results before --baseline reached
   // convergence runs have no summary); 0 when nothing was timed
   if (const auto summary = doc.find("summary"); summary != doc.end()) {

@@ -65,6 +65,9 @@ struct AccuracyRun {
   bool reached = false;
   double seconds = 0, epochs = 0, images = 0;  // to the target, when reached
   bool flags_assumed = false;                   // as RunSpeeds'
+  // From the JSON, empty where unknown (a CSV row, a result written before they were recorded):
+  // runs of one --seed are the same run again, and runs on other data are not compared.
+  std::string seed, data_fingerprint;
 };
 
 // Whether a run of either side is a results.csv row without its JSON (RunSpeeds or AccuracyRun).

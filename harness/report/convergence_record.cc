@@ -106,6 +106,7 @@ nlohmann::json convergence_json(const ConvergenceOutcome& r) {
   doc["run"]["train_images"] = r.train_images;
   doc["run"]["images_per_epoch"] = r.steps_per_epoch * s.global_batch;
   doc["run"]["test_set_from_epoch"] = r.test_set_from_epoch;
+  doc["run"]["data_fingerprint"] = r.data_fingerprint;
   for (const auto& [key, value] : config_values(r.config)) doc["config"][key] = value;
   for (const EpochMetrics& m : r.history) doc["epochs"].push_back(epoch_json(m));
   const double images_per_sec = r.images_per_sec();

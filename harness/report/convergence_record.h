@@ -77,6 +77,7 @@ struct ConvergenceOutcome {
   std::string input_format = "in-memory";  // DataSplits::format(): "tfrecord", "jpeg", "in-memory"
   int64_t train_images = 0;        // in the training set (an epoch trains steps_per_epoch x global batch)
   int64_t test_set_from_epoch = 1;  // > 1: a --resume changed the test set; the first epoch evaluated on this one
+  std::string data_fingerprint;     // of the training and test data, 16 hex digits (real_data.h)
 
   double images_per_sec() const { return training_seconds > 0 ? static_cast<double>(images) / training_seconds : 0; }
 };

@@ -84,6 +84,7 @@ const std::vector<ResultField>& result_fields() {
       {"run.train_images", "", "images", C},
       {"run.images_per_epoch", "", "images", C},
       {"run.test_set_from_epoch", "", "epoch", C},
+      {"run.data_fingerprint", "", "text", C},
       // ImageNet comes as shards or as JPEG folders (1001 classes or 1000, another pipeline)
       {"run.input_format", "", "text", C, cfg, "in-memory"},
       {"steps.time_sec", "", "s", T},

@@ -415,6 +415,7 @@ void run_convergence(const Config& config, Communicator& comm) {
   outcome.input_format = data.format();
   outcome.train_images = data.train_count;
   outcome.test_set_from_epoch = test_set_from_epoch;
+  outcome.data_fingerprint = test_set;
   if (scaler) {
     outcome.loss_scale = scaler->scale();
     outcome.skipped_steps = scaler->skipped_steps();
