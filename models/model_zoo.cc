@@ -86,6 +86,15 @@ const std::vector<ModelInfo>& model_zoo() {
   return zoo;
 }
 
+std::string tf_cnn_benchmarks_network(const std::string& name) {
+  // tf_cnn_benchmarks' resnet50/101/152 are v1 (the stride in each stage's first 1x1); cnnbench's
+  // are v1.5, as torchvision and MLPerf train them: about 6% more multiply-accumulates
+  for (const char* depth : {"50", "101", "152"})
+    if (name == std::string("resnet") + depth)
+      return "v1.5; tf_cnn_benchmarks' " + name + " is --model=" + name + "_v1";
+  return "";
+}
+
 std::optional<ModelInfo> find_model(const std::string& name) {
   for (const ModelInfo& info : model_zoo())
     if (info.name == name) return info;

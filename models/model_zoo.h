@@ -26,6 +26,10 @@ struct ModelInfo {
 };
 
 const std::vector<ModelInfo>& model_zoo();
+// Where tf_cnn_benchmarks builds another network under this name, what the name is here and
+// which model is tf_cnn_benchmarks' ("v1.5; tf_cnn_benchmarks' resnet50 is --model=resnet50_v1");
+// empty for the others.
+std::string tf_cnn_benchmarks_network(const std::string& name);
 std::optional<ModelInfo> find_model(const std::string& name);
 // The model of that name for that data set where the name has one per data set (alexnet: the
 // ImageNet one, and a CIFAR-10 one as tf_cnn_benchmarks picks with --data_name=cifar10), else

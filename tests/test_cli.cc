@@ -357,6 +357,22 @@ TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   EXPECT_NEAR(std::stod(m[1]), doc["steps"]["top1_correct"][3].get<double>() / 8, 6e-4) << m[0];
 }
 
+// tf_cnn_benchmarks' default --variable_update=parameter_server runs on one rank (nothing is
+// exchanged: Cli.PublishedTfCnnBenchmarksLinesRun); across ranks it would need parameter servers,
+// so it is refused there with one line saying what runs instead, every rank ending.
+TEST(CliMpi, ParameterServerAcrossRanksIsRefused) {
+  const std::string dir = fresh_dir("cli_ps_ranks");
+  const CliRun r = run_cnnbench_with(std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ", "",
+                                     "--model=trivial --batch_size=2 --num_batches=2 --variable_update=parameter_server",
+                                     dir);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: --variable_update=parameter_server: 2 ranks would need parameter servers, which "
+                          "cnnbench does not model: horovod averages their gradients by allreduce, independent "
+                          "exchanges none"),
+            std::string::npos)
+      << r.output;
+}
+
 // Ranks that exchange no gradients never wait for each other: the run took the slowest rank's
 // own time. Each of 2 independent ranks sleeps 150 ms on every other timed step, rank 0 on the
 // even ones, rank 1 on the odd ones: each rank's own 10 steps take about 0.75 s, while the sum of
@@ -976,6 +992,54 @@ TEST(Cli, FuzzFoundInputsGetOneLineNamingTheFile) {
 }
 
 // An ImageNet-style JPEG folder trains and evaluates end to end (resnet18 at 224 x 224).
+// tf_cnn_benchmarks command lines as they are published (an audit of 40 of them): its README's
+// first one (--variable_update=parameter_server, its default, on one device), --train_dir on
+// synthetic data, --ml_perf_compliance_logging, and an ImageNet folder of training images alone
+// for a --num_batches benchmark, which evaluates nothing. Each was refused; each runs now with
+// what does not apply noted. tf_cnn_benchmarks' resnet50 is v1, and the header says cnnbench's is not.
+TEST(Cli, PublishedTfCnnBenchmarksLinesRun) {
+  const std::string dir = fresh_dir("cli_tf_cnn_lines");
+  CliRun r = run_cnnbench("--num_gpus=1 --batch_size=2 --model=resnet50 --variable_update=parameter_server "
+                          "--num_batches=1 --num_warmup_batches=0 --result_json=ps.json",
+                          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cnnbench: note: --variable_update=parameter_server: one rank exchanges no gradients"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Model:       resnet50 (v1.5; tf_cnn_benchmarks' resnet50 is --model=resnet50_v1)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/ps.json"))["model"]["network"].get<std::string>().rfind("v1.5", 0),
+            0u);
+
+  r = run_cnnbench("--model=trivial --batch_size=2 --num_batches=2 --train_dir=./modelsavepath/ "
+                   "--ml_perf_compliance_logging",
+                   dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: --train_dir: applies to runs on real data"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: --ml_perf_compliance_logging=true: tf_cnn_benchmarks' flag"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/modelsavepath")) << "nothing written there";
+  EXPECT_NE(run_cnnbench("--model=trivial --num_batches=2 --resume", dir).output.find("--resume: needs --data_dir"),
+            std::string::npos);
+
+  testing::write_jpeg_folders(dir + "/imagenet", 2, 2);
+  std::filesystem::remove_all(dir + "/imagenet/val");
+  r = run_cnnbench("--model=resnet18 --data_dir=imagenet --data_name=imagenet --batch_size=2 --num_batches=2 "
+                   "--num_warmup_batches=0",
+                   dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_cnnbench("--model=resnet18 --data_dir=imagenet --batch_size=2 --num_epochs=1", dir);  // evaluates: needs val/
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("imagenet/val: no such folder"), std::string::npos) << r.output;
+  std::filesystem::create_directories(dir + "/empty");
+  r = run_cnnbench("--model=resnet18 --data_dir=empty --data_name=imagenet --num_batches=2", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("empty: neither train-*-of-* TFRecord shards nor a train/ folder of <class>/*.JPEG"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
   const std::string dir = fresh_dir("cli_jpeg");
   testing::write_jpeg_folders(dir + "/imagenet", 3, 3);

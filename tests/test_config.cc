@@ -89,7 +89,7 @@ TEST(Config, ErrorsNameTheFlagAndTheReason) {
   EXPECT_NE(error_of({"--optimizer=adam"}).find("'adam' is not one of sgd, momentum"), std::string::npos);
   EXPECT_NE(error_of({"--train_augmentation=mixup"}).find("'mixup' is not one of auto, none, crop_flip"),
             std::string::npos);
-  EXPECT_NE(error_of({"--variable_update=parameter_server"}).find("parameter servers"), std::string::npos);
+  EXPECT_NE(error_of({"--variable_update=distributed_replicated"}).find("parameter servers"), std::string::npos);
   EXPECT_EQ(error_of({"--forward_only=maybe"}), "--forward_only: 'maybe' is not true or false");
   EXPECT_EQ(error_of({"--model"}), "flag --model needs a value");
   EXPECT_EQ(error_of({"resnet50"}), "unexpected argument 'resnet50' (flags look like --name=value)");

@@ -225,8 +225,6 @@ void resolve_device(Config& config) {
   if (config.forward_only && !config.data_dir.empty())
     throw ConfigError("--forward_only: times inference on synthetic data; a --data_dir run trains and evaluates "
                       "(leave out one of them)");
-  if (config.data_dir.empty() && config.mode == "training" && !config.train_dir.empty())
-    throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
   if (config.data_dir.empty() && config.mode == "training" && config.resume)
     throw ConfigError("--resume: needs --data_dir and --train_dir");
   if (config.resume && config.train_dir.empty() && !config.data_dir.empty())

@@ -222,9 +222,10 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .probe(kSynthetic, "bf16", "json:run.precision"));
     v.push_back(TEXT_FLAG(variable_update,
-                          one_of(c.variable_update, {"horovod", "replicated", "independent"},
-                                 "parameter_server and distributed_* need parameter servers, which cnnbench does not model"),
-                          "horovod (averaged gradients by allreduce), replicated, independent")
+                          one_of(c.variable_update, {"horovod", "replicated", "independent", "parameter_server"},
+                                 "distributed_* need parameter servers, which cnnbench does not model"),
+                          "horovod (averaged gradients by allreduce), replicated, independent; parameter_server on "
+                          "one rank")
                     .reads(training_runs)
                     .probe(kSynthetic, "independent", "json:run.variable_update"));
     v.push_back(TEXT_FLAG(allreduce, one_of(c.allreduce, {"mpi", "gloo", "nccl"}),

@@ -37,8 +37,6 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
                       std::to_string(model->image_size) + "x" + std::to_string(model->image_size) + "), not " +
                       s.dataset);
   s.synthetic = config.data_dir.empty();
-  if (s.synthetic && !config.train_dir.empty())
-    throw ConfigError("--train_dir: checkpoints are written when training on real data (--data_dir)");
   if (s.synthetic && config.resume) throw ConfigError("--resume: needs --data_dir and --train_dir");
   s.batch_size = config.batch_size > 0 ? config.batch_size : model->default_batch_size;
   s.ranks = ranks;
@@ -86,6 +84,12 @@ RunSettings resolve_settings(const Config& config, int ranks, int threads) {
   if (gpu && ranks > 1 && !config.forward_only && config.variable_update != "independent" &&
       config.allreduce != "nccl")
     throw ConfigError("--device=gpu averages gradients with --allreduce=nccl (GPU memory), not " + config.allreduce);
+  // tf_cnn_benchmarks' default: on one device nothing is exchanged, and its update is horovod's
+  // (run_setup.cc notes it); across ranks it would need parameter servers
+  if (ranks > 1 && config.variable_update == "parameter_server")
+    throw ConfigError("--variable_update=parameter_server: " + std::to_string(ranks) +
+                      " ranks would need parameter servers, which cnnbench does not model: horovod averages their "
+                      "gradients by allreduce, independent exchanges none");
   // independent ranks train models of their own: a test accuracy summed over them, batch-norm
   // statistics averaged across them and a checkpoint of rank 0's weights would describe no model
   if (ranks > 1 && !s.synthetic && config.mode == "training" && config.variable_update == "independent" &&

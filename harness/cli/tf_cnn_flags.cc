@@ -44,6 +44,8 @@ const std::vector<TfCnnFlag> kFlags = {
     {"display_perf_ewma", false, "cnnbench's step lines show the mean images/sec so far, as tf_cnn_benchmarks' without it",
      false},
     {"ml_perf", true, "MLPerf compliance logging; cnnbench writes its results as JSON and CSV", false},
+    {"ml_perf_compliance_logging", true, "MLPerf compliance logging; cnnbench writes its results as JSON and CSV",
+     false},
     {"benchmark_test_id", false, "cnnbench's results are named by --result_json and --benchmark_log_dir", false},
     {"eval_interval_secs", false, kEval, false},
     {"eval_batch_size", false, kEval, false},
@@ -131,7 +133,10 @@ const std::vector<TfCnnFlag> kFlags = {
     {"num_epochs_per_decay", false, kDecay, true, "0"},
     {"learning_rate_decay_factor", false, kDecay, true, "0"},
     {"minimum_learning_rate", false, kDecay, true, "0"},
-    {"resnet_base_lr", false, "ResNet's own base rate: use --init_learning_rate (with --learning_rate_base_batch=256)",
+    {"resnet_base_lr", false,
+     "ResNet's step schedule (a rate for 256 images, a tenth of it at epochs 30, 60, 80 and 90, after 5 warm-up "
+     "epochs): give it as --piecewise_learning_rate_schedule='0.128;30;0.0128;60;0.00128;80;0.000128;90;0.0000128' "
+     "(its default rate, 0.128) with --learning_rate_base_batch=256 --num_learning_rate_warmup_epochs=5",
      true, ""},
     {"gradient_clip", false, "gradient clipping, which cnnbench does not model", true, ""},
     {"job_name", false, kDistributed, true, ""},

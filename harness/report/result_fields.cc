@@ -67,6 +67,7 @@ const std::vector<ResultField>& result_fields() {
       {"context.mpi_settings.*", "", "text", TC},
       {"config.*", "", "text", TC},
       {"model.name", "", "text", TC},
+      {"model.network", "", "text", TC},
       {"model.classes", "", "count", TC},
       {"model.parameters", "", "count", TC},
       {"model.forward_gmacs_per_image", "", "GMAC", TC},
@@ -208,6 +209,7 @@ nlohmann::json result_fields_json() {
 
 nlohmann::json model_fields(const RunSettings& s, const Graph& graph) {
   return {{"name", s.model.name},
+          {"network", s.model.network},
           {"classes", graph.num_classes()},
           {"parameters", graph.param_count()},
           {"forward_gmacs_per_image", static_cast<double>(graph.forward_macs_per_image()) / 1e9}};

@@ -9,7 +9,9 @@ namespace cnnbench {
 void TfLog::header(const std::string& devices, const std::string& backend_note, const Graph& graph) {
   if (!out_) return;
   const RunSettings& s = settings_;
-  fmt::print(out_, "Model:       {}\n", s.model.name);
+  // where tf_cnn_benchmarks builds another network under the name, the log says so beside it
+  const std::string tf_cnn_other = tf_cnn_benchmarks_network(s.model.name);
+  fmt::print(out_, "Model:       {}{}\n", s.model.name, tf_cnn_other.empty() ? "" : " (" + tf_cnn_other + ")");
   fmt::print(out_, "Dataset:     {}{}\n", s.dataset, s.synthetic ? " (synthetic)" : "");
   fmt::print(out_, "Mode:        {}\n", s.training ? "training" : "forward-only");
   fmt::print(out_, "Batch size:  {} global\n", s.global_batch);

@@ -66,8 +66,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   try {
     if (!error.empty()) throw std::runtime_error(error);
     const Shape& in = setup.graph.input().out;
+    // a --num_batches benchmark that evaluates nothing needs no test split (tf_cnn_benchmarks' train/ folders)
     data = load_data(settings.dataset, config.data_dir, in.h, setup.graph.num_classes(), std::move(data),
-                     config.train_augmentation);
+                     config.train_augmentation, config.evaluates_test_set());
     steps = data.train_count / comm.size() / std::max<int64_t>(1, settings.batch_size);
     // --num_batches (without --num_epochs) trains that many steps: a benchmark on real data
     if (config.steps_benchmark() && steps > 0) {
@@ -185,10 +186,11 @@ void run_convergence(const Config& config, Communicator& comm) {
   const int64_t image_size = setup.graph.input().out.h, classes = setup.graph.num_classes();
   const std::unique_ptr<BatchPipeline> train_pipeline =
       make_pipeline(data, true, settings.batch_size, comm, config, image_size, classes);
+  // none where nothing is evaluated: the test split was not loaded (a train/ folder alone)
   const std::unique_ptr<BatchPipeline> test_pipeline =
-      make_pipeline(data, false, settings.batch_size, comm, config, image_size, classes);
+      config.evaluates_test_set() ? make_pipeline(data, false, settings.batch_size, comm, config, image_size, classes)
+                                  : nullptr;
   BatchPipeline& train_input = *train_pipeline;
-  BatchPipeline& test_input = *test_pipeline;
 
   // the header's steps and epochs are this data's, not the data set's published size
   RunSettings shown = settings;
@@ -325,7 +327,7 @@ void run_convergence(const Config& config, Communicator& comm) {
     const bool last = epoch + 1 == epochs && !config.steps_benchmark();
     const double every = config.eval_during_training_every_n_epochs;
     if (last || evaluation_due(epoch + 1, every)) {
-      const EvalResult e = evaluate(plan, test_input, comm, timeline.get());
+      const EvalResult e = evaluate(plan, *test_pipeline, comm, timeline.get());
       m.evaluated = true;
       m.test_loss = e.loss;
       m.test_top1 = e.top1;

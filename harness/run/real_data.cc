@@ -180,6 +180,9 @@ DataSplits load_data(const std::string& dataset, const std::string& dir, int64_t
     return d;
   }
   if (dataset == "imagenet") {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir + "/train", ec))
+      throw std::runtime_error(dir + ": neither train-*-of-* TFRecord shards nor a train/ folder of <class>/*.JPEG");
     JpegFolder train = scan_jpeg_folder(dir + "/train");
     d.train_fingerprint = d.fingerprint = folder_fingerprint(kFnvStart, train);
     d.hidden_skipped = train.hidden_skipped;

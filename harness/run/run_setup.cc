@@ -222,6 +222,9 @@ std::string devices_text(const Communicator& comm, const Plan& plan) {
 
 void note_unused_exchange_flags(const Config& config, const Communicator& comm, const RunSettings& settings) {
   if (comm.rank() != 0 || exchanges_gradients(comm, config, settings)) return;
+  if (config.variable_update == "parameter_server")  // refused on more ranks (run_settings.cc)
+    fmt::print(stderr, "cnnbench: note: --variable_update=parameter_server: one rank exchanges no gradients, and "
+                       "updates its weights as horovod does\n");
   const char* why = comm.size() == 1                          ? "a run on one rank exchanges no gradients"
                     : !settings.training                      ? "a forward-only run exchanges no gradients"
                                                               : "--variable_update=independent exchanges no gradients";
