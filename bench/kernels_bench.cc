@@ -4,7 +4,8 @@
 //   onednn    oneDNN's kernels alone (the CPU plan without cnnbench's own kernels)
 //   cnnbench  the CPU plan as cnnbench runs it, registered only for the directions one of
 //             cnnbench's own kernels takes over (the bf16 weight gradient of 1x1 convolutions;
-//             with AMX, bf16 batch norm on channels-last activations, forward and backward)
+//             with AMX, their data gradient at stride 1, and bf16 batch norm on channels-last
+//             activations, forward and backward)
 //   cuda      the GPU plan (cuDNN, cuBLAS and cnnbench's CUDA kernels), where a GPU is visible
 // Each iteration runs the layer as the backend's plan runs it inside the model and reports the
 // plan's own per-layer time of the measured direction (manual time), so a backward direction
@@ -151,8 +152,8 @@ void run_layer(benchmark::State& state, const KernelCase& k, Direction d, const 
 }
 
 // The directions of this layer that one of cnnbench's own kernels takes over (none: oneDNN's
-// alone): the weight gradient of a bf16 1x1 convolution, both directions of a batch norm on
-// channels-last bf16. Asked of the plan's notes on the case (the feeder and sink, 1x1
+// alone): the weight gradient of a bf16 1x1 convolution and, with AMX, its data gradient at
+// stride 1; both directions of a batch norm on channels-last bf16. Asked of the plan's notes on the case (the feeder and sink, 1x1
 // convolutions too, are not the layer: a convolution's note is asked of a one-image plan,
 // whose feeder and sink have no own kernel without the layer's).
 std::vector<Direction> own_directions(const KernelCase& k, const Target& t) {
@@ -170,7 +171,14 @@ std::vector<Direction> own_directions(const KernelCase& k, const Target& t) {
   } catch (const std::exception&) {
     return {};
   }
-  if (one_by_one) return notes.empty() ? std::vector<Direction>{} : std::vector<Direction>{Direction::backward_weights};
+  if (one_by_one) {
+    std::vector<Direction> own;
+    if (notes.find("weight") != std::string::npos) own.push_back(Direction::backward_weights);
+    // the sink's data gradient may be a matmul too; the layer's is where it has stride 1
+    if (notes.find("data gradients") != std::string::npos && op->conv.stride == 1)
+      own.push_back(Direction::backward_data);
+    return own;
+  }
   if (notes.find("batch norm") == std::string::npos) return {};
   return {Direction::forward, Direction::backward};
 }

@@ -118,8 +118,8 @@ TEST(WeightGrad1x1Plan, MatchesOnednnPrimitive) {
   // (its batch norms on those activations are cnnbench's too: test_nhwc_batch_norm.cc)
   if (cpu_flag("amx_bf16") && own->kernel_notes().find("AMX") != std::string::npos)
     EXPECT_EQ(own->kernel_notes(),
-              "1x1 weight gradients as AMX matmuls on 3 convolutions; cnnbench's channels-last bf16 batch norm on 3 "
-              "layers");
+              "1x1 weight gradients as AMX matmuls on 3 convolutions; 1x1 data gradients as AMX matmuls on 1 "
+              "convolution; cnnbench's channels-last bf16 batch norm on 3 layers");
   else
     EXPECT_EQ(own->kernel_notes(), "cnnbench's bf16 1x1 weight-gradient kernel on 3 convolutions");
   EXPECT_EQ(onednn->kernel_notes(), "");
@@ -139,9 +139,44 @@ TEST(WeightGrad1x1Plan, AmxMatmulsMatchOnednnOnOddShapes) {
 
   auto [own, onednn] = bf16_plans_with_and_without_own_kernels(graph);
   if (own->kernel_notes().empty()) GTEST_SKIP() << "oneDNN chose no channels-last layout for these shapes here";
-  EXPECT_EQ(own->kernel_notes().find("1x1 weight gradients as AMX matmuls on 2 convolutions"), 0u)
+  EXPECT_EQ(own->kernel_notes().find("1x1 weight gradients as AMX matmuls on 2 convolutions; 1x1 data gradients as "
+                                      "AMX matmuls on 1 convolution"),
+            0u)
       << own->kernel_notes();
   expect_same_gradients(graph, *own, *onednn, {2, 5, 9});
+}
+
+// The data gradient of a stride-1 1x1 layer as an AMX matmul (matmul_data_grad.cc) where the
+// layer's input has other readers: a bottleneck block whose input feeds its first 1x1 and its
+// projection shortcut (the two gradients summed into one buffer, whichever lands first) and whose
+// output, after the add and its ReLU, feeds another 1x1 and the next block's identity shortcut.
+// Every parameter's gradient is as close to the fp32 plan's as the bf16 plan's without cnnbench's
+// kernels is (the two bf16 plans are 3-12% apart here, and from fp32: a deep net's ReLU masks flip
+// where they round apart), the stem's too (reached only through those sums); with one of the
+// sums left out, the stem's and the first block's gradients fail it.
+TEST(WeightGrad1x1Plan, AmxDataGradientsSumIntoSharedInputs) {
+  if (!cpu_flag("amx_bf16")) GTEST_SKIP() << "this CPU has no AMX";
+  GraphBuilder b("bottlenecks", {2, 16, 14, 14});
+  const int stem = b.relu(b.batch_norm(b.conv(b.input(), 64, 3, 1, 1, "stem"), "bn_stem"), "relu_stem");
+  auto block = [&](int x, int64_t width, int64_t out, bool project, const std::string& n) {
+    int y = b.relu(b.batch_norm(b.conv(x, width, 1, 1, 0, n + "_a"), n + "_bn_a"), n + "_relu_a");
+    y = b.relu(b.batch_norm(b.conv(y, width, 3, 1, 1, n + "_b"), n + "_bn_b"), n + "_relu_b");
+    y = b.batch_norm(b.conv(y, out, 1, 1, 0, n + "_c"), n + "_bn_c");
+    const int shortcut = project ? b.batch_norm(b.conv(x, out, 1, 1, 0, n + "_proj"), n + "_bn_proj") : x;
+    return b.relu(b.add(y, shortcut, n + "_add"), n + "_relu");
+  };
+  int x = block(stem, 32, 128, true, "one");
+  x = block(x, 32, 128, false, "two");
+  const Graph graph = b.finish(b.linear(b.global_avg_pool(x, "gap"), 10, "fc"));
+
+  auto [own, onednn] = bf16_plans_with_and_without_own_kernels(graph);
+  if (own->kernel_notes().find("data gradients") == std::string::npos)
+    GTEST_SKIP() << "oneDNN chose no channels-last layout here: " << own->kernel_notes();
+  // one_a, one_c, one_proj, two_a, two_c: every 1x1 layer (all stride 1)
+  // one_a, one_c, one_proj, two_a, two_c: every 1x1 layer (all stride 1)
+  EXPECT_NE(own->kernel_notes().find("1x1 data gradients as AMX matmuls on 5 convolutions"), std::string::npos)
+      << own->kernel_notes();
+  expect_as_close_to_fp32(graph, *own, *onednn, {1, 4});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// kernels/onednn/conv.cc — convolution: forward, data gradient, and the weight gradient from
-// oneDNN's convolution, cnnbench's bf16 1x1 kernel (bf16_weight_grad.h) or, with AMX, a oneDNN
-// matmul (matmul_weight_grad.cc).
+// kernels/onednn/conv.cc — convolution: forward, data gradient (oneDNN's convolution or, with
+// AMX, a oneDNN matmul: matmul_data_grad.cc), and the weight gradient from oneDNN's convolution,
+// cnnbench's bf16 1x1 kernel (bf16_weight_grad.h) or, with AMX, a oneDNN matmul
+// (matmul_weight_grad.cc).
 #include "kernels/onednn/plan_internal.h"
 
 #include <algorithm>
@@ -71,6 +72,7 @@ void OnednnPlan::compile_conv_backward(const Node& node) {
 
   // data gradient
   if (in.id == 0 && !input_grad_) return;
+  if (compile_matmul_data_grad(node, in, s)) return;
   const memory::dims src_dims = dims(in), dst_dims = dims(node);
   const auto [w_dims, strides, pad_l, pad_r] = conv_geometry(node, in);
   auto ddesc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, act(src_dims),

@@ -92,6 +92,9 @@ std::string OnednnPlan::kernel_notes() const {
   if (matmul_weight_grads_ > 0)
     notes += (notes.empty() ? "" : "; ") + std::string("1x1 weight gradients as AMX matmuls on ") +
              std::to_string(matmul_weight_grads_) + " convolution" + (matmul_weight_grads_ == 1 ? "" : "s");
+  if (matmul_data_grads_ > 0)
+    notes += (notes.empty() ? "" : "; ") + std::string("1x1 data gradients as AMX matmuls on ") +
+             std::to_string(matmul_data_grads_) + " convolution" + (matmul_data_grads_ == 1 ? "" : "s");
   if (own_batch_norms_ > 0)
     notes += (notes.empty() ? "" : "; ") + std::string("cnnbench's channels-last bf16 batch norm on ") +
              std::to_string(own_batch_norms_) + " layer" + (own_batch_norms_ == 1 ? "" : "s");

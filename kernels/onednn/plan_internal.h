@@ -145,6 +145,7 @@ class OnednnPlan final : public Plan {
   void compile_conv_backward(const Node& node);
   bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s);
   bool compile_matmul_weight_grad(const Node& node, const Node& in, const WeightedState& s);  // matmul_weight_grad.cc
+  bool compile_matmul_data_grad(const Node& node, const Node& in, const WeightedState& s);  // matmul_data_grad.cc
   void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
                                   const dnnl::convolution_forward::primitive_desc& fwd_pd);
   bool compile_depthwise_weight_grad(const Node& node, const Node& in, const WeightedState& s);
@@ -201,6 +202,7 @@ class OnednnPlan final : public Plan {
   int own_weight_grads_ = 0;  // convolutions whose weight gradient compile_own_weight_grad() took
   int depthwise_weight_grads_ = 0;  // and compile_depthwise_weight_grad()
   int matmul_weight_grads_ = 0;     // and compile_matmul_weight_grad()
+  int matmul_data_grads_ = 0;       // convolutions whose data gradient compile_matmul_data_grad() took
   int own_batch_norms_ = 0;         // batch norms whose training passes nhwc_batch_norm.h runs
   Arena kernel_scratch_;            // the own kernels' scratch: one runs at a time
   dt act_dt_ = dt::f32;  // activations, their gradients and the weights' working copies
