@@ -273,6 +273,10 @@ TEST(Compare, RegressionOnlyBeyondTheTolerance) {
   EXPECT_NE(r.out.find("REGRESSION: 1 configuration slower than the base by more than 5%"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("resnet20 b32 fp32, 1 rank x 2 threads"), std::string::npos) << r.out;
 
+  r = run_compare({base, slow, "--tolerance=0.05"});  // a fraction for a percentage: gated at 0.05%, and said
+  EXPECT_EQ(r.err, "cnnbench compare: note: --tolerance=0.05 is 0.05% (a percentage: 5% is --tolerance=5)\n");
+  EXPECT_EQ(run_compare({base, slow, "--tolerance=0.5%"}).err, "") << "a % sign says it is meant";
+
   r = run_compare({base, slow, "--tolerance", "15"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("slower"), std::string::npos) << r.out;

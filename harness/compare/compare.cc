@@ -347,6 +347,10 @@ int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err) 
       if (number.empty() || *end != '\0' || !(pct >= 0 && pct < 100))
         return refuse("--tolerance: '" + value + "' is not a percentage from 0 to 100");
       options.tolerance = pct / 100;
+      // a fraction where a percentage is asked (0.05 for 5%) would gate on 0.05%: said, not guessed
+      if (pct > 0 && pct < 1 && value.back() != '%')
+        fmt::print(err, "cnnbench compare: note: --tolerance={} is {}% (a percentage: 5% is --tolerance=5)\n", value,
+                   value);
     } else if (name == "check_only" || name == "json") {
       if (value != "" && value != "true" && value != "false")
         return refuse("--" + name + ": '" + value + "' is not true or false");
