@@ -16,8 +16,7 @@ double percentile(std::vector<double> values, double p) {
   const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(rank));
   // the lo-th and next smallest values, in linear time (a sort was n log n: the step log asks
-  // for the median of every step so far each --display_every steps, and compare's bootstrap
-  // for 4000 medians of its samples)
+  // for the median of every step so far each --display_every steps)
   const auto at_lo = values.begin() + static_cast<std::ptrdiff_t>(lo);
   std::nth_element(values.begin(), at_lo, values.end());
   const double low = *at_lo;
