@@ -308,7 +308,8 @@ nlohmann::json report_json(const CompareReport& r) {
 std::string compare_usage() {
   return "usage: cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]\n"
          "  BASE, NEW      a result JSON, a results.csv, or a folder of them\n"
-         "  --tolerance    a regression is slower than BASE by more than PCT percent, and significant [5]\n"
+         "  --tolerance    a regression is slower than BASE by more than PCT percent, and significant over the runs\n"
+         "                 (with 1 run a side: beyond PCT alone) [5]\n"
          "  --check_only   check the files and the matching; report speed changes without failing on them\n"
          "  --json         print the report as JSON\n"
          "exit code: 0 no regression, 1 a regression, 2 bad input or nothing matched\n";
