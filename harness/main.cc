@@ -24,6 +24,8 @@
 #include "harness/run/training_run.h"
 #include "harness/report/output_paths.h"
 #include "harness/report/result_fields.h"
+#include "harness/report/run_context.h"
+#include "kernels/backend.h"
 #include "kernels/cpu_peak.h"
 #include "kernels/dtype.h"
 #include "kernels/threads.h"
@@ -69,6 +71,15 @@ int end_job_from_this_rank(const std::string& what, int exit_code) {
   std::fflush(stderr);
   if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   return exit_code;
+}
+
+// --version: what a result's context records of the build, on one line
+void print_version() {
+  const RunContext c = collect_run_context();
+  std::string backends;
+  for (const std::string& b : backend_names()) backends += (backends.empty() ? "" : ", ") + b;
+  std::printf("cnnbench %s (git %s; %s; oneDNN %s; backends %s)\n", c.cnnbench_version.c_str(), c.git_revision.c_str(),
+              c.compiler.c_str(), c.onednn_version.c_str(), backends.c_str());
 }
 
 void list_models() {
@@ -131,8 +142,9 @@ int main(int argc, char** argv) {
     finalize_mpi();
     return 2;
   }
-  if (config.help || config.list_models || config.list_result_fields) {
+  if (config.help || config.list_models || config.list_result_fields || config.version) {
     if (world_rank() == 0) {
+      if (config.version) print_version();
       if (config.help) std::fputs(usage().c_str(), stdout);
       if (config.list_models) list_models();
       if (config.list_result_fields) std::puts(result_fields_json().dump(1).c_str());

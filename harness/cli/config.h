@@ -103,6 +103,7 @@ struct Config {
   // modes
   bool peak = false;               // measure the FMA peak and exit
   bool list_models = false;
+  bool version = false;             // print the build and exit
   bool list_result_fields = false;  // the result record's fields as JSON, and exit
   bool help = false;
   std::string config_file;

@@ -426,6 +426,9 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(X)
                     .probe(kSynthetic, "true", "out:GFLOP/s"));
     v.push_back(BOOL_FLAG(list_models, "list the models and exit").reads(X).probe(kSynthetic, "true", "out:resnet50"));
+    v.push_back(BOOL_FLAG(version, "print cnnbench's version, git revision, compiler, oneDNN version and backends, and exit")
+                    .reads(X)
+                    .probe(kSynthetic, "true", "out:oneDNN"));
     v.push_back(BOOL_FLAG(list_result_fields,
                           "print every field of the training and convergence results (JSON path, results.csv column, unit, "
                           "schemas) as JSON and exit")
