@@ -153,9 +153,9 @@ void run_layer(benchmark::State& state, const KernelCase& k, Direction d, const 
 
 // The directions of this layer that one of cnnbench's own kernels takes over (none: oneDNN's
 // alone): the weight gradient of a bf16 1x1 convolution and, with AMX, its data gradient at
-// stride 1; both directions of a batch norm on channels-last bf16. Asked of the plan's notes on the case (the feeder and sink, 1x1
-// convolutions too, are not the layer: a convolution's note is asked of a one-image plan,
-// whose feeder and sink have no own kernel without the layer's).
+// stride 1; both directions of a batch norm on channels-last bf16. Asked of the plan's notes on
+// the case (the feeder and sink, 1x1 convolutions too, are not the layer: a convolution's note
+// is asked of a one-image plan, whose feeder and sink have no own kernel without the layer's).
 std::vector<Direction> own_directions(const KernelCase& k, const Target& t) {
   const Node* op = nullptr;
   for (const Node& n : k.graph.nodes)

@@ -39,25 +39,33 @@ inline OwnAndOnednn bf16_plans_with_and_without_own_kernels(const Graph& graph) 
   return plans;
 }
 
-// One training step of both plans from the same parameters, images and labels: every
-// parameter's gradient within 1e-3 (relative L2) of the other plan's.
-inline void expect_same_gradients(const Graph& graph, Plan& own, Plan& onednn, const std::vector<int32_t>& labels) {
-  const auto params = testing::random_vector<float>(own.parameters().size(), 5, -0.2, 0.2);
-  std::copy(params.begin(), params.end(), own.parameters().begin());
-  std::copy(params.begin(), params.end(), onednn.parameters().begin());
-  std::copy(own.buffers().begin(), own.buffers().end(), onednn.buffers().begin());
+// One training step of each plan from the same parameters (and batch-norm buffers), images and labels.
+inline void train_one_step_alike(const Graph& graph, const std::vector<Plan*>& plans, const std::vector<int32_t>& labels) {
+  const auto params = testing::random_vector<float>(plans[0]->parameters().size(), 5, -0.2, 0.2);
   const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
-  for (Plan* plan : {&own, &onednn}) {
+  for (Plan* plan : plans) {  // all alike before any runs (a step updates the running statistics)
+    std::copy(params.begin(), params.end(), plan->parameters().begin());
+    if (plan != plans[0]) std::copy(plans[0]->buffers().begin(), plans[0]->buffers().end(), plan->buffers().begin());
+  }
+  for (Plan* plan : plans) {
     plan->set_input(images.data());
     plan->forward(Mode::training);
     plan->loss(labels.data());
     plan->backward();
   }
-  for (const ArenaEntry& e : own.layout().params) {
-    const std::vector<float> a(own.gradients().begin() + e.offset, own.gradients().begin() + e.offset + e.elements);
-    const std::vector<float> r(onednn.gradients().begin() + e.offset, onednn.gradients().begin() + e.offset + e.elements);
-    EXPECT_TRUE(testing::close_l2(e.spec->name, a, r, 1e-3)) << "parameter " << e.spec->name;
-  }
+}
+
+inline std::vector<float> gradient_of(Plan& plan, const ArenaEntry& e) {
+  return std::vector<float>(plan.gradients().begin() + e.offset, plan.gradients().begin() + e.offset + e.elements);
+}
+
+// One training step of both plans alike: every parameter's gradient within 1e-3 (relative L2) of
+// the other plan's.
+inline void expect_same_gradients(const Graph& graph, Plan& own, Plan& onednn, const std::vector<int32_t>& labels) {
+  train_one_step_alike(graph, {&own, &onednn}, labels);
+  for (const ArenaEntry& e : own.layout().params)
+    EXPECT_TRUE(testing::close_l2(e.spec->name, gradient_of(own, e), gradient_of(onednn, e), 1e-3))
+        << "parameter " << e.spec->name;
 }
 
 // Where bf16's rounding alone moves a deep net's gradients by more than 1e-3 (a ReLU's mask flips
@@ -66,25 +74,12 @@ inline void expect_same_gradients(const Graph& graph, Plan& own, Plan& onednn, c
 // plan with cnnbench's kernels as close to fp32's as the plan without them is, within 25% (and
 // 2e-3) of its distance.
 inline void expect_as_close_to_fp32(const Graph& graph, Plan& own, Plan& onednn, const std::vector<int32_t>& labels) {
-  PlanOptions fp32_options;
-  const std::unique_ptr<Plan> fp32 = compile_plan("onednn", graph, fp32_options);
-  const auto params = testing::random_vector<float>(own.parameters().size(), 5, -0.2, 0.2);
-  const auto images = testing::random_vector<float>(graph.input().out.elements(), 6);
-  for (Plan* plan : {&own, &onednn, fp32.get()}) {
-    std::copy(params.begin(), params.end(), plan->parameters().begin());
-    std::copy(own.buffers().begin(), own.buffers().end(), plan->buffers().begin());
-    plan->set_input(images.data());
-    plan->forward(Mode::training);
-    plan->loss(labels.data());
-    plan->backward();
-  }
-  auto gradient = [](Plan& plan, const ArenaEntry& e) {
-    return std::vector<float>(plan.gradients().begin() + e.offset, plan.gradients().begin() + e.offset + e.elements);
-  };
+  const std::unique_ptr<Plan> fp32 = compile_plan("onednn", graph, PlanOptions{});
+  train_one_step_alike(graph, {&own, &onednn, fp32.get()}, labels);
   for (const ArenaEntry& e : own.layout().params) {
-    const std::vector<float> reference = gradient(*fp32, e);
-    const double own_error = testing::relative_l2(gradient(own, e), reference);
-    const double onednn_error = testing::relative_l2(gradient(onednn, e), reference);
+    const std::vector<float> reference = gradient_of(*fp32, e);
+    const double own_error = testing::relative_l2(gradient_of(own, e), reference);
+    const double onednn_error = testing::relative_l2(gradient_of(onednn, e), reference);
     EXPECT_LE(own_error, 1.25 * onednn_error + 2e-3)
         << "parameter " << e.spec->name << ": oneDNN's bf16 plan is " << onednn_error << " from fp32";
   }

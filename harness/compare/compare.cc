@@ -161,13 +161,8 @@ ComparedConfiguration compare_speeds(const std::vector<RunSpeeds>& base, const s
   c.base_runs = static_cast<int>(a.size());
   c.new_runs = static_cast<int>(b.size());
   c.test = test_run_speeds(a, b);
-  const auto geometric_mean = [](const std::vector<double>& v) {
-    double logs = 0;
-    for (double x : v) logs += std::log(x);
-    return std::exp(logs / static_cast<double>(v.size()));
-  };
-  c.base_speed = geometric_mean(a);
-  c.new_speed = geometric_mean(b);
+  c.base_speed = c.test.base_mean;
+  c.new_speed = c.test.new_mean;
   c.change = c.test.ratio - 1;
   c.differences = context_differences(base, next);
   const bool significant = c.test.kind != RunTest::none && c.test.p_value < significance_level;

@@ -131,6 +131,8 @@ RunTest test_run_speeds(const std::vector<double>& base, const std::vector<doubl
   if (base.empty() || next.empty()) return r;
   const LogSample a = log_sample(base), b = log_sample(next);
   const double difference = b.mean - a.mean;
+  r.base_mean = std::exp(a.mean);
+  r.new_mean = std::exp(b.mean);
   r.ratio = std::exp(difference);
   r.ratio_ci = {r.ratio, r.ratio};
   if (a.n < 2 && b.n < 2) return r;  // nothing measures the run-to-run noise

@@ -33,7 +33,8 @@ struct Interval {
 // with one run a side, no test (nothing measures the noise).
 struct RunTest {
   enum Kind { none, welch, one_side_spread } kind = none;
-  double ratio = 1;    // new / base, of the geometric means
+  double base_mean = 0, new_mean = 0;  // geometric means of each side's speeds
+  double ratio = 1;    // new_mean / base_mean
   double p_value = 1;  // two-sided; 1 without a test
   Interval ratio_ci;   // 95% interval of the ratio; {ratio, ratio} without a test
   double degrees_of_freedom = 0;

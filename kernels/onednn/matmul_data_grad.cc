@@ -15,34 +15,23 @@
 namespace cnnbench::onednn {
 
 bool OnednnPlan::compile_matmul_data_grad(const Node& node, const Node& in, const WeightedState& s) {
-  const ConvAttrs& c = node.conv;
-  if (!own_kernels_ || act_dt_ != dt::bf16 || c.groups != 1 || c.kernel_h != 1 || c.kernel_w != 1 ||
-      c.pad_h != 0 || c.pad_w != 0 || c.stride != 1)
-    return false;
-  const memory::desc x_md(dims(in), dt::bf16, tag::nhwc), dy_md(dims(node), dt::bf16, tag::nhwc);
-  if (!(s.src.get_desc() == x_md) || !(diff_[node.id].get_desc() == dy_md)) return false;
+  if (node.conv.stride != 1 || !channels_last_bf16_1x1(node, in, s)) return false;
 
   const memory::dim oc = node.out.c, ic = in.out.c, rows = node.out.n * node.out.h * node.out.w;
   const memory::desc a_md({rows, oc}, dt::bf16, memory::dims{oc, 1});
   const memory::desc c_md({rows, ic}, dt::bf16, memory::dims{ic, 1});
-  dnnl::matmul::primitive_desc pd;
-  try {
-    pd = dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(a_md, memory::desc({oc, ic}, dt::bf16, tag::any), c_md), engine_);
-  } catch (const dnnl::error&) {
-    return false;
-  }
-  // Only where the matmul runs on AMX's tiles (as in matmul_weight_grad.cc).
-  if (std::string(pd.impl_info_str()).find("amx") == std::string::npos) return false;
+  const std::optional<dnnl::matmul::primitive_desc> pd =
+      amx_matmul(a_md, memory::desc({oc, ic}, dt::bf16, tag::any), c_md);
+  if (!pd) return false;
 
   // The weights as the matmul reads them: an (oc x ic) view of the plain oihw arena, reordered
   // by a backward step (the arena changes at every update).
   const memory plain_2d(memory::desc({oc, ic}, dt::f32, tag::ab), engine_, s.weights_plain.get_data_handle());
-  const memory weights = weights_in(plain_2d, pd.weights_desc(), {&backward_});
+  const memory weights = weights_in(plain_2d, pd->weights_desc(), {&backward_});
   const memory dy = diff_[node.id];
-  const memory target = grad_target(in.id, x_md);
+  const memory target = grad_target(in.id, s.src.get_desc());  // nhwc, as the input
   backward_.push_back({{}, {},
-                       [this, mm = dnnl::matmul(pd), a_md, c_md, dy, weights, target] {
+                       [this, mm = dnnl::matmul(*pd), a_md, c_md, dy, weights, target] {
                          mm.execute(stream_, {{DNNL_ARG_SRC, memory(a_md, engine_, dy.get_data_handle())},
                                               {DNNL_ARG_WEIGHTS, weights},
                                               {DNNL_ARG_DST, memory(c_md, engine_, target.get_data_handle())}});

@@ -33,27 +33,39 @@ void gather_strided_rows(const uint16_t* src, uint16_t* dst, int64_t n, int64_t 
 
 }  // namespace
 
+// What both AMX matmul paths take (this file's and matmul_data_grad.cc's): a bf16 1x1
+// convolution, ungrouped and unpadded, whose input and output gradient are channels-last.
+bool OnednnPlan::channels_last_bf16_1x1(const Node& node, const Node& in, const WeightedState& s) const {
+  const ConvAttrs& c = node.conv;
+  if (!own_kernels_ || act_dt_ != dt::bf16 || c.groups != 1 || c.kernel_h != 1 || c.kernel_w != 1 || c.pad_h != 0 ||
+      c.pad_w != 0)
+    return false;
+  return s.src.get_desc() == memory::desc(dims(in), dt::bf16, tag::nhwc) &&
+         diff_[node.id].get_desc() == memory::desc(dims(node), dt::bf16, tag::nhwc);
+}
+
+// The matmul c = a b, where oneDNN runs it on AMX's tiles: elsewhere oneDNN's convolution kernel
+// is the one measured (and, without AMX, bf16 activations are not nhwc in the first place).
+std::optional<dnnl::matmul::primitive_desc> OnednnPlan::amx_matmul(const memory::desc& a, const memory::desc& b,
+                                                                   const memory::desc& c) const {
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine_);
+    if (std::string(pd.impl_info_str()).find("amx") != std::string::npos) return pd;
+  } catch (const dnnl::error&) {
+  }
+  return std::nullopt;
+}
+
 bool OnednnPlan::compile_matmul_weight_grad(const Node& node, const Node& in, const WeightedState& s) {
   const ConvAttrs& c = node.conv;
-  if (!own_kernels_ || act_dt_ != dt::bf16 || c.groups != 1 || c.kernel_h != 1 || c.kernel_w != 1 ||
-      c.pad_h != 0 || c.pad_w != 0 || c.bias)
-    return false;
-  const memory::desc x_md(dims(in), dt::bf16, tag::nhwc), dy_md(dims(node), dt::bf16, tag::nhwc);
-  if (!(s.src.get_desc() == x_md) || !(diff_[node.id].get_desc() == dy_md)) return false;
+  if (c.bias || !channels_last_bf16_1x1(node, in, s)) return false;
 
   const memory::dim oc = node.out.c, ic = in.out.c, rows = node.out.n * node.out.h * node.out.w;
   const memory::desc a_md({oc, rows}, dt::bf16, memory::dims{1, oc});  // dY^T, read through strides
   const memory::desc b_md({rows, ic}, dt::bf16, memory::dims{ic, 1});
   const memory::desc c_md({oc, ic}, dt::f32, memory::dims{ic, 1});
-  dnnl::matmul::primitive_desc pd;
-  try {
-    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine_);
-  } catch (const dnnl::error&) {
-    return false;
-  }
-  // Only where the matmul runs on AMX's tiles: elsewhere oneDNN's convolution kernel is the
-  // one measured (and, without AMX, bf16 activations are not nhwc in the first place).
-  if (std::string(pd.impl_info_str()).find("amx") == std::string::npos) return false;
+  const std::optional<dnnl::matmul::primitive_desc> pd = amx_matmul(a_md, b_md, c_md);
+  if (!pd) return false;
 
   const bool strided = c.stride != 1;
   const memory gathered =
@@ -62,7 +74,7 @@ bool OnednnPlan::compile_matmul_weight_grad(const Node& node, const Node& in, co
   std::vector<memory> uses = {s.src, dy};
   if (strided) uses.push_back(gathered);
   backward_.push_back({{}, {},
-                       [this, mm = dnnl::matmul(pd), a_md, b_md, c_md, x = s.src, dy, gathered, strided,
+                       [this, mm = dnnl::matmul(*pd), a_md, b_md, c_md, x = s.src, dy, gathered, strided,
                         dw = s.diff_weights_plain, shape = in.out, out = node.out, stride = c.stride] {
                          void* rows_of_x = x.get_data_handle();
                          if (strided) {

@@ -82,22 +82,17 @@ void OnednnPlan::read_output(int node, float* dst) {
 }
 
 std::string OnednnPlan::kernel_notes() const {
-  auto on = [](const char* kernel, int count) {
-    return "cnnbench's " + std::string(kernel) + " weight-gradient kernel on " + std::to_string(count) + " convolution" +
-           (count == 1 ? "" : "s");
-  };
   std::string notes;
-  if (own_weight_grads_ > 0) notes = on("bf16 1x1", own_weight_grads_);
-  if (depthwise_weight_grads_ > 0) notes += (notes.empty() ? "" : "; ") + on("depthwise", depthwise_weight_grads_);
-  if (matmul_weight_grads_ > 0)
-    notes += (notes.empty() ? "" : "; ") + std::string("1x1 weight gradients as AMX matmuls on ") +
-             std::to_string(matmul_weight_grads_) + " convolution" + (matmul_weight_grads_ == 1 ? "" : "s");
-  if (matmul_data_grads_ > 0)
-    notes += (notes.empty() ? "" : "; ") + std::string("1x1 data gradients as AMX matmuls on ") +
-             std::to_string(matmul_data_grads_) + " convolution" + (matmul_data_grads_ == 1 ? "" : "s");
-  if (own_batch_norms_ > 0)
-    notes += (notes.empty() ? "" : "; ") + std::string("cnnbench's channels-last bf16 batch norm on ") +
-             std::to_string(own_batch_norms_) + " layer" + (own_batch_norms_ == 1 ? "" : "s");
+  // "<what> on <count> <noun>s", each after a "; ", where the count is not 0
+  auto add = [&notes](const std::string& what, int count, const char* noun) {
+    if (count > 0)
+      notes += (notes.empty() ? "" : "; ") + what + " on " + std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+  };
+  add("cnnbench's bf16 1x1 weight-gradient kernel", own_weight_grads_, "convolution");
+  add("cnnbench's depthwise weight-gradient kernel", depthwise_weight_grads_, "convolution");
+  add("1x1 weight gradients as AMX matmuls", matmul_weight_grads_, "convolution");
+  add("1x1 data gradients as AMX matmuls", matmul_data_grads_, "convolution");
+  add("cnnbench's channels-last bf16 batch norm", own_batch_norms_, "layer");
   return notes;
 }
 

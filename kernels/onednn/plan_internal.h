@@ -24,6 +24,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -146,6 +147,10 @@ class OnednnPlan final : public Plan {
   bool compile_own_weight_grad(const Node& node, const Node& in, const WeightedState& s);
   bool compile_matmul_weight_grad(const Node& node, const Node& in, const WeightedState& s);  // matmul_weight_grad.cc
   bool compile_matmul_data_grad(const Node& node, const Node& in, const WeightedState& s);  // matmul_data_grad.cc
+  // matmul_weight_grad.cc: what the two AMX matmul paths share
+  bool channels_last_bf16_1x1(const Node& node, const Node& in, const WeightedState& s) const;
+  std::optional<dnnl::matmul::primitive_desc> amx_matmul(const memory::desc& a, const memory::desc& b,
+                                                         const memory::desc& c) const;
   void compile_onednn_weight_grad(const Node& node, const Node& in, const WeightedState& s,
                                   const dnnl::convolution_forward::primitive_desc& fwd_pd);
   bool compile_depthwise_weight_grad(const Node& node, const Node& in, const WeightedState& s);
