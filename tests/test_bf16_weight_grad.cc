@@ -151,8 +151,8 @@ TEST(WeightGrad1x1Plan, AmxMatmulsMatchOnednnOnOddShapes) {
 // projection shortcut (the two gradients summed into one buffer, whichever lands first) and whose
 // output, after the add and its ReLU, feeds another 1x1 and the next block's identity shortcut.
 // Every parameter's gradient is as close to the fp32 plan's as the bf16 plan's without cnnbench's
-// kernels is (the two bf16 plans are 3-12% apart here, and from fp32: a deep net's ReLU masks flip
-// where they round apart), the stem's too (reached only through those sums); with one of the
+// kernels is (the two bf16 plans differ by up to 5% here, and oneDNN's is up to 12% from fp32: a
+// deep net's ReLU masks flip where they round apart), the stem's too (reached only through those sums); with one of the
 // sums left out, the stem's and the first block's gradients fail it.
 TEST(WeightGrad1x1Plan, AmxDataGradientsSumIntoSharedInputs) {
   if (!cpu_flag("amx_bf16")) GTEST_SKIP() << "this CPU has no AMX";
