@@ -5,7 +5,7 @@ spans drawn thinner inside the ones that hold them), instants as ticks, for peop
 look than load the trace into Perfetto or chrome://tracing.
 
   scripts/plot_timeline.py trace.json -o timeline.png                # the first 2 timed steps
-  scripts/plot_timeline.py trace.json --first_step 5 --steps 3 -o t.png
+  scripts/plot_timeline.py trace.json --first_step 5 --steps 3 -o t.png   # timed steps 5-7
   scripts/plot_timeline.py trace.json --from_ms 0 --to_ms 2500 -o t.png
 Needs python3-matplotlib (Debian).
 """
@@ -87,7 +87,7 @@ def window(events, args):
     steps = sorted({(e["start"], e["end"]) for e in events if e["name"] == "step" and e["pid"] == first_rank})
     if not steps:  # no timed steps: everything
         return min(e["start"] for e in events), max(e["end"] for e in events)
-    first = min(max(args.first_step, 0), len(steps) - 1)
+    first = min(max(args.first_step, 1), len(steps)) - 1  # numbered from 1, as the log's step lines
     last = min(first + max(args.steps, 1), len(steps)) - 1
     lo, hi = steps[first][0], steps[last][1]
     pad = 0.02 * (hi - lo)
@@ -116,7 +116,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", help="a --timeline file")
     parser.add_argument("-o", "--output", default="timeline.png")
-    parser.add_argument("--first_step", type=int, default=0, help="first timed step drawn (rank 0's, from 0)")
+    parser.add_argument("--first_step", type=int, default=1,
+                        help="first timed step drawn (rank 0's, from 1, as the log's step lines number them)")
     parser.add_argument("--steps", type=int, default=2, help="timed steps drawn")
     parser.add_argument("--from_ms", type=float, help="draw from this time (ms from the trace's start)")
     parser.add_argument("--to_ms", type=float, help="draw up to this time")

@@ -23,13 +23,13 @@ class PlotTimeline(unittest.TestCase):
 
     def test_draws_a_row_per_rank_and_track_over_the_asked_steps(self):
         out = os.path.join(self.dir, "t.png")
-        r = plot(TRACE, "--first_step", "1", "--steps", "1", "-o", out)
+        r = plot(TRACE, "--first_step", "2", "--steps", "1", "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("6 rows", r.stdout)  # 2 ranks x compute, communication, update
         with open(out, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         one = float(r.stdout.split(", ")[1].split(" ms")[0])
-        r = plot(TRACE, "--first_step", "0", "--steps", "3", "-o", out)
+        r = plot(TRACE, "--first_step", "1", "--steps", "3", "-o", out)
         three = float(r.stdout.split(", ")[1].split(" ms")[0])
         self.assertGreater(three, 2.5 * one, "three steps span about three times one")
         r = plot(TRACE, "--from_ms", "100", "--to_ms", "350", "-o", out)

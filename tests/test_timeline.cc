@@ -25,7 +25,7 @@ namespace {
 struct Span {
   std::string name;
   double start, end;
-  int64_t bucket = -1;
+  int64_t bucket = -1, step = -1;
 };
 
 constexpr double kSlackUs = 0.01;  // timestamps are written to the nanosecond
@@ -46,7 +46,8 @@ std::map<std::string, std::vector<Span>> spans_by_name(const nlohmann::json& tra
     if (e["ph"] == "M" || e["pid"] != trace_pid(rank)) continue;
     const double ts = e["ts"].get<double>();
     out[e["cat"].get<std::string>() + ":" + e["name"].get<std::string>()].push_back(
-        {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)});
+        {e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0), -1,
+         e.contains("args") && e["args"].contains("step") ? e["args"]["step"].get<int64_t>() : -1});
   }
   for (auto& [name, spans] : out) std::stable_sort(spans.begin(), spans.end(), starts_before);
   return out;
@@ -83,6 +84,7 @@ class Timeline2Ranks : public ::testing::Test {
       const double ts = e["ts"].get<double>();
       Span s{e["name"], ts, ts + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0)};
       if (e.contains("args") && e["args"].contains("bucket")) s.bucket = e["args"]["bucket"];
+      if (e.contains("args") && e["args"].contains("step")) s.step = e["args"]["step"];
       out.push_back(s);
     }
     std::stable_sort(out.begin(), out.end(), starts_before);
@@ -105,6 +107,9 @@ TEST_F(Timeline2Ranks, EveryRankHasItsProcessAndTracks) {
     SCOPED_TRACE(rank);
     EXPECT_EQ(events(rank, "compute", "step").size(), 3u);
     EXPECT_EQ(events(rank, "compute", "warm-up step").size(), 1u);
+    // numbered as the log's step lines: timed steps 1, 2, 3 (the warm-up step 1 of its own)
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(events(rank, "compute", "step")[i].step, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(events(rank, "compute", "warm-up step")[0].step, 1);
     EXPECT_FALSE(events(rank, "communication", "allreduce").empty());
     EXPECT_FALSE(events(rank, "update", "update").empty());
   }
@@ -239,6 +244,8 @@ TEST(Timeline, AConvergenceRunRecordsStepsInputEvaluationAndCheckpoints) {
     const Span epoch = by_name["compute:epoch 1"][0];
     ASSERT_EQ(by_name["compute:step"].size(), 4u) << "128 images, 2 ranks of 16";
     for (const Span& step : by_name["compute:step"]) EXPECT_TRUE(inside(step, epoch));
+    for (size_t i = 0; i < 4; ++i)  // from 1, as TensorBoard numbers them
+      EXPECT_EQ(by_name["compute:step"][i].step, static_cast<int64_t>(i + 1));
     EXPECT_EQ(by_name["compute:forward"].size(), 4u);
     EXPECT_EQ(by_name["communication:allreduce"].size() % 4, 0u);
     ASSERT_EQ(by_name["compute:evaluation"].size(), 1u);

@@ -85,7 +85,7 @@ EpochMetrics train_epoch(const EpochRun& run, int64_t epoch, int64_t skip, int64
     slow_step_if_asked(s);  // CNNBENCH_TEST_SLOW_STEP_MS, as in a benchmark's timed steps
     check_finite_loss(r, config, steps_done + 1, /*warmup=*/false, epoch + 1);
     if (run.timeline)
-      run.timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done});
+      run.timeline->span(Track::compute, "step", step_start, std::chrono::steady_clock::now(), {.step = steps_done + 1});  // from 1, as TensorBoard
     loss_sum += r.loss;
     correct += static_cast<double>(r.top1_correct);
     ++steps_done;

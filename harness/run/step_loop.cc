@@ -53,9 +53,9 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, double le
   if (timed) slow_step_if_asked(index);  // CNNBENCH_TEST_SLOW_STEP_MS: a slower run, for the tests
   r.time_sec = seconds_since(start);
   if (last && settings.warmup_steps > 0) overlap->finish();
-  if (timeline)
+  if (timeline)  // numbered from 1, as the log's step lines and TensorBoard number them
     timeline->span(Track::compute, timed ? "step" : "warm-up step", start, std::chrono::steady_clock::now(),
-                   {.step = index});
+                   {.step = index + 1});
   return r;
 }
 
