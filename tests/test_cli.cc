@@ -214,9 +214,15 @@ TEST(Cli, ExchangeFlagsOnOneRankGetANoteAndAreNotRecorded) {
   EXPECT_EQ(doc["run"]["allreduce"], "none");
   EXPECT_EQ(doc["run"]["fusion_threshold_mb"], 16);  // the default: no buckets were made
   EXPECT_EQ(doc["run"]["first_layers_bucket_mb"], 0);
+  // the record says which were not applied, as the notes did, one for one (config.* holds all)
+  ASSERT_EQ(doc["run"]["flag_notes"].size(), 5u) << doc["run"]["flag_notes"];
+  for (const auto& note : doc["run"]["flag_notes"])
+    EXPECT_NE(r.output.find("cnnbench: note: " + note.get<std::string>() + "\n"), std::string::npos) << note;
+  EXPECT_EQ(doc["config"]["compression"], "fp16");
   r = run_cnnbench(run + "--result_json=b/plain.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/b/plain.json"))["run"]["flag_notes"], nlohmann::json::array());
   // paired (their verdict is the machine's noise: --check_only)
   r = run_cnnbench("compare a/flags.json b/plain.json --check_only", dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -349,6 +355,11 @@ TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   EXPECT_EQ(doc["run"]["allreduce"], "gloo");
   EXPECT_EQ(doc["run"]["compression"], "fp16");
   EXPECT_GT(doc["summary"]["comm_mean_sec"].get<double>(), 0.0);
+  // tf_cnn_benchmarks' flags that do not apply are in the record too (they have no config.* entry)
+  const std::string notes = doc["run"]["flag_notes"].dump();
+  for (const char* flag : {"--horovod_device=gpu: tf_cnn_benchmarks' flag", "--xla=True: ", "--distortions=false: "})
+    EXPECT_NE(notes.find(flag), std::string::npos) << flag << notes;
+  EXPECT_FALSE(doc["config"].contains("horovod_device"));
   // the step line's training accuracy is rank 0's correct images out of rank 0's batch of 8 (out
   // of the global 16 it could never pass 0.5)
   std::smatch m;

@@ -149,6 +149,9 @@ std::vector<FlagInfo> flag_table();
 // with --optimizer=momentum or lars; ignored"), and one for each tf_cnn_benchmarks flag that does
 // not apply here ("--xla=true: tf_cnn_benchmarks' flag, TensorFlow's XLA compiler; ...; not used").
 std::vector<std::string> flag_notes(const Config& config);
+// The same for the gradient exchange's flags given to a run that exchanges no gradients (one
+// rank, forward only, --variable_update=independent), saying which.
+std::vector<std::string> exchange_flag_notes(const Config& config, int ranks, bool training);
 
 // tf_cnn_benchmarks' piecewise schedule "rate;epoch;rate;...;rate": rates in (0, 1000], epochs
 // positive and increasing; throws ConfigError naming the flag and the problem.

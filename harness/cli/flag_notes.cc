@@ -61,4 +61,24 @@ std::vector<std::string> flag_notes(const Config& config) {
   return notes;
 }
 
+std::vector<std::string> exchange_flag_notes(const Config& config, int ranks, bool training) {
+  if (ranks > 1 && config.variable_update != "independent" && training) return {};
+  std::vector<std::string> notes;
+  if (config.variable_update == "parameter_server")  // refused on more ranks (run_settings.cc)
+    notes.push_back("--variable_update=parameter_server: one rank exchanges no gradients, and updates its weights "
+                    "as horovod does");
+  const char* why = ranks == 1   ? "a run on one rank exchanges no gradients"
+                    : !training ? "a forward-only run exchanges no gradients"
+                                : "--variable_update=independent exchanges no gradients";
+  for (const char* flag :
+       {"allreduce", "compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb",
+        "first_layers_bucket_mb", "powersgd_rank", "powersgd_warmup_steps", "forward_priority"}) {
+    const FlagSpec* spec = find_flag(flag);
+    // one note a flag: one the flag table names as unread already (flag_notes) is not named twice
+    if (config.was_given(flag) && !(spec && spec->unused && !spec->unused(config).empty()))
+      notes.push_back("--" + std::string(flag) + ": " + why + "; ignored");
+  }
+  return notes;
+}
+
 }  // namespace cnnbench

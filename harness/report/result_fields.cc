@@ -78,6 +78,7 @@ const std::vector<ResultField>& result_fields() {
       {"run.hierarchical_allreduce", "", "boolean", TC, cfg, "false"},
       {"run.overlap_forward", "", "boolean", TC, cfg, "false"},
       {"run.forward_priority", "", "boolean", T},
+      {"run.flag_notes", "", "list of text", TC},
       {"run.buckets", "", "count", T},
       {"run.sent_mib_per_step", "", "MiB", T},
       {"run.steps_per_epoch", "", "steps", C},
@@ -167,6 +168,18 @@ const std::vector<ResultField>& result_fields() {
   return fields;
 }
 
+namespace {
+
+// What the run printed about the flags given that it did not use ("cnnbench: note: ..."): the
+// config section lists every flag's value, used or not; this says which were not.
+std::vector<std::string> run_flag_notes(const Config& config, const RunSettings& s) {
+  std::vector<std::string> notes = flag_notes(config);
+  for (std::string& note : exchange_flag_notes(config, s.ranks, s.training)) notes.push_back(std::move(note));
+  return notes;
+}
+
+}  // namespace
+
 nlohmann::json run_fields(const Config& config, const RunSettings& s, const RunFacts& f) {
   return {{"model", s.model.name},
           {"mode", f.mode},
@@ -189,7 +202,8 @@ nlohmann::json run_fields(const Config& config, const RunSettings& s, const RunF
           // what applied: a run that exchanges no gradients (allreduce "none") sends none compressed
           {"compression", f.allreduce == "none" ? std::string("none") : config.compression},
           {"hierarchical_allreduce", f.allreduce != "none" && config.hierarchical_allreduce},
-          {"overlap_forward", f.overlap_forward}};
+          {"overlap_forward", f.overlap_forward},
+          {"flag_notes", run_flag_notes(config, s)}};
 }
 
 nlohmann::json result_fields_json() {

@@ -221,21 +221,9 @@ std::string devices_text(const Communicator& comm, const Plan& plan) {
 }
 
 void note_unused_exchange_flags(const Config& config, const Communicator& comm, const RunSettings& settings) {
-  if (comm.rank() != 0 || exchanges_gradients(comm, config, settings)) return;
-  if (config.variable_update == "parameter_server")  // refused on more ranks (run_settings.cc)
-    fmt::print(stderr, "cnnbench: note: --variable_update=parameter_server: one rank exchanges no gradients, and "
-                       "updates its weights as horovod does\n");
-  const char* why = comm.size() == 1                          ? "a run on one rank exchanges no gradients"
-                    : !settings.training                      ? "a forward-only run exchanges no gradients"
-                                                              : "--variable_update=independent exchanges no gradients";
-  for (const char* flag :
-       {"allreduce", "compression", "hierarchical_allreduce", "overlap_forward", "fusion_threshold_mb",
-        "first_layers_bucket_mb", "powersgd_rank", "powersgd_warmup_steps", "forward_priority"}) {
-    const FlagSpec* spec = find_flag(flag);
-    // one note a flag: one the flag table names as unread already (flag_notes) is not named twice
-    if (config.was_given(flag) && !(spec && spec->unused && !spec->unused(config).empty()))
-      fmt::print(stderr, "cnnbench: note: --{}: {}; ignored\n", flag, why);
-  }
+  if (comm.rank() != 0) return;
+  for (const std::string& note : exchange_flag_notes(config, comm.size(), settings.training))
+    fmt::print(stderr, "cnnbench: note: {}\n", note);
 }
 
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
