@@ -28,8 +28,5 @@ fi
 status=0
 "$cnnbench" compare "$source_dir/results/baseline" new "${mode[@]}" > compare.txt || status=$?
 cat compare.txt
-if [ "$status" = 0 ] && grep -q "^only in base" compare.txt; then
-  echo "ci_compare_baseline: a baseline configuration was not run (the benchmark's settings drifted?)"
-  status=1
-fi
+# exit 3: a baseline configuration has no new run (the benchmark's settings drifted?)
 exit "$status"

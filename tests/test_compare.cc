@@ -360,10 +360,23 @@ TEST(Compare, UnmatchedConfigurationsAreListedNotCompared) {
   EXPECT_EQ(r.matched[0].label, "resnet20 b32 fp32, 1 rank x 2 threads");
   EXPECT_EQ(r.only_in_base, std::vector<std::string>{"resnet20 b64 fp32, 1 rank x 2 threads"});
   EXPECT_EQ(r.only_in_new, std::vector<std::string>{"resnet20 b32 fp32, 2 ranks x 1 thread, gloo, fp16 on the wire"});
-  const CommandRun run = run_compare({base_dir, new_dir});
-  EXPECT_EQ(run.exit_code, 0);
+  // a base configuration NEW did not run fails the gate (3), unless accepted; one only in new does not
+  CommandRun run = run_compare({base_dir, new_dir});
+  EXPECT_EQ(run.exit_code, 3) << run.out;
   EXPECT_NE(run.out.find("only in base (not compared): resnet20 b64"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("only in new (not compared): resnet20 b32 fp32, 2 ranks"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\nINCOMPLETE: 1 configuration of the base not in new"), std::string::npos) << run.out;
+  run = run_compare({base_dir, new_dir, "--check_only"});  // speed unchecked; what was not run still fails
+  EXPECT_EQ(run.exit_code, 3) << run.out;
+  run = run_compare({base_dir, new_dir, "--allow_missing", "--json"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["exit_code"], 0);
+  EXPECT_EQ(run_compare({new_dir + "/a.json", base_dir}).exit_code, 0) << "only in new: no failure";
+  // a regression's exit 1 comes first (1 run a side, twice as slow)
+  const std::string slow = write_result(fresh_dir("compare_unmatched_slow") + "/a.json", 0.2, 5);
+  run = run_compare({base_dir, slow});
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find("INCOMPLETE: 1 configuration"), std::string::npos) << run.out;
 }
 
 // Settings results gained later are part of the configuration; a result without them had them off.

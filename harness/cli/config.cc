@@ -284,7 +284,7 @@ std::string usage() {
   std::ostringstream s;
   s << "usage: cnnbench [--config FILE.toml] [--flag=value | --flag value]...\n"
        "       mpiexec -np N cnnbench ...   (one rank per process)\n"
-       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]   (cnnbench compare --help)\n"
+       "       cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--allow_missing] [--json]   (cnnbench compare --help)\n"
        "       cnnbench make_tfrecords JPEG_ROOT OUT_DIR [--train_shards=N] ...   (cnnbench make_tfrecords --help)\n\nflags:\n";
   const Config defaults;
   for (const FlagSpec& f : flag_specs()) {

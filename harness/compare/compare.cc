@@ -256,6 +256,9 @@ std::string format_report(const CompareReport& r) {
   else
     out += fmt::format("REGRESSION: {} slower than the base by more than {}\n",
                        plural(r.regressions, "configuration"), percent(r.options.tolerance));
+  if (r.incomplete())
+    out += fmt::format("INCOMPLETE: {} of the base not in new (only in base, above); --allow_missing accepts that\n",
+                       plural(static_cast<int>(r.only_in_base.size()), "configuration"));
   return out;
 }
 
@@ -291,6 +294,7 @@ nlohmann::json report_json(const CompareReport& r) {
           {"new", r.new_path},
           {"tolerance", r.options.tolerance},
           {"check_only", r.options.check_only},
+          {"allow_missing", r.options.allow_missing},
           {"matched", matched},
           {"time_to_accuracy", accuracy},
           {"only_in_base", r.only_in_base},
@@ -301,13 +305,15 @@ nlohmann::json report_json(const CompareReport& r) {
 }
 
 std::string compare_usage() {
-  return "usage: cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--json]\n"
+  return "usage: cnnbench compare BASE NEW [--tolerance=PCT] [--check_only] [--allow_missing] [--json]\n"
          "  BASE, NEW      a result JSON, a results.csv, or a folder of them\n"
          "  --tolerance    a regression is slower than BASE by more than PCT percent, and significant over the runs\n"
          "                 (with 1 run a side: beyond PCT alone) [5]\n"
          "  --check_only   check the files and the matching; report speed changes without failing on them\n"
+         "  --allow_missing  a configuration of BASE that NEW has no run of is listed, not failed on\n"
          "  --json         print the report as JSON\n"
-         "exit code: 0 no regression, 1 a regression, 2 bad input or nothing matched\n";
+         "exit code: 0 no regression, 1 a regression, 2 bad input or nothing matched,\n"
+         "           3 a configuration of BASE has no run in NEW (without --allow_missing)\n";
 }
 
 int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err) {
@@ -347,17 +353,18 @@ int compare_command(const std::vector<std::string>& args, FILE* out, FILE* err) 
       if (pct > 0 && pct < 1 && value.back() != '%')
         fmt::print(err, "cnnbench compare: note: --tolerance={} is {}% (a percentage: 5% is --tolerance=5)\n", value,
                    value);
-    } else if (name == "check_only" || name == "json") {
+    } else if (name == "check_only" || name == "json" || name == "allow_missing") {
       if (value != "" && value != "true" && value != "false")
         return refuse("--" + name + ": '" + value + "' is not true or false");
-      (name == "json" ? options.json : options.check_only) = value != "false";
+      (name == "json" ? options.json : name == "allow_missing" ? options.allow_missing : options.check_only) =
+          value != "false";
     } else {
-      return refuse("unknown flag " + arg + " (compare takes --tolerance, --check_only, --json)");
+      return refuse("unknown flag " + arg + " (compare takes --tolerance, --check_only, --allow_missing, --json)");
     }
   }
   if (paths.size() != 2)
     return refuse(fmt::format("expected BASE and NEW, got {} path{}; usage: cnnbench compare BASE NEW "
-                              "[--tolerance=PCT] [--check_only] [--json]",
+                              "[--tolerance=PCT] [--check_only] [--allow_missing] [--json]",
                               paths.size(), paths.size() == 1 ? "" : "s"));
   CompareReport report;
   try {

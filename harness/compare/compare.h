@@ -21,6 +21,7 @@ namespace cnnbench {
 struct CompareOptions {
   double tolerance = 0.05;  // a regression is slower than the base by more than this fraction
   bool check_only = false;  // report speed changes, fail only on bad input or nothing matched
+  bool allow_missing = false;  // a configuration of BASE that NEW did not run is no failure
   bool json = false;        // print the report as JSON instead of a table
 };
 
@@ -48,7 +49,13 @@ struct CompareReport {
   std::vector<std::string> only_in_base, only_in_new;  // labels of unmatched configurations
   std::vector<std::string> skipped;                    // other cnnbench results found in folders
   int regressions = 0;  // of speed and of time to accuracy
-  int exit_code() const { return regressions > 0 && !options.check_only ? 1 : 0; }
+  // 1 a regression (gated), else 3 where a configuration of BASE has no run in NEW (a gate that
+  // passed on what was not run would let a crashed or dropped benchmark through), else 0
+  int exit_code() const {
+    if (regressions > 0 && !options.check_only) return 1;
+    return incomplete() ? 3 : 0;
+  }
+  bool incomplete() const { return !only_in_base.empty() && !options.allow_missing; }
 };
 
 inline constexpr double significance_level = 0.05;
