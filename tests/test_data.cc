@@ -1,6 +1,7 @@
 // Real-data loading: the published CIFAR-10 binary and idx formats, generated here byte for
 // byte (real CIFAR-10 cannot be downloaded on the build machines), every malformed file named
 // in its error; epoch shards; the input pipeline; learning-rate schedules.
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -613,6 +614,15 @@ TEST(LrSchedule, PiecewiseWarmupCosineAndScaling) {
   const LrSchedule c = make_lr_schedule(0.2, "", 0, true, 10, 128, 0);
   EXPECT_NEAR(c.at(5), 0.1, 1e-12);
   EXPECT_NEAR(c.at(10), 0.0, 1e-12);
+  // a boundary inside the warm-up: the ramp goes to the first rate, as tf_cnn_benchmarks' (it ramped
+  // the current piece's, 0.01 x 1.5 / 2 at epoch 1.5), then the schedule
+  const LrSchedule pw = make_lr_schedule(0.1, "0.1;1;0.01", 2, false, 4, 128, 0);
+  EXPECT_NEAR(pw.at(0.5), 0.025, 1e-12);
+  EXPECT_NEAR(pw.at(1.5), 0.075, 1e-12);
+  EXPECT_NEAR(pw.at(2), 0.01, 1e-12);
+  // under a cosine the ramp takes the decayed rate of the moment
+  const LrSchedule cw = make_lr_schedule(0.2, "", 5, true, 10, 128, 0);
+  EXPECT_NEAR(cw.at(2.5), 0.2 * 0.5 * (1 + std::cos(M_PI * 0.25)) * 0.5, 1e-12);
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;82", 0, false, 10, 1, 0), ConfigError);
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;82;0.01;50;0.001", 0, false, 10, 1, 0), ConfigError);
   EXPECT_THROW(make_lr_schedule(0.1, "0.1;x;0.01", 0, false, 10, 1, 0), ConfigError);

@@ -17,7 +17,9 @@ double LrSchedule::at(double epoch) const {
   } else if (cosine) {
     rate = base * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, epoch / total_epochs)));
   }
-  if (warmup_epochs > 0 && epoch < warmup_epochs) rate *= epoch / warmup_epochs;
+  // the warm-up ramps from zero to the initial rate (tf_cnn_benchmarks': the piecewise schedule's
+  // first, even where a boundary falls inside the warm-up); under a cosine, the decayed rate
+  if (warmup_epochs > 0 && epoch < warmup_epochs) rate = (cosine ? rate : base) * epoch / warmup_epochs;
   return rate;
 }
 

@@ -1,7 +1,8 @@
 // harness/run/lr_schedule.h — the learning rate as a function of the (fractional) epoch:
 // tf_cnn_benchmarks' piecewise constant schedule ("0.1;91;0.01;136;0.001": 0.1 until epoch 91,
 // 0.01 until 136, then 0.001), or a cosine decay to zero over the run; an optional linear
-// warm-up from zero over the first epochs; and linear scaling with the global batch
+// warm-up from zero over the first epochs (to the initial rate, as tf_cnn_benchmarks; under a
+// cosine, to the decayed rate of the moment); and linear scaling with the global batch
 // (Goyal et al.: rate x global batch / base batch).
 #pragma once
 
