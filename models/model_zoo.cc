@@ -6,15 +6,15 @@ namespace cnnbench {
 
 const std::vector<ModelInfo>& model_zoo() {
   static const std::vector<ModelInfo> zoo = {
-      {"vgg11", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(11, n); }, 0, "VGG-A (Simonyan and Zisserman 2014), no batch norm"},
-      {"vgg16", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(16, n); }, 0, "VGG-D, no batch norm"},
-      {"vgg19", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_vgg(19, n); }, 0, "VGG-E, no batch norm"},
+      {"vgg11", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(11, n); }, 0, "VGG-A (Simonyan and Zisserman 2014), no batch norm"},
+      {"vgg16", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(16, n); }, 0, "VGG-D, no batch norm"},
+      {"vgg19", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(19, n); }, 0, "VGG-E, no batch norm"},
       {"resnet18", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(18, n); }, 0, "basic blocks (He et al. 2015)"},
       {"resnet34", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(34, n); }, 0, "basic blocks"},
       {"resnet50", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(50, n); }, 0,
        "v1.5 (torchvision, MLPerf): the stride in each stage's first 3x3; tf_cnn_benchmarks' resnet50 is resnet50_v1"},
-      {"resnet101", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(101, n); }, 0, "v1.5"},
-      {"resnet152", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(152, n); }, 0, "v1.5"},
+      {"resnet101", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_resnet(101, n); }, 0, "v1.5"},
+      {"resnet152", "imagenet", 3, 224, 1000, 32, [](int64_t n) { return build_resnet(152, n); }, 0, "v1.5"},
       {"resnet50_v1.5", "imagenet", 3, 224, 1000, 64,
        [](int64_t n) { return build_resnet(50, n, ResNetVersion::v1_5, "resnet50_v1.5"); }, 0,
        "resnet50 under tf_cnn_benchmarks' name for it"},
