@@ -13,7 +13,8 @@ ParamLayout ParamLayout::of(const Graph& graph) {
     for (int i = 0; i < static_cast<int>(node->params.size()); ++i) {
       const ParamSpec& spec = node->params[i];
       layout.params_of_node[node->id].push_back(static_cast<int>(layout.params.size()));
-      layout.params.push_back({node->id, i, &spec, layout.param_elements, spec.elements()});
+      layout.params.push_back(
+          {node->id, i, &spec, layout.param_elements, spec.elements(), node->kind == OpKind::batch_norm});
       layout.param_elements += spec.elements();
     }
     for (int i = 0; i < static_cast<int>(node->buffers.size()); ++i) {

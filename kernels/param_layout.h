@@ -18,6 +18,7 @@ struct ArenaEntry {
   int index = 0;   // position in node.params (or node.buffers)
   const ParamSpec* spec = nullptr;
   int64_t offset = 0, elements = 0;
+  bool batch_norm = false;  // a batch norm's scale or shift
 };
 
 struct ParamLayout {
@@ -46,6 +47,29 @@ void for_each_param_in(const ParamLayout& layout, int64_t offset, int64_t count,
       throw std::logic_error("an optimizer step over part of tensor " + e.spec->name);
     f(e);
   }
+}
+
+// Calls f(offset, count, decays) over the arena range [offset, offset + count) in runs of whole
+// tensors that all take weight decay or all take none: batch norm's scales and shifts take none
+// unless decay_batch_norm (SgdConfig). With it, one call over the whole range.
+template <class F>
+void for_each_decay_run(const ParamLayout& layout, int64_t offset, int64_t count, bool decay_batch_norm, F&& f) {
+  if (decay_batch_norm) return f(offset, count, true);
+  int64_t run_start = 0, run_end = -1;  // run_end < 0: no run open
+  bool run_decays = true;
+  for_each_param_in(layout, offset, count, [&](const ArenaEntry& e) {
+    const bool decays = !e.batch_norm;
+    if (run_end >= 0 && (decays != run_decays || e.offset != run_end)) {
+      f(run_start, run_end - run_start, run_decays);
+      run_end = -1;
+    }
+    if (run_end < 0) {
+      run_start = e.offset;
+      run_decays = decays;
+    }
+    run_end = e.offset + e.elements;
+  });
+  if (run_end >= 0) f(run_start, run_end - run_start, run_decays);
 }
 
 // Whether LARS scales a tensor's rate: weights (convolution, linear), not biases or batch-norm

@@ -58,6 +58,9 @@ struct SgdConfig {
   // the plain rate and no weight decay. The velocity holds rate x gradient, as in that reference.
   bool lars = false;
   float lars_eta = 0.001f;
+  // weight decay on batch norm's scales and shifts too (PyTorch's SGD decays every parameter);
+  // false: as tf_cnn_benchmarks, whose models leave them out of the L2 loss (filter_l2_loss_vars)
+  bool decay_batch_norm = false;
 };
 
 // Time spent in one node's steps, summed over the steps run since timing was switched on.
@@ -137,7 +140,7 @@ class Plan {
   // SgdConfig::gradient_scale).
   void set_loss_scale(float scale) { loss_scale_ = scale; }
   // Label smoothing s in [0, 1): the loss's target is (1 - s) on the label and s / classes on
-  // every class (CPU backends; the GPU backend refuses a nonzero s at set-up).
+  // every class (every backend).
   void set_label_smoothing(float s) { label_smoothing_ = s; }
   // Dropout masks (kernels/dropout_mask.h) come from this seed (each rank its own) and a step
   // count that each training forward() advances, from `step` (a resumed run's steps so far).

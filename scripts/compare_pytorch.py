@@ -81,7 +81,9 @@ def cnnbench_result(binary, model, batch, threads, warmup, steps, precision, ext
         result = os.path.join(tmp, "r.json")
         args = [binary, f"--model={model}", f"--batch_size={batch}", f"--num_batches={steps}",
                 f"--num_warmup_batches={warmup}", f"--num_intra_threads={threads}", "--optimizer=momentum",
-                "--weight_decay=1e-4", f"--benchmark_log_dir={tmp}", f"--result_json={result}", *extra]
+                # torch.optim.SGD's arithmetic: plain momentum, weight decay on every parameter
+                "--nesterov=false", "--weight_decay=1e-4", "--weight_decay_on_batch_norm",
+                f"--benchmark_log_dir={tmp}", f"--result_json={result}", *extra]
         if precision != "fp32":
             args.append("--use_fp16")
         run_checked(args, env, f"cnnbench {model}")

@@ -199,7 +199,8 @@ bench_run() {  # config model batch impl rep: one row of bench.csv
   if [ "$impl" = cnnbench ] || [ "$impl" = unfused ] || [ "$impl" = graphs ]; then
     cmd=("${CENV[@]}" "$C/bin/cnnbench" --model="$model" --batch_size="$batch" --use_fp16 --device=gpu --num_batches="$STEPS"
       --num_warmup_batches="$WARMUP" --benchmark_log_dir="$S/bench/cnnbench_results" --result_json="$f.json"
-      --algorithm_cache="$S/algorithm_cache.txt")  # a shape's first run searches, later runs read its choices
+      --algorithm_cache="$S/algorithm_cache.txt"  # a shape's first run searches, later runs read its choices
+      --optimizer=momentum --nesterov=false --weight_decay_on_batch_norm)  # torch.optim.SGD's update, as the peer
     [ "$impl" != unfused ] || cmd+=(--fuse_ops=false)  # every op alone, to compare
     [ "$impl" != graphs ] || cmd+=(--cuda_graphs)      # forward and backward replayed as CUDA graphs
   else

@@ -59,15 +59,21 @@ def expected_settings(point, defaults):
     """flag -> the value a run of `point` has: its own flags over its config file's keys over
     the defaults; OUTPUT_KEYS left out."""
     want = dict(defaults)
+    given = set(point.flags)  # set by the point or its config file, not defaults
     config = point.flags.get("config")
     if config:
         path = config if os.path.isabs(config) else os.path.join(ROOT, config)
         try:
             with open(path, "rb") as f:
-                want.update({k: canon(v) for k, v in tomllib.load(f).items()})
+                keys = tomllib.load(f)
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise SweepError(f"--adopt: the point's config file {config}: {e}")
+        want.update({k: canon(v) for k, v in keys.items()})
+        given |= set(keys)
     want.update(point.flags)
+    # cnnbench resolves --nesterov where it is not given: on with --optimizer=momentum (tf_cnn_benchmarks')
+    if "nesterov" not in given:
+        want["nesterov"] = "true" if want.get("optimizer") == "momentum" else "false"
     return {k: v for k, v in want.items() if k not in OUTPUT_KEYS}
 
 

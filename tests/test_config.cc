@@ -37,6 +37,17 @@ TEST(Config, BothFlagFormsAndBooleans) {
   EXPECT_DOUBLE_EQ(c.weight_decay, 1e-4);
 }
 
+// tf_cnn_benchmarks' momentum optimizer is Nesterov's (MomentumOptimizer(use_nesterov=True)):
+// on with --optimizer=momentum unless --nesterov=false says otherwise; MLPerf's LARS is not.
+TEST(Config, MomentumIsNesterovsAsTfCnnBenchmarksUnlessSaid) {
+  EXPECT_TRUE(parse({"--optimizer=momentum"}).nesterov);
+  EXPECT_FALSE(parse({"--optimizer=momentum", "--nesterov=false"}).nesterov);
+  EXPECT_FALSE(parse({"--optimizer=lars"}).nesterov);
+  EXPECT_TRUE(parse({"--optimizer=lars", "--nesterov"}).nesterov);
+  EXPECT_FALSE(parse({}).nesterov);  // sgd: no momentum
+  EXPECT_FALSE(parse({}).weight_decay_on_batch_norm);
+}
+
 // absl's forms, as tf_cnn_benchmarks' command lines give them: one dash, --noname, boolean words
 // in any case and t/f, a boolean followed by its word.
 TEST(Config, AbslFlagForms) {

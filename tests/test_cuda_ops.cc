@@ -48,20 +48,37 @@ TEST(CudaBuild, DeviceMemoryWithoutADeviceIsAClearError) {
   }
 }
 
-TEST(CudaOps, SgdMatchesTheCpuUpdate) {
+// Three tensors (a weight over several chunks, a batch norm's scale, a bias) with a gap between
+// two, as the device arena aligns them: each tensor as the CPU's sgd_update with its own weight
+// decay (none on the batch norm's unless asked), the gap untouched.
+TEST(CudaOps, SgdMatchesTheCpuUpdateTensorByTensor) {
   SKIP_WITHOUT_GPU();
-  for (bool nesterov : {false, true}) {
-    const size_t n = 100003;
-    std::vector<float> w = random_values(n, 1), g = random_values(n, 2), v = random_values(n, 3, 0.1f);
-    cuda::DeviceBuffer dw = on_device(w), dg = on_device(g), dv = on_device(v);
-    cuda::sgd_update(dw.as<float>(), dg.as<float>(), dv.as<float>(), n, 0.1f, 0.9f, 1e-4f, nesterov, 0.5f, nullptr);
-    cpu::sgd_update(w.data(), g.data(), v.data(), n, 0.1f, 0.9f, 1e-4f, nesterov, 0.5f);
-    const std::vector<float> gw = to_host<float>(dw, n), gv = to_host<float>(dv, n);
-    for (size_t i = 0; i < n; i += 997) {
-      EXPECT_NEAR(gw[i], w[i], 1e-6f * (1 + std::fabs(w[i]))) << i;
-      EXPECT_NEAR(gv[i], v[i], 1e-6f * (1 + std::fabs(v[i]))) << i;
+  const std::vector<int64_t> offsets = {0, 70016, 70080}, sizes = {70003, 64, 1000};
+  const std::vector<uint8_t> batch_norm = {0, 1, 0};
+  const size_t n = 71080;
+  const std::vector<TensorChunk> chunks = cut_into_chunks(offsets, sizes, 32768);
+  cuda::DeviceBuffer d_chunks(chunks.size() * sizeof(TensorChunk)), d_bn(batch_norm.size());
+  d_chunks.upload(chunks.data(), chunks.size() * sizeof(TensorChunk));
+  d_bn.upload(batch_norm.data(), batch_norm.size());
+  for (bool nesterov : {false, true})
+    for (bool decay_batch_norm : {false, true}) {
+      SCOPED_TRACE(std::to_string(nesterov) + std::to_string(decay_batch_norm));
+      std::vector<float> w = random_values(n, 1), g = random_values(n, 2), v = random_values(n, 3, 0.1f);
+      cuda::DeviceBuffer dw = on_device(w), dg = on_device(g), dv = on_device(v);
+      const cuda::SgdSettings settings{0.1f, 0.9f, 0.05f, 0.5f, nesterov, decay_batch_norm};
+      cuda::sgd_update(dw.as<float>(), dg.as<float>(), dv.as<float>(), d_chunks.as<TensorChunk>(), 0,
+                       static_cast<int64_t>(chunks.size()), d_bn.as<uint8_t>(), settings, nullptr);
+      const std::vector<float> w0 = w;
+      for (size_t t = 0; t < sizes.size(); ++t)
+        cpu::sgd_update(w.data() + offsets[t], g.data() + offsets[t], v.data() + offsets[t], sizes[t], 0.1f, 0.9f,
+                        batch_norm[t] && !decay_batch_norm ? 0.0f : 0.05f, nesterov, 0.5f);
+      const std::vector<float> gw = to_host<float>(dw, n), gv = to_host<float>(dv, n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(gw[i], w[i], 1e-6f * (1 + std::fabs(w[i]))) << i;
+        ASSERT_NEAR(gv[i], v[i], 1e-6f * (1 + std::fabs(v[i]))) << i;
+      }
+      EXPECT_EQ(gw[70010], w0[70010]) << "the gap is no tensor's";
     }
-  }
 }
 
 TEST(CudaOps, CastsRoundToNearestEvenLikeTheCpu) {

@@ -94,6 +94,9 @@ TEST(NothingLost, ATrainDirBelongsToTheRunThatMadeIt) {
   EXPECT_EQ(r.output.find("damaged"), std::string::npos) << r.output;
   // so is the same model trained with another seed
   leaves_t_alone(idx + "--num_epochs=4 --train_dir=T --resume --seed=7", 2, "seed 1 (this run: 7)");
+  // or with weight decay on batch norm's parameters, which the run did not decay
+  leaves_t_alone(idx + "--num_epochs=4 --train_dir=T --resume --weight_decay_on_batch_norm", 2,
+                 "weight_decay_on_batch_norm false (this run: true)");
   // and on a training set of another size (its steps would be other epochs there)
   leaves_t_alone(idx_in(dir, "half", 64, 32) + "--num_epochs=4 --train_dir=T --resume", 2,
                  "train_examples 128 (this run: 64)");

@@ -161,6 +161,41 @@ TEST_P(ToyTraining, LarsLearnsBarsAndFollowsTheReference) {
   EXPECT_TRUE(testing::close("weights after 3 LARS steps", weights[0], weights[1], 1e-3));
 }
 
+// Weight decay as tf_cnn_benchmarks applies it: not on batch norm's scales and shifts (their
+// models' filter_l2_loss_vars), unless asked (PyTorch's SGD); the weights and biases always.
+// With zero gradients and no momentum, a step scales each decayed tensor by 1 - lr x wd; the
+// update over one bucket's range (the middle tensors) leaves the rest as they were.
+TEST_P(ToyTraining, WeightDecaySkipsBatchNormUnlessAsked) {
+  const Graph cnn = bars_cnn(4);
+  for (const bool decay_batch_norm : {false, true}) {
+    SCOPED_TRACE(decay_batch_norm);
+    PlanOptions options;
+    if (GetParam() == "onednn-bf16") options.compute = DType::bf16;
+    auto plan = compile_plan(GetParam() == "ref" ? "ref" : "onednn", cnn, options);
+    const ParamLayout& layout = plan->layout();
+    init_parameters(layout, plan->parameters().data(), plan->buffers().data(), 5);
+    for (float& w : plan->parameters()) w += 0.5f;  // biases and shifts start at 0: make every decay show
+    std::fill(plan->gradients().begin(), plan->gradients().end(), 0.0f);
+    std::fill(plan->momentum().begin(), plan->momentum().end(), 0.0f);
+    const std::vector<float> before(plan->parameters().begin(), plan->parameters().end());
+    SgdConfig sgd{0.0f, 0.5f, false};
+    sgd.decay_batch_norm = decay_batch_norm;
+    const ArenaEntry &first = layout.params[1], &last = layout.params[layout.params.size() - 2];
+    plan->sgd_step(sgd, 0.1f, static_cast<size_t>(first.offset),
+                   static_cast<size_t>(last.offset + last.elements - first.offset));
+    int batch_norm_tensors = 0;
+    for (size_t k = 0; k < layout.params.size(); ++k) {
+      const ArenaEntry& e = layout.params[k];
+      const bool inside = k >= 1 && k + 1 < layout.params.size();
+      batch_norm_tensors += e.batch_norm;
+      const float factor = !inside || (e.batch_norm && !decay_batch_norm) ? 1.0f : 0.95f;
+      for (int64_t i = 0; i < e.elements; ++i)
+        ASSERT_FLOAT_EQ(plan->parameters()[e.offset + i], before[e.offset + i] * factor) << e.spec->name << " " << i;
+    }
+    EXPECT_EQ(batch_norm_tensors, 4) << "bn1 and bn2: a scale and a shift each";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn", "onednn-bf16"),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -218,6 +218,9 @@ Config parse_command_line(int argc, const char* const* argv) {
 }
 
 void resolve_device(Config& config) {
+  // tf_cnn_benchmarks' momentum optimizer is Nesterov's (MomentumOptimizer(..., use_nesterov=True));
+  // MLPerf's LARS is not: --nesterov says otherwise where given
+  if (!config.was_given("nesterov")) config.nesterov = config.optimizer == "momentum";
   if (config.use_fp16 && config.was_given("precision") && config.precision == "fp32")
     throw ConfigError("--use_fp16 asks for half precision, --precision=fp32 for none: give one of them");
   if (!config.piecewise_learning_rate_schedule.empty() && config.cosine_learning_rate)

@@ -41,7 +41,8 @@ struct Config {
   double init_learning_rate = -1;  // < 0 = 0.1 x global batch / 256 (ImageNet), 0.1 otherwise
   double momentum = 0.9;
   double weight_decay = 4e-5;
-  bool nesterov = false;
+  bool weight_decay_on_batch_norm = false;  // tf_cnn_benchmarks leaves batch norm's out of its L2 loss
+  bool nesterov = false;  // not given: true with --optimizer=momentum (tf_cnn_benchmarks'), else false
   // compute
   std::string backend = "onednn";   // onednn | ref | cuda (set by --device=gpu)
   std::string device = "cpu";       // cpu | gpu

@@ -145,13 +145,22 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .unless(not_training)
                     .probe(kSynthetic, "0.1", "json:steps.loss"));
-    v.push_back(BOOL_FLAG(nesterov, "Nesterov momentum (optimizer=momentum or lars)")
+    v.push_back(BOOL_FLAG(weight_decay_on_batch_norm, "weight decay on batch norm's scales and shifts too, as "
+                                                      "PyTorch's SGD (default: not, as tf_cnn_benchmarks)")
+                    .reads(training_runs)
+                    .unless([](const Config& c) {
+                      return c.optimizer == "lars"  ? "LARS decays no batch norm parameter (1-D tensors)"
+                             : c.weight_decay == 0 ? "--weight_decay is 0"
+                                                    : not_training(c);
+                    })
+                    .probe(kSynthetic, "true", "json:steps.loss", "--model=resnet20 --weight_decay=0.5"));
+    v.push_back(BOOL_FLAG(nesterov, "Nesterov momentum (default: with --optimizer=momentum, as tf_cnn_benchmarks)")
                     .reads(training_runs)
                     .unless([](const Config& c) {
                       return c.nesterov && c.optimizer == "sgd" ? "only with --optimizer=momentum or lars"
                                                                 : not_training(c);
                     })
-                    .probe(kSynthetic, "true", "json:steps.loss", "--optimizer=momentum"));
+                    .probe(kSynthetic, "false", "json:steps.loss", "--optimizer=momentum"));
     v.push_back(TEXT_FLAG(backend, one_of(c.backend, {"onednn", "ref", "cuda"}),
                           "compute backend: onednn, ref (slow reference), or cuda (GPU; --device=gpu picks it)")
                     .reads(training_runs)
@@ -427,13 +436,11 @@ const std::vector<FlagSpec>& flag_specs() {
                     .probe(kSynthetic, "true", "out:GFLOP/s"));
     v.push_back(BOOL_FLAG(list_models, "list the models and exit").reads(X).probe(kSynthetic, "true", "out:resnet50"));
     v.push_back(BOOL_FLAG(version, "print cnnbench's version, git revision, compiler, oneDNN version and backends, and exit")
-                    .reads(X)
-                    .probe(kSynthetic, "true", "out:oneDNN"));
+                    .reads(X).probe(kSynthetic, "true", "out:oneDNN"));
     v.push_back(BOOL_FLAG(list_result_fields,
                           "print every field of the training and convergence results (JSON path, results.csv column, unit, "
                           "schemas) as JSON and exit")
-                    .reads(X)
-                    .probe(kSynthetic, "true", "out:summary.images_per_sec"));
+                    .reads(X).probe(kSynthetic, "true", "out:summary.images_per_sec"));
     v.push_back(BOOL_FLAG(help, "print this help and exit").reads(X).probe(kSynthetic, "true", "out:usage:"));
     return v;
   }();

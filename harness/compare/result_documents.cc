@@ -48,15 +48,24 @@ std::string setting_text(const json& v, const std::string& path, const std::stri
   fail(path, name + " is " + v.type_name() + ", not a setting");
 }
 
+// A flag's value in a result written before the flag existed (its config records every flag of
+// its day, weight_decay among them), where that was not the flag's default now: batch norm's
+// parameters took weight decay until --weight_decay_on_batch_norm came (2026-11-29).
+std::string flag_before_it_existed(const json& config, const std::string& flag) {
+  return flag == "weight_decay_on_batch_norm" && config.contains("weight_decay") ? "true" : flag_default(flag);
+}
+
 // `flags` from the result's config (as the run wrote them: the flag table's text), a flag's
-// default where the result has no config or not that flag.
+// default where the result has no config, its value before it existed where the config lacks it.
 void read_flag_settings(const json& doc, const std::string& path, const std::vector<std::string>& flags,
                         RunConfiguration& config) {
   const auto given = doc.find("config");
   const bool has = given != doc.end() && given->is_object();
   for (const std::string& flag : flags) {
     const auto v = has ? given->find(flag) : given;
-    config.values[flag] = has && v != given->end() ? setting_text(*v, path, "config." + flag) : flag_default(flag);
+    config.values[flag] = !has                ? flag_default(flag)
+                          : v != given->end() ? setting_text(*v, path, "config." + flag)
+                                              : flag_before_it_existed(*given, flag);
   }
 }
 // later_configuration_fields() from run, where the result has them.
@@ -222,6 +231,9 @@ std::optional<AccuracyRun> parse_convergence(const json& doc, const std::string&
   // run said so), and two runs differing in it alone are one configuration
   if (run.config["input_format"] != "tfrecord")
     run.config.values["datasets_shuffle_buffer_size"] = flag_default("datasets_shuffle_buffer_size");
+  // likewise weight decay on batch norm where nothing was decayed, or LARS left batch norm out
+  if (run.config["optimizer"] == "lars" || run.config["weight_decay"] == "0")
+    run.config.values["weight_decay_on_batch_norm"] = flag_default("weight_decay_on_batch_norm");
   const double target = json_number(member(doc, path, "time_to_accuracy", "target_top_1_accuracy"), path,
                                     "time_to_accuracy.target_top_1_accuracy", fraction_range);
   run.config.values["target_top_1_accuracy"] = fmt::format("{:.6g}", target);

@@ -45,7 +45,8 @@ const std::vector<std::string>& speed_flags() {
 
 const std::vector<std::string>& accuracy_flags() {
   static const std::vector<std::string> flags = {
-      "init_learning_rate", "momentum", "weight_decay", "nesterov", "lars_eta", "label_smoothing",
+      "init_learning_rate", "momentum", "weight_decay", "weight_decay_on_batch_norm", "nesterov", "lars_eta",
+      "label_smoothing",
       "piecewise_learning_rate_schedule", "num_learning_rate_warmup_epochs", "cosine_learning_rate",
       "learning_rate_base_batch", "eval_during_training_every_n_epochs", "num_epochs",
       "stop_at_top_1_accuracy", "datasets_shuffle_buffer_size", "fp16_loss_scale", "fp16_enable_auto_loss_scale",

@@ -75,6 +75,7 @@ SgdConfig sgd_config(const Config& config) {
   sgd.lars = config.optimizer == "lars";
   sgd.lars_eta = static_cast<float>(config.lars_eta);
   sgd.weight_decay = static_cast<float>(config.weight_decay);
+  sgd.decay_batch_norm = config.weight_decay_on_batch_norm;
   sgd.nesterov = config.nesterov;
   return sgd;
 }

@@ -113,6 +113,8 @@ nlohmann::json run_identity(const Config& config, const RunSettings& settings, d
     id["nesterov"] = config.nesterov ? "true" : "false";
   }
   if (config.optimizer == "lars") id["lars_eta"] = fmt::format("{}", config.lars_eta);
+  if (config.optimizer != "lars" && config.weight_decay > 0)
+    id["weight_decay_on_batch_norm"] = config.weight_decay_on_batch_norm ? "true" : "false";
   if (config.compression == "powersgd") id["powersgd_rank"] = std::to_string(config.powersgd_rank);
   // a cosine schedule's length is --num_epochs: another length is another schedule
   if (config.cosine_learning_rate) id["cosine_epochs"] = fmt::format("{}", schedule_epochs);
@@ -142,7 +144,9 @@ std::string identity_differences(const CheckpointInfo& theirs, const nlohmann::j
     // recorded since 2026-11-27, 2026-11-28 and 2026-11-29
     if ((key == "train_examples" || key == "cosine_epochs" || key == "data_fingerprint") && !theirs.run.contains(key))
       continue;
-    differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : "", text_of(value));
+    // before the flag (2026-11-29), batch norm's parameters took weight decay
+    const std::string before = key == "weight_decay_on_batch_norm" ? "true" : "";
+    differ(key, theirs.run.contains(key) ? text_of(theirs.run.at(key)) : before, text_of(value));
   }
   for (const auto& [key, value] : theirs.run.items())
     if (!ours.contains(key)) differ(key, text_of(value), "");

@@ -309,7 +309,7 @@ void CudaPlan::compile() {
   d_grads_ = DeviceBuffer(std::max<int64_t>(1, device_params_) * 4);
   d_momentum_ = DeviceBuffer(std::max<int64_t>(1, device_params_) * 4);
   d_buffers_ = DeviceBuffer(std::max<int64_t>(1, device_buffers_) * 4);
-  prepare_lars();
+  prepare_update_chunks();
   CUDA_CHECK(cudaMemset(d_params_.data(), 0, d_params_.bytes()));
   CUDA_CHECK(cudaMemset(d_buffers_.data(), 0, d_buffers_.bytes()));
   CUDA_CHECK(cudaMemset(d_grads_.data(), 0, d_grads_.bytes()));

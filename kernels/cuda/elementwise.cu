@@ -8,14 +8,19 @@
 namespace cnnbench::cuda {
 namespace {
 
-__global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                           float weight_decay, bool nesterov, float gradient_scale, const int* skip_if) {
+// One block per chunk: the chunk's tensor takes weight decay unless it is a batch norm's (and
+// batch norm's are not decayed); then momentum SGD as the CPU's sgd_update.
+__global__ void sgd_kernel(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first,
+                           const uint8_t* batch_norm, SgdSettings p, const int* skip_if) {
   if (skip_if && *skip_if) return;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
-    const float grad = gradient_scale * g[i] + weight_decay * w[i];
-    const float vel = momentum * v[i] + grad;
+  const TensorChunk c = chunks[first + blockIdx.x];
+  const float decay = p.decay_batch_norm || !batch_norm[c.tensor] ? p.weight_decay : 0.0f;
+  for (int32_t k = threadIdx.x; k < c.elements; k += blockDim.x) {
+    const int64_t i = c.start + k;
+    const float grad = p.gradient_scale * g[i] + decay * w[i];
+    const float vel = p.momentum * v[i] + grad;
     v[i] = vel;
-    w[i] -= lr * (nesterov ? grad + momentum * vel : vel);
+    w[i] -= p.lr * (p.nesterov ? grad + p.momentum * vel : vel);
   }
 }
 
@@ -113,11 +118,11 @@ __global__ void from_f16_kernel(const uint16_t* in, float* out, int64_t count, f
 
 }  // namespace
 
-void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
-                bool nesterov, float gradient_scale, cudaStream_t stream, const int* skip_if) {
+void sgd_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first, int64_t count,
+                const uint8_t* batch_norm, const SgdSettings& settings, cudaStream_t stream, const int* skip_if) {
   if (count <= 0) return;
-  sgd_kernel<<<blocks_for(count), threads, 0, stream>>>(w, g, v, count, lr, momentum, weight_decay, nesterov,
-                                                        gradient_scale, skip_if);
+  sgd_kernel<<<static_cast<unsigned>(count), threads, 0, stream>>>(w, g, v, chunks, first, batch_norm, settings,
+                                                                   skip_if);
   CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 

@@ -1,5 +1,5 @@
-// kernels/cuda/elementwise.h — SGD with momentum (fp32 master weights) and casts between fp32
-// and the 16-bit types (round to nearest even, as the CPU path), on whole arenas. Asynchronous
+// kernels/cuda/elementwise.h — SGD with momentum and LARS (fp32 master weights, tensor chunk by
+// chunk) and casts between fp32 and the 16-bit types (round to nearest even, as the CPU path). Asynchronous
 // on `stream`; the same formulas as kernels/cpu_ops.h, against which tests/test_cuda_ops.cc
 // checks them on a GPU. The kernels between cuDNN and cuBLAS calls are in tensor_kernels.h.
 #pragma once
@@ -13,10 +13,18 @@
 
 namespace cnnbench::cuda {
 
-// With skip_if set, the update does nothing when *skip_if != 0 (read on the device: loss scaling
-// skips a step with inf/NaN gradients without the host waiting for the check).
-void sgd_update(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay,
-                bool nesterov, float gradient_scale, cudaStream_t stream, const int* skip_if = nullptr);
+// Momentum SGD (kernels/cpu_ops.h's sgd_update) over many tensors in one launch: chunks[first,
+// first + count) (on the device, kernels/tensor_chunks.h) are every chunk of some whole tensors;
+// batch_norm[t] says whether tensor t is a batch norm's scale or shift, which takes no weight
+// decay unless decay_batch_norm. With skip_if set, the update does nothing when *skip_if != 0
+// (read on the device: loss scaling skips a step with inf/NaN gradients without the host waiting).
+struct SgdSettings {
+  float lr, momentum, weight_decay, gradient_scale;
+  bool nesterov, decay_batch_norm;
+};
+void sgd_update(float* w, const float* g, float* v, const TensorChunk* chunks, int64_t first, int64_t count,
+                const uint8_t* batch_norm, const SgdSettings& settings, cudaStream_t stream,
+                const int* skip_if = nullptr);
 
 // LARS (kernels/cpu_ops.h's lars_update, tensor by tensor) over many tensors in two launches,
 // with the same bits every run: chunks[first, first + count) (on the device, kernels/tensor_chunks.h)

@@ -195,8 +195,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   std::unique_ptr<TensorDesc> nhwc_desc(const Shape& s, DType type) const;
 
   void compile();
-  void prepare_lars();  // sgd.cc: the chunk table LARS launches over
-  void lars_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count, const int* skip_if);
+  void prepare_update_chunks();  // sgd.cc: the chunk table the updates launch over
+  void update_step(const SgdConfig& config, float learning_rate, size_t offset, size_t count, const int* skip_if);
   void check_tensors_fit();  // memory.cc: the arena in the free memory, every tensor in cuDNN's descriptors
   int64_t largest_batch_for_descriptors() const;
   void place_tensors();  // memory.cc: out_ and diff_ in the arena tensors_ planned
@@ -345,8 +345,8 @@ class CudaPlan final : public Plan, public DevicePlan {
   int* pinned_flag_ = nullptr;
   int32_t* pinned_labels_ = nullptr;
   DeviceBuffer d_dropout_step_;
-  std::vector<TensorChunk> lars_chunks_;  // every parameter tensor's chunks, in device arena order
-  DeviceBuffer d_lars_chunks_, d_lars_first_chunk_, d_lars_adapt_, d_lars_partials_;
+  std::vector<TensorChunk> update_chunks_;  // every parameter tensor's chunks, in device arena order
+  DeviceBuffer d_update_chunks_, d_batch_norm_, d_lars_first_chunk_, d_lars_adapt_, d_lars_partials_;
   bool loss_pending_ = false;
   bool guarded_pending_ = false, last_update_applied_ = true;
   cudaEvent_t marks_[4] = {};

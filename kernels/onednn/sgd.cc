@@ -1,5 +1,5 @@
-// kernels/onednn/sgd.cc — the optimizer step over the plain fp32 arenas: momentum SGD, or LARS
-// tensor by tensor.
+// kernels/onednn/sgd.cc — the optimizer step over the plain fp32 arenas: momentum SGD (in runs of
+// tensors that take weight decay or not), or LARS tensor by tensor.
 #include "kernels/onednn/plan_internal.h"
 
 #include "kernels/cpu_ops.h"
@@ -15,9 +15,12 @@ void OnednnPlan::sgd_step(const SgdConfig& config, float learning_rate, size_t o
     });
     return;
   }
-  cpu::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
-                  static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
-                  config.gradient_scale);
+  for_each_decay_run(layout(), static_cast<int64_t>(offset), static_cast<int64_t>(count), config.decay_batch_norm,
+                     [&](int64_t at, int64_t n, bool decays) {
+                       cpu::sgd_update(params_.data() + at, grads_.data() + at, momentum_.data() + at, n,
+                                       learning_rate, config.momentum, decays ? config.weight_decay : 0.0f,
+                                       config.nesterov, config.gradient_scale);
+                     });
 }
 
 }  // namespace cnnbench::onednn

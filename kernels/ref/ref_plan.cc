@@ -232,9 +232,12 @@ class RefPlan final : public Plan {
       });
       return;
     }
-    ref::sgd_update(params_.data() + offset, grads_.data() + offset, momentum_.data() + offset,
-                    static_cast<int64_t>(count), learning_rate, config.momentum, config.weight_decay, config.nesterov,
-                    config.gradient_scale);
+    for_each_decay_run(layout(), static_cast<int64_t>(offset), static_cast<int64_t>(count), config.decay_batch_norm,
+                       [&](int64_t at, int64_t n, bool decays) {
+                         ref::sgd_update(params_.data() + at, grads_.data() + at, momentum_.data() + at, n,
+                                         learning_rate, config.momentum, decays ? config.weight_decay : 0.0f,
+                                         config.nesterov, config.gradient_scale);
+                       });
   }
 
   void read_output(int node, float* dst) override {
