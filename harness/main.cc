@@ -18,6 +18,7 @@
 #include "harness/compare/compare.h"
 #include "harness/data/make_tfrecords.h"
 #include "harness/cli/config.h"
+#include "harness/cli/run_settings.h"
 #include "harness/run/convergence_run.h"
 #include "harness/run/input_bench.h"
 #include "harness/run/step_loop.h"
@@ -184,6 +185,8 @@ int main(int argc, char** argv) {
     }
     if (report_errors_together(not_built)) throw ErrorsReported{2};
     comm->watch_collectives(config.collective_timeout_sec);
+    // no rate or schedule given: the model's own, as tf_cnn_benchmarks runs it (recorded as given)
+    apply_model_schedule(config, comm->size());
     if (config.mode == "allreduce")
       run_allreduce_benchmark(config, *comm);
     else if (config.mode == "input")

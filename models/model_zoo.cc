@@ -6,9 +6,9 @@ namespace cnnbench {
 
 const std::vector<ModelInfo>& model_zoo() {
   static const std::vector<ModelInfo> zoo = {
-      {"vgg11", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(11, n); }, 0, "VGG-A (Simonyan and Zisserman 2014), no batch norm"},
-      {"vgg16", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(16, n); }, 0, "VGG-D, no batch norm"},
-      {"vgg19", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(19, n); }, 0, "VGG-E, no batch norm"},
+      {"vgg11", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(11, n); }, 0.005, "VGG-A (Simonyan and Zisserman 2014), no batch norm"},
+      {"vgg16", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(16, n); }, 0.005, "VGG-D, no batch norm"},
+      {"vgg19", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_vgg(19, n); }, 0.005, "VGG-E, no batch norm"},
       {"resnet18", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(18, n); }, 0, "basic blocks (He et al. 2015)"},
       {"resnet34", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(34, n); }, 0, "basic blocks"},
       {"resnet50", "imagenet", 3, 224, 1000, 64, [](int64_t n) { return build_resnet(50, n); }, 0,

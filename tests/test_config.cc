@@ -48,6 +48,39 @@ TEST(Config, MomentumIsNesterovsAsTfCnnBenchmarksUnlessSaid) {
   EXPECT_FALSE(parse({}).weight_decay_on_batch_norm);
 }
 
+// Where no rate or schedule is given, a model's own schedule, as tf_cnn_benchmarks runs it
+// (resnet_model.py, ResnetCifar10Model, DensenetCifar10Model, AlexnetCifar10Model), written into
+// the config; any rate, schedule, cosine or base batch given keeps the user's recipe.
+TEST(Config, ModelsCarryTfCnnBenchmarksSchedulesWhereNoRateIsGiven) {
+  Config c = parse({"--model=resnet50"});
+  ASSERT_TRUE(apply_model_schedule(c, 4));  // 4 ranks x 64: 0.128 x 256 / 256
+  EXPECT_EQ(c.piecewise_learning_rate_schedule, "0.128;30;0.0128;60;0.00128;80;0.000128;90;1.28e-05");
+  EXPECT_EQ(c.num_learning_rate_warmup_epochs, 5);
+  c = parse({"--model=resnet50_v1", "--batch_size=32", "--num_learning_rate_warmup_epochs=1"});
+  ASSERT_TRUE(apply_model_schedule(c, 2));
+  EXPECT_EQ(c.piecewise_learning_rate_schedule.substr(0, 9), "0.032;30;");
+  EXPECT_EQ(c.num_learning_rate_warmup_epochs, 1) << "a warm-up given stays";
+  c = parse({"--model=resnet56"});
+  ASSERT_TRUE(apply_model_schedule(c, 1));
+  EXPECT_EQ(c.piecewise_learning_rate_schedule, "0.1;82;0.01;123;0.001;300;0.0002");
+  c = parse({"--model=densenet40_k12"});
+  ASSERT_TRUE(apply_model_schedule(c, 1));
+  EXPECT_EQ(c.piecewise_learning_rate_schedule, "0.1;150;0.01;225;0.001;300;0.0001");
+  c = parse({"--model=alexnet", "--data_name=cifar10"});
+  ASSERT_TRUE(apply_model_schedule(c, 1));
+  EXPECT_EQ(c.piecewise_learning_rate_schedule.substr(0, 24), "0.1;100;0.01;200;0.001;3");
+  for (const std::vector<std::string>& own :
+       {std::vector<std::string>{"--model=resnet50", "--init_learning_rate=0.2"},
+        {"--model=resnet50", "--piecewise_learning_rate_schedule=0.2;10;0.02"},
+        {"--model=resnet50", "--cosine_learning_rate"}, {"--model=resnet50", "--learning_rate_base_batch=256"},
+        {"--model=resnet50", "--forward_only"}, {"--model=vgg16"}, {"--model=googlenet"}, {"--model=trivial"}}) {
+    c = parse(own);
+    EXPECT_FALSE(apply_model_schedule(c, 1)) << own.back();
+    EXPECT_EQ(c.piecewise_learning_rate_schedule, own.back().rfind("--piecewise", 0) == 0 ? "0.2;10;0.02" : "")
+        << own.back();
+  }
+}
+
 // absl's forms, as tf_cnn_benchmarks' command lines give them: one dash, --noname, boolean words
 // in any case and t/f, a boolean followed by its word.
 TEST(Config, AbslFlagForms) {

@@ -126,8 +126,8 @@ const std::vector<FlagSpec>& flag_specs() {
                     .unless([](const Config& c) { return c.optimizer != "lars" ? "only with --optimizer=lars" : not_training(c); })
                     .probe(kSynthetic, "0.01", "json:steps.loss", "--optimizer=lars"));
     v.push_back(REAL_FLAG(init_learning_rate, if (c.init_learning_rate <= 0) throw ConfigError("must be positive"),
-                          "learning rate, at most 1000; default 0.1 x global batch / 256 (ImageNet), 0.1 (CIFAR-10, Fashion-MNIST), "
-                          "trivial 0.0005 (its CIFAR-10 form 0.005), googlenet, inception3/4, mobilenet, alexnet, overfeat, lenet 0.005")
+                          "learning rate, at most 1000; default: the model's schedule as tf_cnn_benchmarks runs it (resnets, "
+                          "densenets, CIFAR-10's alexnet), else its flat rate (docs/flags.md)")
                     .within(0, max_learning_rate)
                     .reads(training_runs)
                     .unless(not_training)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "harness/cli/config.h"
@@ -38,5 +39,18 @@ int64_t dataset_train_size(const std::string& dataset);
 
 // Throws ConfigError for a combination that cannot run (e.g. a model on the wrong data set).
 RunSettings resolve_settings(const Config& config, int ranks, int threads);
+
+// tf_cnn_benchmarks' schedule of a model (model_schedule.cc): ImageNet's resnets 0.128 x global
+// batch / 256 with 5 warm-up epochs and a tenth at epochs 30, 60, 80, 90; CIFAR-10's resnets,
+// densenets and alexnet theirs; none for a model whose rate is flat.
+struct ModelSchedule {
+  std::string piecewise;  // --piecewise_learning_rate_schedule's form
+  double warmup_epochs = 0;
+};
+std::optional<ModelSchedule> tf_cnn_model_schedule(const ModelInfo& model, int64_t global_batch);
+// Writes the model's schedule into a training run's config where none of --init_learning_rate,
+// --piecewise_learning_rate_schedule, --cosine_learning_rate, --learning_rate_base_batch was
+// given (and its warm-up where --num_learning_rate_warmup_epochs was not); true if it did.
+bool apply_model_schedule(Config& config, int ranks);
 
 }  // namespace cnnbench
