@@ -13,7 +13,7 @@ void TfLog::header(const std::string& devices, const std::string& backend_note, 
   const std::string tf_cnn_other = tf_cnn_benchmarks_network(s.model.name);
   fmt::print(out_, "Model:       {}{}\n", s.model.name, tf_cnn_other.empty() ? "" : " (" + tf_cnn_other + ")");
   fmt::print(out_, "Dataset:     {}{}\n", s.dataset, s.synthetic ? " (synthetic)" : "");
-  fmt::print(out_, "Mode:        {}\n", s.training ? "training" : "forward-only");
+  fmt::print(out_, "Mode:        {}\n", s.training ? "training" : "forward only");  // tf_cnn_benchmarks' BenchmarkMode
   fmt::print(out_, "Batch size:  {} global\n", s.global_batch);
   fmt::print(out_, "             {} per device\n", s.batch_size);
   fmt::print(out_, "Num batches: {}\n", s.timed_steps);
@@ -43,20 +43,23 @@ void TfLog::warmup_started() {
 void TfLog::warmup_done() {
   if (!out_) return;
   fmt::print(out_, "Done warm up\n");
-  fmt::print(out_, "Step\tImg/sec\ttotal_loss{}\n", config_.print_training_accuracy ? "\ttop_1_accuracy\ttop_5_accuracy" : "");
+  fmt::print(out_, "Step\tImg/sec\ttotal_loss{}\n", accuracy_columns() ? "\ttop_1_accuracy\ttop_5_accuracy" : "");
   std::fflush(out_);
 }
 
 void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
   if (!out_) return;
   if (index != 0 && (index + 1) % config_.display_every != 0) return;
-  const SpeedStats stats = speed_stats(step_speeds(steps, settings_.global_batch));
+  // under horovod, tf_cnn_benchmarks' step lines are each rank's own speed (its batch over the
+  // step) and only the total is the job's: a Horovod log's parsers read them so
+  const bool per_rank = config_.variable_update == "horovod" && settings_.ranks > 1;
+  const SpeedStats stats = speed_stats(step_speeds(steps, per_rank ? settings_.batch_size : settings_.global_batch));
   const StepRecord& last = steps.back();
   fmt::print(out_, "{}\timages/sec: {:.1f} +/- {:.1f} (jitter = {:.1f})\t{:.3f}", index + 1, stats.mean, stats.stderr_,
              stats.jitter, last.loss);
   // the counts are rank 0's (as tf_cnn_benchmarks prints its first device's): out of its batch,
   // not the global one, which kept the figure under 1 / ranks
-  if (config_.print_training_accuracy)
+  if (accuracy_columns())
     fmt::print(out_, "\t{:.3f}\t{:.3f}", static_cast<double>(last.top1_correct) / static_cast<double>(settings_.batch_size),
                static_cast<double>(last.top5_correct) / static_cast<double>(settings_.batch_size));
   fmt::print(out_, "\n");

@@ -35,6 +35,9 @@ class TfLog {
   void repeat_done(int64_t index, int64_t count, double images_per_sec);
 
  private:
+  // the top-1 and top-5 columns: with --print_training_accuracy, and always forward only (as
+  // tf_cnn_benchmarks prints them)
+  bool accuracy_columns() const { return config_.print_training_accuracy || config_.forward_only; }
   FILE* out_;
   const RunSettings& settings_;
   const Config& config_;
