@@ -51,10 +51,11 @@ void for_each_param_in(const ParamLayout& layout, int64_t offset, int64_t count,
 
 // Calls f(offset, count, decays) over the arena range [offset, offset + count) in runs of whole
 // tensors that all take weight decay or all take none: batch norm's scales and shifts take none
-// unless decay_batch_norm (SgdConfig). With it, one call over the whole range.
+// unless decay_batch_norm (SgdConfig). With it, or without any decay, one call over the range.
 template <class F>
-void for_each_decay_run(const ParamLayout& layout, int64_t offset, int64_t count, bool decay_batch_norm, F&& f) {
-  if (decay_batch_norm) return f(offset, count, true);
+void for_each_decay_run(const ParamLayout& layout, int64_t offset, int64_t count, bool decay_batch_norm,
+                        float weight_decay, F&& f) {
+  if (decay_batch_norm || weight_decay == 0) return f(offset, count, true);
   int64_t run_start = 0, run_end = -1;  // run_end < 0: no run open
   bool run_decays = true;
   for_each_param_in(layout, offset, count, [&](const ArenaEntry& e) {

@@ -16,6 +16,7 @@ void OnednnPlan::sgd_step(const SgdConfig& config, float learning_rate, size_t o
     return;
   }
   for_each_decay_run(layout(), static_cast<int64_t>(offset), static_cast<int64_t>(count), config.decay_batch_norm,
+                     config.weight_decay,
                      [&](int64_t at, int64_t n, bool decays) {
                        cpu::sgd_update(params_.data() + at, grads_.data() + at, momentum_.data() + at, n,
                                        learning_rate, config.momentum, decays ? config.weight_decay : 0.0f,
