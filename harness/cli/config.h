@@ -153,6 +153,8 @@ std::vector<std::string> flag_notes(const Config& config);
 // The same for the gradient exchange's flags given to a run that exchanges no gradients (one
 // rank, forward only, --variable_update=independent), saying which.
 std::vector<std::string> exchange_flag_notes(const Config& config, int ranks, bool training);
+// Whether a run exchanges gradients: more than one rank, training, not --variable_update=independent.
+bool exchanges_gradients(const Config& config, int ranks, bool training);
 
 // tf_cnn_benchmarks' piecewise schedule "rate;epoch;rate;...;rate": rates in (0, 1000], epochs
 // positive and increasing; throws ConfigError naming the flag and the problem.

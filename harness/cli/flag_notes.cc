@@ -61,8 +61,12 @@ std::vector<std::string> flag_notes(const Config& config) {
   return notes;
 }
 
+bool exchanges_gradients(const Config& config, int ranks, bool training) {
+  return ranks > 1 && config.variable_update != "independent" && training;
+}
+
 std::vector<std::string> exchange_flag_notes(const Config& config, int ranks, bool training) {
-  if (ranks > 1 && config.variable_update != "independent" && training) return {};
+  if (exchanges_gradients(config, ranks, training)) return {};
   std::vector<std::string> notes;
   if (config.variable_update == "parameter_server")  // refused on more ranks (run_settings.cc)
     notes.push_back("--variable_update=parameter_server: one rank exchanges no gradients, and updates its weights "

@@ -182,7 +182,7 @@ std::unique_ptr<PowerSgdSettings> powersgd_settings(const Config& config) {
 }
 
 bool exchanges_gradients(const Communicator& comm, const Config& config, const RunSettings& settings) {
-  return comm.size() > 1 && config.variable_update != "independent" && settings.training;
+  return exchanges_gradients(config, comm.size(), settings.training);
 }
 
 std::unique_ptr<GradientExchange> attach_reducer(Plan& plan, Communicator& comm, const Config& config,
