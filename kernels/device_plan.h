@@ -25,6 +25,8 @@ class DevicePlan {
 
   virtual void upload_state() = 0;
   virtual void download_state() = 0;
+  // The parameters alone (Plan::parameters()), as download_state() reads them.
+  virtual void download_parameters() = 0;
   // Waits for the step's launches; fills in a deferred loss.
   virtual void synchronize(LossResult* loss) = 0;
 

@@ -22,6 +22,20 @@ bool Plan::gradients_finite() {
   return finite;
 }
 
+double Plan::decayed_weights_l2(const SgdConfig& config) {
+  if (DevicePlan* d = device()) d->download_parameters();
+  double sum = 0;
+  for (const ArenaEntry& e : layout_.params) {
+    if (config.lars ? !lars_adapts(*e.spec) : e.batch_norm && !config.decay_batch_norm) continue;
+    const float* w = params_.data() + e.offset;
+    double tensor = 0;
+#pragma omp parallel for reduction(+ : tensor) schedule(static)
+    for (int64_t i = 0; i < e.elements; ++i) tensor += static_cast<double>(w[i]) * w[i];
+    sum += tensor;
+  }
+  return sum / 2;
+}
+
 int64_t Plan::exchange_offset(int param_index) const {
   if (const DevicePlan* d = device()) return d->gradient_offset(param_index);
   return layout_.params[param_index].offset;

@@ -162,6 +162,11 @@ class Plan {
   virtual size_t unshared_working_memory_bytes() const { return 0; }
   // No gradient is inf or NaN (after backward and any reduction).
   virtual bool gradients_finite();
+  // Half the sum of squares of the weights that sgd_step(config) decays (batch norm's scales and
+  // shifts only with decay_batch_norm; with LARS the tensors of more than one dimension), as they
+  // are now: tf_cnn_benchmarks' l2_loss, which its total_loss adds times the decay. A device
+  // plan's weights are read from the device first.
+  double decayed_weights_l2(const SgdConfig& config);
 
   // A plan whose state lives on an accelerator answers with its device face (device_plan.h);
   // a CPU plan has none, and everything a CPU backend writes is above.

@@ -86,6 +86,33 @@ TEST(Cli, TrainingRunPrintsTfLogAndWritesResults) {
   EXPECT_NE(row.find("out/r.json"), std::string::npos);
 }
 
+// The step lines' total_loss is tf_cnn_benchmarks': the cross-entropy (steps.loss) plus the
+// decay x half the sum of squares of the decayed weights. Both runs start from the same weights
+// and batch, so their first steps' terms are in the ratio of the decays; without decay there is none.
+TEST(Cli, TotalLossAddsTheWeightDecaysL2Term) {
+  const std::string dir = fresh_dir("cli_total_loss");
+  auto first_terms = [&](const std::string& decay) {
+    const CliRun r = run_cnnbench("--model=resnet20 --batch_size=4 --num_batches=2 --num_warmup_batches=0 "
+                                  "--display_every=1 --num_intra_threads=1 --weight_decay=" + decay +
+                                      " --result_json=wd" + decay + ".json",
+                                  dir);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto doc = nlohmann::json::parse(slurp_file(dir + "/wd" + decay + ".json"));
+    std::vector<double> terms;
+    const std::regex step_line(R"((\d+)\timages/sec: [0-9.]+ \+/- [0-9.]+ \(jitter = [0-9.]+\)\t([0-9.]+)\n)");
+    for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), step_line); it != std::sregex_iterator(); ++it)
+      terms.push_back(std::stod((*it)[2]) - doc["steps"]["loss"][std::stoi((*it)[1]) - 1].get<double>());
+    EXPECT_EQ(terms.size(), 2u) << r.output;
+    return terms;
+  };
+  for (const double term : first_terms("0")) EXPECT_NEAR(term, 0.0, 0.0006);
+  const std::vector<double> small = first_terms("0.01"), large = first_terms("0.02");
+  ASSERT_FALSE(small.empty());
+  ASSERT_FALSE(large.empty());
+  EXPECT_GT(small[0], 1.0) << "resnet20's convolutions hold hundreds of squared units";
+  EXPECT_NEAR(large[0] / small[0], 2.0, 0.002);
+}
+
 TEST(Cli, ForwardOnlyAndNhwcRun) {
   const std::string dir = fresh_dir("cli_forward");
   const CliRun r = run_cnnbench("--model=small_cnn --batch_size=8 --num_batches=2 --forward_only --data_format=NHWC", dir);

@@ -196,6 +196,28 @@ TEST_P(ToyTraining, WeightDecaySkipsBatchNormUnlessAsked) {
   }
 }
 
+// total_loss's L2 term (tf_cnn_benchmarks' l2_loss): half the sum of squares of the decayed
+// weights, batch norm's scales and shifts left out unless they decay too.
+TEST_P(ToyTraining, DecayedWeightsL2LeavesBatchNormOutUnlessAsked) {
+  auto plan = compile_plan(GetParam() == "ref" ? "ref" : "onednn", bars_cnn(4));
+  int64_t decayed = 0, batch_norm = 0;
+  for (const ArenaEntry& e : plan->layout().params) {
+    std::fill_n(plan->parameters().data() + e.offset, e.elements, e.batch_norm ? 3.0f : -0.5f);
+    (e.batch_norm ? batch_norm : decayed) += e.elements;
+  }
+  ASSERT_GT(batch_norm, 0);
+  SgdConfig sgd;
+  EXPECT_DOUBLE_EQ(plan->decayed_weights_l2(sgd), 0.125 * static_cast<double>(decayed));
+  sgd.decay_batch_norm = true;
+  EXPECT_DOUBLE_EQ(plan->decayed_weights_l2(sgd),
+                   0.125 * static_cast<double>(decayed) + 4.5 * static_cast<double>(batch_norm));
+  sgd.lars = true;  // LARS decays the convolutions' and linear layers' weights alone
+  int64_t matrices = 0;
+  for (const ArenaEntry& e : plan->layout().params) matrices += lars_adapts(*e.spec) ? e.elements : 0;
+  ASSERT_LT(matrices, decayed) << "the biases are left out";
+  EXPECT_DOUBLE_EQ(plan->decayed_weights_l2(sgd), 0.125 * static_cast<double>(matrices));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ToyTraining, ::testing::Values("ref", "onednn", "onednn-bf16"),
                          [](const auto& info) {
                            std::string name = info.param;

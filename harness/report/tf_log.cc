@@ -49,14 +49,14 @@ void TfLog::warmup_done() {
 
 void TfLog::step(int64_t index, const std::vector<StepRecord>& steps) {
   if (!out_) return;
-  if (index != 0 && (index + 1) % config_.display_every != 0) return;
+  if (!step_line_shown(index, config_.display_every)) return;
   // under horovod, tf_cnn_benchmarks' step lines are each rank's own speed (its batch over the
   // step) and only the total is the job's: a Horovod log's parsers read them so
   const bool per_rank = config_.variable_update == "horovod" && settings_.ranks > 1;
   const SpeedStats stats = speed_stats(step_speeds(steps, per_rank ? settings_.batch_size : settings_.global_batch));
   const StepRecord& last = steps.back();
   fmt::print(out_, "{}\timages/sec: {:.1f} +/- {:.1f} (jitter = {:.1f})\t{:.3f}", index + 1, stats.mean, stats.stderr_,
-             stats.jitter, last.loss);
+             stats.jitter, last.loss + last.l2_loss);  // tf_cnn_benchmarks' total_loss: the L2 term added
   // the counts are rank 0's (as tf_cnn_benchmarks prints its first device's): out of its batch,
   // not the global one, which kept the figure under 1 / ranks
   if (accuracy_columns())

@@ -196,9 +196,17 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   if (config.layer_timing) plan.set_layer_timing(true);
   std::vector<StepRecord> steps;
   steps.reserve(settings.timed_steps);
+  // the L2 term of the loss the log prints (tf_cnn_benchmarks' total_loss), from the weights the
+  // step starts from, read outside the step's time (with --overlap_forward, before the previous
+  // step's update, which the step applies in its forward pass)
+  const bool l2_term = settings.training && config.weight_decay > 0;
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
+    const double l2_loss = l2_term && step_line_shown(i, config.display_every)
+                               ? config.weight_decay * plan.decayed_weights_l2(sgd)
+                               : 0;
     steps.push_back(one_step(settings, sgd, rate_at(settings.warmup_steps + i), plan, reducer, overlap, scaler, images,
                              labels, /*timed=*/true, i, events.timeline));
+    steps.back().l2_loss = l2_loss;
     check_finite_loss(steps.back(), config, i + 1, /*warmup=*/false);
     if (events.step_done) events.step_done(i, steps);
   }

@@ -112,7 +112,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
     exit_here_if_asked(comm.rank(), i + 1);
-    if (i == 0 || (i + 1) % config.display_every == 0) {
+    if (step_line_shown(i, config.display_every)) {
       const std::vector<StepRecord>& synced = global.sync_through(steps);
       log.step(i, synced);
       summaries.write(synced);

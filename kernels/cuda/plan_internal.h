@@ -144,6 +144,7 @@ class CudaPlan final : public Plan, public DevicePlan {
   // ---- the DevicePlan interface ----
   void upload_state() override;                               // plan_state.cc
   void download_state() override;                             // plan_state.cc
+  void download_parameters() override;                        // plan_state.cc
   void synchronize(LossResult* loss) override;
   void* device_gradients() override { return d_grads_.data(); }
   void* device_stream() override { return stream_; }

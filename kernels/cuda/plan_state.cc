@@ -27,10 +27,8 @@ void CudaPlan::upload_state() {
 }
 
 void CudaPlan::download_state() {
-  wait();
+  download_parameters();
   std::vector<float> staged(device_params_);
-  d_params_.download(staged.data(), staged.size() * 4);
-  to_plain_layout(staged.data(), params_.data());
   d_grads_.download(staged.data(), staged.size() * 4);
   to_plain_layout(staged.data(), grads_.data());
   d_momentum_.download(staged.data(), staged.size() * 4);
@@ -40,6 +38,13 @@ void CudaPlan::download_state() {
   for (size_t i = 0; i < layout_.buffers.size(); ++i)
     std::copy_n(buffers.data() + buffer_offset_[i], layout_.buffers[i].elements,
                 buffers_.data() + layout_.buffers[i].offset);
+}
+
+void CudaPlan::download_parameters() {
+  wait();
+  std::vector<float> staged(device_params_);
+  d_params_.download(staged.data(), staged.size() * 4);
+  to_plain_layout(staged.data(), params_.data());
 }
 
 int64_t CudaPlan::gradient_offset(int param_index) const { return param_offset_[param_index]; }
