@@ -1100,6 +1100,16 @@ TEST(Cli, ImagenetJpegFolderTrainsAndEvaluates) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("final test top-1 accuracy"), std::string::npos) << r.output;
+  // 3 classes in resnet18's 1000 outputs: said, with the flag that fits the head to them
+  EXPECT_NE(r.output.find("cnnbench: note: imagenet holds 3 classes and resnet18 has 1000 outputs: the other 997 are "
+                          "never a label (--num_classes=3 builds a head of 3)\n"),
+            std::string::npos)
+      << r.output;
+  const CliRun fitted = run_cnnbench("--model=resnet18 --data_dir=imagenet --batch_size=2 --num_batches=1 "
+                                     "--num_classes=3 --result_json=fitted.json",
+                                     dir);
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.output;
+  EXPECT_EQ(fitted.output.find("classes and resnet18 has"), std::string::npos) << fitted.output;
 }
 
 // --mode=input runs the input pipeline alone on a JPEG folder (2 ranks of 2 workers) and writes

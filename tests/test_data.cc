@@ -103,6 +103,24 @@ TEST(Idx, ReadsGzippedAndPlainFiles) {
   }
 }
 
+// Found by an audit: with both X and X.gz in the folder the plain one was read without a word,
+// a stale unpacked copy beside newer .gz files among them. The same data twice (`gunzip -k`)
+// trains; different data is refused, naming the file.
+TEST(Idx, APlainFileBesideItsGzMustHoldTheSame) {
+  const std::string dir = fresh_dir("idx_both");
+  write_idx_dataset(dir, "train", 30, true);
+  write_idx_dataset(dir, "train", 30, false);
+  EXPECT_EQ(load_idx_dataset(dir, true, "fashion_mnist").count, 30);
+  write_idx_dataset(dir, "train", 20, false);  // a stale copy of another size
+  const std::string m = error_of([&] { load_idx_dataset(dir, true, "fashion_mnist"); });
+  EXPECT_NE(m.find("train-images-idx3-ubyte: differs from train-images-idx3-ubyte.gz beside it"), std::string::npos) << m;
+  write_idx_dataset(dir, "train", 30, false);
+  std::vector<uint8_t> labels(30, 0);  // the same images, other labels
+  write_file(dir + "/train-labels-idx1-ubyte", idx_bytes({30}, labels), false);
+  const std::string l = error_of([&] { load_idx_dataset(dir, true, "fashion_mnist"); });
+  EXPECT_NE(l.find("train-labels-idx1-ubyte: differs from"), std::string::npos) << l;
+}
+
 TEST(Idx, MalformedFilesAreNamed) {
   const std::string dir = fresh_dir("idx_bad");
   write_idx_dataset(dir, "train", 5, false);

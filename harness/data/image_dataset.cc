@@ -162,6 +162,20 @@ ImageDataset load_idx_dataset(const std::string& dir, bool train, const std::str
     if (dims[0] != image_dims[0])
       bad(labels_path, std::to_string(dims[0]) + " labels for " + std::to_string(image_dims[0]) + " images");
   });
+  // `gunzip -k` leaves both: the plain file is read, and a .gz beside it must hold the same
+  // (a stale unpacked copy beside newer .gz files once trained without a word)
+  auto same_as_gz = [&](const std::string& path, int rank, const std::vector<int64_t>& dims,
+                        const std::vector<uint8_t>& data) {
+    if (path.ends_with(".gz") || !fs::exists(path + ".gz")) return;
+    std::vector<int64_t> twin_dims;
+    std::vector<uint8_t> twin;
+    read_idx_file(path + ".gz", rank, twin_dims, twin, [](const std::vector<int64_t>&) {});
+    if (twin_dims != dims || twin != data)
+      bad(path, "differs from " + fs::path(path).filename().string() +
+                    ".gz beside it: which one to train on? (keep one of them in the folder)");
+  };
+  same_as_gz(images_path, 3, image_dims, d.pixels);
+  same_as_gz(labels_path, 1, label_dims, labels);
   d.count = image_dims[0];
   d.channels = 1;
   d.height = image_dims[1];

@@ -102,7 +102,7 @@ TfRecordPipeline::TfRecordPipeline(TfRecordShards shards, int64_t batch_size, in
   options_.seed = seed;
   options_.training = training;
   options_.batch_size = batch_size;
-  // more than a rank's share of a pass would only hold records of the passes ahead
+  // a pass drains the buffer at its end: more than a rank's share of one is never filled
   options_.shuffle_buffer = std::min(shuffle_buffer, std::max<int64_t>(1, shards_.total() / ranks));
   options_.batches_ahead = std::max(4, depth + 1);
   const int64_t files = static_cast<int64_t>(shards_.files.size());

@@ -3,7 +3,8 @@
 // make_tfrecords` write them): records streamed by RecordStream, each a tf.train.Example decoded
 // and augmented by the pipeline's workers with the JPEG folders' recipe (the crop honours the
 // Example's bounding boxes). Training epochs are nominal, as in tf_cnn_benchmarks: an epoch is
-// (records in all shards) / (ranks x batch) steps of a stream that never ends.
+// (records in all shards) / (ranks x batch) steps of a stream that never ends, whose passes over
+// the rank's records each hold every one of them once (RecordStream).
 #pragma once
 
 #include <memory>

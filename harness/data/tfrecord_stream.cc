@@ -58,6 +58,14 @@ void RecordStream::read(int reader) {
   try {
     const int64_t count = static_cast<int64_t>(files_.size());
     const bool interleaved = count < options_.ranks;  // every rank reads every shard
+    auto push = [&](StreamRecord&& record) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stop_ || queues_[reader].records.size() < kRecordsPerQueue; });
+      if (stop_) return false;
+      queues_[reader].records.push_back(std::move(record));
+      changed_.notify_all();
+      return true;
+    };
     for (int64_t pass = options_.first_pass;; ++pass) {
       const std::vector<int32_t> mine =
           rank_files(count, options_.rank, options_.ranks, options_.seed, pass, options_.training);
@@ -69,13 +77,12 @@ void RecordStream::read(int reader) {
         while (in.next(record.bytes)) {
           if (interleaved && position++ % options_.ranks != options_.rank) continue;
           record.offset = in.record_offset();
-          std::unique_lock<std::mutex> lock(mutex_);
-          changed_.wait(lock, [&] { return stop_ || queues_[reader].records.size() < kRecordsPerQueue; });
-          if (stop_) return;
-          queues_[reader].records.push_back(std::move(record));
-          changed_.notify_all();
+          if (!push(std::move(record))) return;
         }
       }
+      StreamRecord end_of_pass;
+      end_of_pass.file = -1;
+      if (!push(std::move(end_of_pass))) return;
       if (!options_.training) break;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -101,8 +108,6 @@ void RecordStream::batch() {
   std::mt19937_64 rng(options_.seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(options_.first_pass) + 99);
   const size_t buffer_size = options_.training ? static_cast<size_t>(std::max<int64_t>(1, options_.shuffle_buffer)) : 0;
   std::vector<StreamRecord> buffer, current;
-  std::vector<bool> ended(readers_, false);
-  int live = readers_;
   auto publish = [&] {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return stop_ || static_cast<int>(ready_.size()) < options_.batches_ahead; });
@@ -112,27 +117,38 @@ void RecordStream::batch() {
     changed_.notify_all();
     return true;
   };
-  for (int reader = 0; live > 0; reader = (reader + 1) % readers_) {
-    if (ended[reader]) continue;
-    StreamRecord record;
-    if (!pop(reader, record)) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stop_ || error_) return;
-      }
-      ended[reader] = true;
-      --live;
-      continue;
-    }
-    if (buffer_size > 0) {
-      if (buffer.size() < buffer_size) {
-        buffer.push_back(std::move(record));
+  auto emit = [&](StreamRecord&& record) {
+    current.push_back(std::move(record));
+    return static_cast<int64_t>(current.size()) < options_.batch_size || publish();
+  };
+  for (;;) {  // one pass: the readers in turn until each has ended its pass, then the buffer
+    std::vector<bool> in_pass(readers_, true);
+    for (int reader = 0, live = readers_; live > 0; reader = (reader + 1) % readers_) {
+      if (!in_pass[reader]) continue;
+      StreamRecord record;
+      if (!pop(reader, record)) return;  // stopped, or a reader failed (take() rethrows its error)
+      if (record.file < 0) {  // this reader's end of the pass: the others finish theirs first
+        in_pass[reader] = false;
+        --live;
         continue;
       }
-      std::swap(buffer[rng() % buffer_size], record);  // `record` is now the one emitted
+      if (buffer_size > 0) {
+        if (buffer.size() < buffer_size) {
+          buffer.push_back(std::move(record));
+          continue;
+        }
+        std::swap(buffer[rng() % buffer_size], record);  // `record` is now the one emitted
+      }
+      if (!emit(std::move(record))) return;
     }
-    current.push_back(std::move(record));
-    if (static_cast<int64_t>(current.size()) == options_.batch_size && !publish()) return;
+    // the pass's end, as tf.data's shuffle ends its input: the buffered records in random order
+    while (!buffer.empty()) {
+      std::swap(buffer[rng() % buffer.size()], buffer.back());
+      StreamRecord record = std::move(buffer.back());
+      buffer.pop_back();
+      if (!emit(std::move(record))) return;
+    }
+    if (!options_.training) break;
   }
   // only evaluation ends: its last, short batch, then the end
   if (!current.empty() && !publish()) return;

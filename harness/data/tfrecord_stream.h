@@ -7,6 +7,10 @@
 //   sequence does not depend on thread timing.
 // - Training: passes repeat forever, each with its own seeded shard order, through a seeded
 //   shuffle buffer (tf.data's: emit a random buffered record, put the new one in its place).
+//   A pass ends whole before the next begins, as tf.data's shuffle-then-repeat: every reader's
+//   records of the pass, then the buffer emptied in random order; so each pass is a permutation
+//   of the rank's records, none twice, none left out (the epochs, nominal, count steps of the
+//   stream and may start inside a pass).
 //   Evaluation: one pass in shard order, no shuffle; the last batch may be short.
 #pragma once
 
@@ -24,7 +28,7 @@ namespace cnnbench {
 
 struct StreamRecord {
   std::string bytes;
-  int32_t file = 0;     // index into the stream's files
+  int32_t file = 0;     // index into the stream's files; -1: the reader's end of a pass
   uint64_t offset = 0;  // of the record in its file, for errors
 };
 
