@@ -218,14 +218,11 @@ void run_convergence(const Config& config, Communicator& comm) {
                  "each epoch): the global batch of {} ({} rank{} x --batch_size={}) does not divide the training set\n",
                  per_epoch, data.train_count, 100.0 * static_cast<double>(left_out) / static_cast<double>(data.train_count),
                  settings.global_batch, comm.size(), comm.size() == 1 ? "" : "s", settings.batch_size);
-    // a JPEG folder of 100 classes trains in resnet50's 1000 outputs: it learns, with 900 outputs no
-    // label ever names (the header's Classes: line was the only sign)
-    if (data.classes < setup.graph.num_classes())
-      fmt::print(stderr,
-                 "cnnbench: note: {} holds {} classes and {} has {} outputs: the other {} are never a label "
-                 "(--num_classes={} builds a head of {})\n",
-                 config.data_dir, data.classes, settings.model.name, setup.graph.num_classes(),
-                 setup.graph.num_classes() - data.classes, data.classes, data.classes);
+    // a JPEG folder of 100 classes in resnet50's 1000 outputs learns; the header was the only sign
+    if (const int64_t heads = setup.graph.num_classes(); data.classes < heads)
+      fmt::print(stderr, "cnnbench: note: {} holds {} classes and {} has {} outputs: the other {} are never a label "
+                 "(--num_classes={} builds a head of {})\n", config.data_dir, data.classes, settings.model.name, heads,
+                 heads - data.classes, data.classes, data.classes);
   }
   const bool terminal = draws_progress_bar(config, leader);
   const SgdConfig sgd = sgd_config(config);
