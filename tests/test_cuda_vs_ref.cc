@@ -488,6 +488,23 @@ TEST(CudaLayerTiming, SplitsWeightGradients) {
   testing::check_weight_grad_split(*plan);
 }
 
+// The log's L2 term reads the weights on the device, not the host copy the plan started from.
+TEST(CudaTraining, DecayedWeightsL2ReadsTheDevicesWeights) {
+  SKIP_WITHOUT_GPU();
+  GraphBuilder b("l2", {2, 3, 8, 8});
+  int x = b.relu(b.batch_norm(b.conv(b.input(), 16, 3, 1, 1, "conv1"), "bn1"), "relu1");
+  auto plan = compile_plan("cuda", b.finish(b.linear(b.global_avg_pool(x, "gap"), 5, "fc")));
+  randomize(*plan, 3);
+  double expected = 0;
+  for (const ArenaEntry& e : plan->layout().params)
+    for (int64_t i = 0; i < e.elements && !e.batch_norm; ++i)
+      expected += 0.5 * plan->parameters()[e.offset + i] * plan->parameters()[e.offset + i];
+  plan->device()->upload_state();
+  std::fill(plan->parameters().begin(), plan->parameters().end(), 0.0f);  // the host copy, stale
+  ASSERT_GT(expected, 0.0);
+  EXPECT_NEAR(plan->decayed_weights_l2(SgdConfig{}), expected, 1e-9 * expected);
+}
+
 TEST(CudaTraining, BadLabelIsAnErrorAtSynchronize) {
   SKIP_WITHOUT_GPU();
   GraphBuilder b("fc", {2, 4, 1, 1});
