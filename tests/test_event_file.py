@@ -78,6 +78,24 @@ class EventFiles(unittest.TestCase):
         self.assertEqual(len(tags["total_images_per_sec"]), 1)
         walls = [e[0] for e in events]
         self.assertEqual(walls, sorted(walls))
+        # each step stamped with its own end, though steps 2 and 4 are written together at the
+        # display point of step 4 (found by an audit: they shared the moment of writing, and
+        # TensorBoard's time axes stacked them)
+        loss_walls = {e[1]: e[0] for e in events if any(tag == "loss" for tag, _ in e[3])}
+        between = steps["time_sec"][2] + steps["time_sec"][3]
+        self.assertGreaterEqual(loss_walls[4] - loss_walls[2], 0.9 * between)
+        self.assertLessEqual(loss_walls[4] - loss_walls[2], between + 0.5)
+
+    def test_loss_scale_is_one_point_a_step(self):
+        """Found by an audit: the final scale was written again at the last step, a second point there."""
+        with open("/proc/cpuinfo") as f:
+            if "avx512_bf16" not in f.read():
+                self.skipTest("bf16 training needs AVX-512 BF16 on this CPU")
+        run(["--model=resnet20", "--batch_size=8", "--num_batches=4", "--num_warmup_batches=1", "--precision=bf16",
+             "--fp16_enable_auto_loss_scale", "--save_summaries_steps=1", "--summary_dir=s", "--benchmark_log_dir=."],
+            self.dir)
+        tags = scalars(read_events.read_events(self.only_file(os.path.join(self.dir, "s")), self.pb2))
+        self.assertEqual([s for s, _ in tags["loss_scale"]], [1, 2, 3, 4])
 
     def test_steps_set_by_num_epochs_and_repeats_are_numbered_on(self):
         """--num_epochs on synthetic data sets the timed steps (not --num_batches): each repeat's

@@ -84,16 +84,17 @@ void EventWriter::write_event(const std::string& serialized) {
 }
 
 void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch) {
-  file.scalar("loss", step, r.loss);
-  file.scalar("learning_rate", step, r.learning_rate);
-  file.scalar("images_per_sec", step, r.time_sec > 0 ? static_cast<double>(global_batch) / r.time_sec : 0);
-  file.scalar("allreduce_exposed_sec", step, r.exposed_sec);
-  if (r.loss_scale > 0) file.scalar("loss_scale", step, r.loss_scale);
+  const double at = r.ended_at;
+  file.scalar("loss", step, r.loss, at);
+  file.scalar("learning_rate", step, r.learning_rate, at);
+  file.scalar("images_per_sec", step, r.time_sec > 0 ? static_cast<double>(global_batch) / r.time_sec : 0, at);
+  file.scalar("allreduce_exposed_sec", step, r.exposed_sec, at);
+  if (r.loss_scale > 0) file.scalar("loss_scale", step, r.loss_scale, at);
 }
 
-void EventWriter::scalar(const std::string& tag, int64_t step, double value) {
+void EventWriter::scalar(const std::string& tag, int64_t step, double value, double at) {
   tf::Event e;
-  e.set_wall_time(wall_time());
+  e.set_wall_time(at > 0 ? at : wall_time());
   e.set_step(step);
   tf::Summary::Value* v = e.mutable_summary()->add_value();
   v->set_tag(tag);

@@ -22,7 +22,8 @@ class EventWriter {
  public:
   explicit EventWriter(const std::string& dir);  // throws std::runtime_error naming the file
   ~EventWriter();
-  void scalar(const std::string& tag, int64_t step, double value);
+  // wall_time: seconds since the Unix epoch the value belongs to (0: now)
+  void scalar(const std::string& tag, int64_t step, double value, double wall_time = 0);
   void flush();
   const std::string& path() const { return path_; }
   int64_t events() const { return events_; }
@@ -43,7 +44,8 @@ class EventWriter {
 
 // The scalars of one training step, under the same tags in every mode: loss, learning_rate,
 // images_per_sec (global batch / the step's time), allreduce_exposed_sec, and loss_scale where
-// loss scaling is on (the step's record has one).
+// loss scaling is on (the step's record has one), stamped with the step's end where the record
+// keeps it (a benchmark writes its steps at the log's display points, not as each ends).
 void write_step_scalars(EventWriter& file, int64_t step, const StepRecord& r, int64_t global_batch);
 
 class Communicator;

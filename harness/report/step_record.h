@@ -21,6 +21,7 @@ struct StepRecord {
   bool skipped = false;  // loss scaling found inf/NaN gradients: no update this step
   double learning_rate = 0;  // the rate this step updated with (0: forward-only)
   double loss_scale = 0;     // with loss scaling: the scale after this step's update (0: none)
+  double ended_at = 0;       // when the step ended, seconds since the Unix epoch (0: not kept)
 };
 
 // Whether the log prints timed step `index` (0-based): the first and every display_every-th, as

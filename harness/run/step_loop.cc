@@ -52,6 +52,7 @@ StepRecord one_step(const RunSettings& settings, const SgdConfig& sgd, double le
   if (last && settings.warmup_steps == 0) add_exchange(r, overlap->finish());
   if (timed) slow_step_if_asked(index);  // CNNBENCH_TEST_SLOW_STEP_MS: a slower run, for the tests
   r.time_sec = seconds_since(start);
+  r.ended_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (last && settings.warmup_steps > 0) overlap->finish();
   if (timeline)  // numbered from 1, as the log's step lines and TensorBoard number them
     timeline->span(Track::compute, timed ? "step" : "warm-up step", start, std::chrono::steady_clock::now(),

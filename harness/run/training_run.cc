@@ -264,8 +264,7 @@ void run_training(const Config& config, Communicator& comm) {
   if (traced) fmt::print("{}", timeline_line(config.timeline, *timeline));
   if (events_file) {
     const int64_t last = repeats * settings.timed_steps;
-    events_file->scalar("total_images_per_sec", last, reported.summary.images_per_sec);
-    if (reported.summary.loss_scale > 0) events_file->scalar("loss_scale", last, reported.summary.loss_scale);
+    events_file->scalar("total_images_per_sec", last, reported.summary.images_per_sec);  // the final scale: per step
     events_file->flush();
     fmt::print("  summaries       {} ({} events)\n", events_file->path(), events_file->events());
   }
