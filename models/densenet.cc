@@ -1,11 +1,13 @@
-// DenseNets for CIFAR-10 (Huang et al. 2017) as tf_cnn_benchmarks defines them
+// DenseNets for CIFAR-10 (Huang et al. 2017), the paper's network under tf_cnn_benchmarks' names
 // (densenet40_k12, densenet100_k12, densenet100_k24): a 3x3 convolution to 16 channels, three
 // dense blocks of (depth - 4) / 3 layers, each layer batch norm -> ReLU -> 3x3 convolution to k
 // (the growth rate) channels concatenated onto its input, transitions of batch norm -> ReLU ->
 // 1x1 convolution (same channels) -> ReLU -> 2x2 average pool between the blocks, and batch norm
 // -> ReLU -> global average pool -> linear at the end. No bottlenecks, no compression (the paper's
-// basic DenseNet). As there: every convolution has a bias, the transition's has a ReLU after it
-// (tf_cnn_benchmarks' conv() default), and the blocks' convolutions have none.
+// basic DenseNet). As tf_cnn_benchmarks: every convolution has a bias, the transition's has a ReLU
+// after it (its conv() default), and the blocks' convolutions have none. Its transitions output
+// 2 x growth channels (a slip in its channel count), 0.54-0.57x this work: model_zoo.cc's
+// tf_cnn_benchmarks_network() says so in the log header.
 #include <string>
 
 #include "models/graph_builder.h"

@@ -9,12 +9,12 @@ namespace cnnbench {
 
 namespace {
 
-// models/trivial_model.py there: the image flattened, fully connected to 1 and then 4096 units
-// (no activation between), then the classes.
+// models/trivial_model.py there: the image flattened, fully connected to 1 and then 4096 units,
+// each with ReLU (its affine()'s default; before 2026-11-29 they had none here), then the classes.
 Graph trivial(int64_t batch_size, int64_t size, int64_t classes) {
   GraphBuilder b("trivial", {batch_size, 3, size, size});
-  int x = b.linear(b.input(), 1, "fc1");
-  x = b.linear(x, 4096, "fc2");
+  int x = b.relu(b.linear(b.input(), 1, "fc1"), "fc1.relu");
+  x = b.relu(b.linear(x, 4096, "fc2"), "fc2.relu");
   return b.finish(b.linear(x, classes, "fc3"));
 }
 

@@ -73,7 +73,8 @@ INSTANTIATE_TEST_SUITE_P(Published, ModelZoo,
 //   3x3x384x384, 3x3x384x256 with biases (2,207,104), fully connected 9216 -> 4096 -> 4096 -> 1000
 //   with biases (58,631,144): 61,838,248 (torchvision's, with 384 -> 256 -> 256 channels, has
 //   61,100,840); 0.839 GMACs at 227 x 227 (55, 27, 13, 13, 13 positions a side).
-// - densenet40_k12, densenet100_k12, densenet100_k24 (models/densenet_model.py there): a stem of
+// - densenet40_k12, densenet100_k12, densenet100_k24 (the paper's network; models/densenet_model.py
+//   there narrows each transition to 2k channels, 357,322 / 2,217,002 / 8,659,178): a stem of
 //   3 x 9 x 16 + 16; each dense layer over c channels 2c (batch norm) + 9ck + k; each transition
 //   over c channels 2c + c^2 + c; the final batch norm 2c and the linear layer 10c + 10, with c
 //   growing from 16 by k a layer. 40_k12 (c = 160, 304, 448 after the blocks): 1,020,634; 100_k12:
@@ -185,6 +186,21 @@ TEST(ModelZoo, TrivialForCifar10) {
   EXPECT_EQ(g.input().out, (Shape{2, 3, 32, 32}));
   EXPECT_EQ(g.logits().out, (Shape{2, 10, 1, 1}));
   EXPECT_EQ(find_model("trivial")->image_size, 227);
+  // tf_cnn_benchmarks' affine() puts a ReLU after its two hidden layers (found by an audit: none here)
+  int relus = 0;
+  for (const Node& n : g.nodes) relus += n.kind == OpKind::relu;
+  EXPECT_EQ(relus, 2);
+}
+
+// Found by an audit: the densenets are the paper's, which tf_cnn_benchmarks' code is not (its
+// transitions narrowed to 2k channels): the log header says what its names build there.
+TEST(ModelZoo, TheHeaderSaysWhereTfCnnBenchmarksBuildsAnotherNetwork) {
+  EXPECT_EQ(tf_cnn_benchmarks_network("densenet40_k12"),
+            "the paper's; tf_cnn_benchmarks' code narrows each transition to 2 x growth channels: 357,322 "
+            "parameters, 0.57x the multiply-adds");
+  EXPECT_NE(tf_cnn_benchmarks_network("densenet100_k24").find("8,659,178 parameters"), std::string::npos);
+  EXPECT_EQ(tf_cnn_benchmarks_network("resnet50"), "v1.5; tf_cnn_benchmarks' resnet50 is --model=resnet50_v1");
+  EXPECT_EQ(tf_cnn_benchmarks_network("vgg16"), "");
 }
 
 TEST(ModelZoo, UnknownModelNamesTheKnownOnes) {
