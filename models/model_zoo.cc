@@ -74,7 +74,7 @@ const std::vector<ModelInfo>& model_zoo() {
        [](int64_t n) { return build_cifar_densenet(100, 24, n, "densenet100_k24"); }, 0, "DenseNet, 3 blocks of 32 layers, growth 24"},
       {"nasnet", "cifar10", 3, 32, 10, 32, build_nasnet_cifar, 0.025,
        "CIFAR-10 NASNet-A (6 @ 768, --data_name=cifar10) as slim defines it: 18 normal and 2 reduction cells, no auxiliary head, no drop path"},
-      {"trivial", "imagenet", 3, 227, 1000, 32, build_trivial, 0.0005,
+      {"trivial", "imagenet", 3, 227, 1000, 32, build_trivial, 0.005,
        "tf_cnn_benchmarks' trivial: three fully connected layers (1, 4096, 1000 outputs) on 227x227"},
       {"trivial", "cifar10", 3, 32, 10, 32, build_trivial_cifar10, 0.005,
        "tf_cnn_benchmarks' CIFAR-10 trivial (--data_name=cifar10): fully connected 1, 4096, 10 outputs"},
