@@ -199,7 +199,8 @@ std::vector<StepRecord> run_step_loop(const RunSettings& settings, const Config&
   steps.reserve(settings.timed_steps);
   // the L2 term of the loss the log prints (tf_cnn_benchmarks' total_loss), from the weights the
   // step starts from, read outside the step's time (with --overlap_forward, before the previous
-  // step's update, which the step applies in its forward pass)
+  // step's update, which the step applies in its forward pass; the read, milliseconds on the
+  // printed steps alone, then runs beside that update's exchange)
   const bool l2_term = settings.training && config.weight_decay > 0;
   for (int64_t i = 0; i < settings.timed_steps; ++i) {
     const double l2_loss = l2_term && step_line_shown(i, config.display_every)
