@@ -758,7 +758,7 @@ def t9a(t):
     t.check(not bad, f"non-finite losses printed: {bad[:3]}")
 
 
-DIVERGE = "cnnbench --model=trivial --init_learning_rate=1000 --num_batches=20 --num_intra_threads=1"
+DIVERGE = "cnnbench --model=lenet --batch_size=8 --init_learning_rate=1000 --num_batches=20 --num_intra_threads=1"
 
 
 @trial("9b", "a diverging run: ends non-zero naming the step, no row appended to results.csv")

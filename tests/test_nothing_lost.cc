@@ -416,7 +416,7 @@ TEST(NothingLost, OutputsInAFolderThatCannotBeWrittenStopTheRunBeforeItsFirstSte
 
 TEST(NothingLost, ADivergedRunEndsNamingTheStepAndWritesNoResult) {
   const std::string dir = fresh_dir("lost_diverged");
-  CliRun r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20", dir);
+  CliRun r = run_cnnbench("--model=lenet --batch_size=8 --init_learning_rate=1000 --num_batches=20", dir);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("the run diverged"), std::string::npos) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("the loss is [-a-z]+ at (warm-up )?step [0-9]+"))) << r.output;
@@ -428,7 +428,7 @@ TEST(NothingLost, ADivergedRunEndsNamingTheStepAndWritesNoResult) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_TRUE(!fs::exists(dir + "/L") || count_ending(dir + "/L", "_epochs.csv") == 0);
   // allowed: the result is written, its non-finite numbers as empty cells and null
-  r = run_cnnbench("--model=trivial --init_learning_rate=0.05 --num_batches=20 --allow_nonfinite_loss --result_json=r.json",
+  r = run_cnnbench("--model=lenet --batch_size=8 --init_learning_rate=1000 --num_batches=20 --allow_nonfinite_loss --result_json=r.json",
                    dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const std::string csv = slurp_file(dir + "/cnnbench_results/results.csv");

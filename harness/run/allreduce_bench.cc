@@ -80,7 +80,8 @@ SizeResult measure_size(Communicator& comm, void* buffer, size_t bytes, WireType
   for (int i = 0; i < iterations; ++i) comm.allreduce_sum(buffer, count, wire);
   double seconds = (now_sec() - start) / iterations;
   comm.allreduce_max(&seconds, 1);
-  const double algbw = static_cast<double>(bytes) / seconds / 1e9;
+  // one rank reduces and sends nothing: a bandwidth of a call that returns at once is no figure
+  const double algbw = comm.size() > 1 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
   const double busbw = algbw * 2.0 * (comm.size() - 1) / comm.size();
   return {bytes, count, seconds, algbw, busbw, wrong};
 }
@@ -110,7 +111,7 @@ ExchangeResult time_exchange(const std::string& label, Communicator& comm, float
   double seconds = (now_sec() - start) / iterations;
   comm.allreduce_max(&seconds, 1);
   const int allreduces = static_cast<int>(reducer.powersgd() ? reducer.powersgd()->allreduces() : reducer.buckets().size());
-  return {label, allreduces, seconds, reducer.sent_bytes_per_step()};
+  return {label, allreduces, seconds, comm.size() > 1 ? reducer.sent_bytes_per_step() : 0};
 }
 
 }  // namespace
@@ -125,6 +126,10 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
                comm.hosts() == 1 ? "" : "s", comm.backend(),
                config.hierarchical_allreduce ? " (hierarchical: within hosts, then across)" : "", wire_type_name(wire));
     fmt::print("# busbw = algbw x 2(n-1)/n; #wrong: elements differing from the closed-form sum\n");
+    if (comm.size() == 1)
+      fmt::print(stderr, "cnnbench: note: --mode=allreduce on one rank: nothing is reduced or sent, so bandwidths "
+                         "and bytes sent are 0 and the times are of the calls alone (run it under mpiexec -np 2 or "
+                         "more)\n");
     fmt::print("#{:>12} {:>12} {:>6} {:>12} {:>12} {:>12} {:>8}\n", "size(B)", "count", "type", "time(us)",
                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
