@@ -14,7 +14,7 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 }  // namespace
 
 ForwardOverlap::ForwardOverlap(Plan& plan, GradientExchange& exchange, bool forward_priority, Timeline* timeline)
-    : plan_(plan), exchange_(exchange), timeline_(timeline), sent_at_finish_{exchange.bytes_sent()} {
+    : plan_(plan), exchange_(exchange), timeline_(timeline), sent_at_{exchange.bytes_sent(), 0} {
   if (plan.device()) throw std::invalid_argument("--overlap_forward: CPU backends only (mpi, gloo allreduce)");
   const std::vector<Bucket>& buckets = exchange.buckets();
   const ParamLayout& layout = plan.layout();
@@ -70,7 +70,7 @@ OverlapStats ForwardOverlap::finish() {
     const ReducerStepStats step = exchange_.end_step(backward_end_);
     stats_.comm_sec = step.comm_sec;
     stats_.comm_after_backward_sec = step.comm_after_sec;
-    sent_at_finish_.push_back(exchange_.bytes_sent());
+    sent_at_[++finished_ % 2] = exchange_.bytes_sent();
   }
   const OverlapStats out = stats_;
   stats_ = {};

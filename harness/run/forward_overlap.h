@@ -45,12 +45,15 @@ class ForwardOverlap {
   // (evaluation of another kind, checkpoints, the end of a run).
   OverlapStats finish();
   // Exchanges finish() has ended so far, and the reducer's bytes sent when the first `count` of
-  // them had ended (count 0: when this object was made). Exchanges follow one another (each
-  // begins in the backward after its predecessor ended in forward), so the bytes between two
-  // such points are those exchanges' own; a step's own exchange ends in the next step's forward.
-  int64_t exchanges_finished() const { return static_cast<int64_t>(sent_at_finish_.size()) - 1; }
+  // them had ended (count 0: when this object was made), kept for the last two counts alone (-1
+  // for others). Exchanges follow one another (each begins in the backward after its predecessor
+  // ended in forward), so the bytes between two such points are those exchanges' own; a step's
+  // own exchange ends in the next step's forward.
+  int64_t exchanges_finished() const { return finished_; }
   bool exchange_open() const { return open_; }  // a step's exchange is on its way, not yet ended
-  int64_t bytes_sent_when_finished(int64_t count) const { return sent_at_finish_.at(static_cast<size_t>(count)); }
+  int64_t bytes_sent_when_finished(int64_t count) const {
+    return count >= 0 && count <= finished_ && count + 1 >= finished_ ? sent_at_[count % 2] : -1;
+  }
 
  private:
   void apply(int bucket);
@@ -66,7 +69,8 @@ class ForwardOverlap {
   float learning_rate_ = 0;
   std::chrono::steady_clock::time_point backward_end_;
   OverlapStats stats_;
-  std::vector<int64_t> sent_at_finish_;  // [0]: at construction; [k]: when the k-th exchange ended
+  int64_t finished_ = 0;
+  int64_t sent_at_[2] = {0, 0};  // [k % 2]: when the k-th exchange ended (0: at construction)
 };
 
 }  // namespace cnnbench

@@ -103,6 +103,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   double waited_before = 0;
   int64_t sent_before = -1;  // bytes this rank had sent when the timed steps began (-1: not counted)
   int64_t first_timed_exchange = -1;  // --overlap_forward: how many exchanges ended before it
+  int64_t sent_at_first = -1;         // and the bytes sent when they had (read after timed step 1)
   std::chrono::steady_clock::time_point timed_start;
   events.warmup_started = [&] { log.warmup_started(); };
   events.warmup_done = [&] {
@@ -115,6 +116,7 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
   };
   events.step_done = [&](int64_t i, const std::vector<StepRecord>& steps) {
     exit_here_if_asked(comm.rank(), i + 1);
+    if (i == 0 && overlap) sent_at_first = overlap->bytes_sent_when_finished(first_timed_exchange);
     if (step_line_shown(i, config.display_every)) {
       const std::vector<StepRecord>& synced = global.sync_through(steps);
       log.step(i, synced);
@@ -170,10 +172,9 @@ RunOutcome run_once(const Config& config, Communicator& comm, RunSetup& setup, c
     // --overlap_forward: a step's exchange ends in the next step's forward, and the counter saw
     // the last warm-up step's too (an audit found 1.20 MiB for 1.03, 4x with PowerSGD, whose
     // warm-up sends whole gradients): the timed steps' own N exchanges, counted from their ends
-    if (const int64_t last = first_timed_exchange + static_cast<int64_t>(local.size());
-        overlap && first_timed_exchange >= 0 && last <= overlap->exchanges_finished()) {
-      sent_before = overlap->bytes_sent_when_finished(first_timed_exchange);
-      sent_after = overlap->bytes_sent_when_finished(last);
+    if (overlap && sent_at_first >= 0) {
+      sent_before = sent_at_first;
+      sent_after = overlap->bytes_sent_when_finished(first_timed_exchange + static_cast<int64_t>(local.size()));
     }
     summary.sent_mib_per_step =
         sent_before >= 0 && sent_after >= sent_before && !local.empty()
