@@ -411,6 +411,30 @@ TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {
   EXPECT_NEAR(std::stod(m[1]), rank_speeds / 4, 0.051 + 1e-3 * rank_speeds) << m[0];
 }
 
+// --hierarchical_allreduce with both ranks on this one host: no share crosses a host, so every
+// sum is MPI's within it; a run labelled gloo says that gloo sent nothing (found by an audit),
+// in training and in the microbenchmark, once.
+TEST(CliMpi, HierarchicalOnOneHostSaysGlooSendsNothing) {
+  const std::string dir = fresh_dir("cli_hierarchical_one_host");
+  const std::string launcher = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 2 ";
+  const std::string note = "note: --hierarchical_allreduce: all 2 ranks are on one host, so every sum is MPI's "
+                           "reduce-scatter and allgather within it and --allreduce=gloo sends nothing";
+  for (const std::string mode : {"--model=trivial --batch_size=2 --num_batches=2 --num_warmup_batches=1",
+                                 "--mode=allreduce --allreduce_max_mb=0.01"}) {
+    const CliRun r = run_cnnbench_with(launcher, "", mode + " --allreduce=gloo --hierarchical_allreduce", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const size_t first = r.output.find(note);
+    EXPECT_NE(first, std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find(note, first + 1), std::string::npos) << "once: " << r.output;
+  }
+  // flat, or hierarchical under mpi: nothing to say about gloo
+  for (const std::string flags : {"--allreduce=gloo", "--allreduce=mpi --hierarchical_allreduce"}) {
+    const CliRun r = run_cnnbench_with(launcher, "", "--mode=allreduce --allreduce_max_mb=0.01 " + flags, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("sends nothing"), std::string::npos) << flags << r.output;
+  }
+}
+
 // tf_cnn_benchmarks' default --variable_update=parameter_server runs on one rank (nothing is
 // exchanged: Cli.PublishedTfCnnBenchmarksLinesRun); across ranks it would need parameter servers,
 // so it is refused there with one line saying what runs instead, every rank ending.

@@ -130,6 +130,8 @@ void run_allreduce_benchmark(const Config& config, Communicator& comm) {
       fmt::print(stderr, "cnnbench: note: --mode=allreduce on one rank: nothing is reduced or sent, so bandwidths "
                          "and bytes sent are 0 and the times are of the calls alone (run it under mpiexec -np 2 or "
                          "more)\n");
+    if (const std::string note = one_host_hierarchical_note(config, comm); !note.empty())
+      fmt::print(stderr, "cnnbench: note: {}\n", note);
     fmt::print("#{:>12} {:>12} {:>6} {:>12} {:>12} {:>12} {:>8}\n", "size(B)", "count", "type", "time(us)",
                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }

@@ -224,6 +224,17 @@ void note_unused_exchange_flags(const Config& config, const Communicator& comm, 
   if (comm.rank() != 0) return;
   for (const std::string& note : exchange_flag_notes(config, comm.size(), settings.training))
     fmt::print(stderr, "cnnbench: note: {}\n", note);
+  if (const std::string note = one_host_hierarchical_note(config, comm);
+      !note.empty() && exchanges_gradients(config, comm.size(), settings.training))
+    fmt::print(stderr, "cnnbench: note: {}\n", note);
+}
+
+std::string one_host_hierarchical_note(const Config& config, const Communicator& comm) {
+  if (!config.hierarchical_allreduce || comm.size() == 1 || comm.hosts() > 1) return "";
+  return fmt::format("--hierarchical_allreduce: all {} ranks are on one host, so every sum is MPI's reduce-scatter "
+                     "and allgather within it{}",
+                     comm.size(),
+                     comm.backend() == "mpi" ? "" : " and --allreduce=" + comm.backend() + " sends nothing");
 }
 
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,

@@ -60,6 +60,10 @@ std::unique_ptr<ForwardOverlap> attach_forward_overlap(Plan& plan, GradientExcha
 // gradients, saying why (one rank, forward only, --variable_update=independent); its results
 // record them as not applied.
 void note_unused_exchange_flags(const Config& config, const Communicator& comm, const RunSettings& settings);
+// --hierarchical_allreduce with every rank on one host: no sum crosses a host, so the whole
+// allreduce is MPI's within the host, whatever --allreduce names; the note saying so ("" where
+// the flag is off, on one rank, or on several hosts).
+std::string one_host_hierarchical_note(const Config& config, const Communicator& comm);
 // "Devices" and "Backend" lines of the header.
 std::string devices_text(const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
