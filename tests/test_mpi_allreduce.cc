@@ -48,6 +48,25 @@ TEST_P(Backends, AllreduceMatchesClosedForm) {
     }
 }
 
+// The check data has no short period: shifted by any 1..8192 elements it differs (as i % 4 did
+// not for shifts of 4, 8, ...), so a sum written at the wrong offset counts as wrong; its values
+// stay 1-4 (+1 on odd ranks), exact in every wire type.
+TEST(AllreduceCheckData, AShiftedBufferDiffers) {
+  const size_t n = 1 << 16;
+  std::vector<float> v(n + 8192);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = allreduce_check_value(0, i);
+  for (size_t shift = 1; shift <= 8192; ++shift) {
+    size_t differing = 0;
+    for (size_t i = 0; i < n; ++i) differing += v[i] != v[i + shift];
+    ASSERT_GT(differing, n / 2) << "shift " << shift;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(v[i] >= 1 && v[i] <= 4 && v[i] == std::floor(v[i])) << i << " " << v[i];
+    ASSERT_EQ(allreduce_check_value(3, i), v[i] + 1);
+    ASSERT_EQ(allreduce_expected_sum(3, i), 3 * v[i] + 1);
+  }
+}
+
 TEST_P(Backends, ReducerAveragesEveryBucketLayout) {
   Communicator& c = comm(GetParam());
   // uneven tensor sizes, contiguous in "backward order"
