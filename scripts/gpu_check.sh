@@ -200,7 +200,8 @@ bench_run() {  # config model batch impl rep: one row of bench.csv
     cmd=("${CENV[@]}" "$C/bin/cnnbench" --model="$model" --batch_size="$batch" --use_fp16 --device=gpu --num_batches="$STEPS"
       --num_warmup_batches="$WARMUP" --benchmark_log_dir="$S/bench/cnnbench_results" --result_json="$f.json"
       --algorithm_cache="$S/algorithm_cache.txt"  # a shape's first run searches, later runs read its choices
-      --optimizer=momentum --nesterov=false --weight_decay_on_batch_norm)  # torch.optim.SGD's update, as the peer
+      --optimizer=momentum --nesterov=false --weight_decay_on_batch_norm  # torch.optim.SGD's update, as the peer
+      --fp16_enable_auto_loss_scale --fp16_inc_loss_scale_every_n=2000)  # as the peer's GradScaler (65536, x2 per 2000)
     [ "$impl" != unfused ] || cmd+=(--fuse_ops=false)  # every op alone, to compare
     [ "$impl" != graphs ] || cmd+=(--cuda_graphs)      # forward and backward replayed as CUDA graphs
   else

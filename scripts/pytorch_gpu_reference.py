@@ -2,7 +2,7 @@
 """PyTorch on the same GPU, for the side-by-side with `cnnbench --device=gpu`: torchvision's
 resnet50 or vgg16 trained on synthetic data resident on the GPU (as cnnbench's synthetic mode),
 SGD with momentum, channels_last, and with --precision=fp16 autocast plus a GradScaler (what
-PyTorch users run as AMP). Prints one line per run and, with --json, writes the figures.
+PyTorch users run as AMP); fp32 with TF32 in convolutions and matmuls, as cnnbench. Prints one line per run and, with --json, writes the figures.
 
   python3 scripts/pytorch_gpu_reference.py --model resnet50 --batch_size 256 --precision fp16
 """
@@ -31,6 +31,9 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("pytorch_gpu_reference.py: no CUDA device visible to PyTorch")
     torch.backends.cudnn.benchmark = True  # cnnbench times cuDNN's algorithms too
+    # fp32: cnnbench runs its fully connected layers in TF32 as its convolutions (PyTorch's default
+    # for convolutions only): the same arithmetic on both sides
+    torch.backends.cuda.matmul.allow_tf32 = True
     dev = torch.device("cuda")
     model = getattr(torchvision.models, a.model)(num_classes=1000).to(dev).to(memory_format=torch.channels_last)
     if a.compile:
