@@ -7,7 +7,10 @@ Both sides run the same model, per-rank batch, thread count, precision (fp32, or
 warm-up and timed steps. PyTorch runs in one of a fixed list of settings (SETTINGS: eager or
 torch.compile in its default mode or max-autotune, channels_last on or off, with or without
 glibc told to keep freed memory, MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736, without
-which it pays page faults every step). cnnbench always runs under that environment.
+which it pays page faults every step). cnnbench always runs under that environment. Where the
+process owns exactly as many CPUs as --threads, cnnbench binds each thread to one of them, and
+PyTorch's OpenMP threads are bound alike (OMP_PROC_BIND=close, OMP_PLACES; --no-pin leaves them
+free, as every table before 2026-11-29). Who runs first swaps each repeat.
 
   # the peer as users run it today: PyTorch from PyPI in a virtual environment (about 5 GB with the
   # CUDA libraries its wheel pulls in; not part of the README's commands)
@@ -61,11 +64,25 @@ def run_checked(args, env, what):
     return done
 
 
-def run_pytorch(python, model, batch, threads, warmup, steps, precision, setting, profile=False):
-    """The worker's JSON line; with profile, its torch.profiler events too (scripts/per_op_table.py)."""
+def pinning_env(threads):
+    """PyTorch's OpenMP threads bound one to a CPU as cnnbench binds its own (kernels/threads.cc):
+    only where the process owns exactly as many CPUs as threads; {} otherwise."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) != threads:
+        return {}
+    return {"OMP_PROC_BIND": "close", "OMP_PLACES": ",".join(f"{{{c}}}" for c in cpus)}
+
+
+def run_pytorch(python, model, batch, threads, warmup, steps, precision, setting, profile=False, pin=True):
+    """The worker's JSON line; with profile, its torch.profiler events too (scripts/per_op_table.py).
+    pin: bind its threads as cnnbench binds its own (pinning_env)."""
     mode, channels_last, malloc = SETTINGS[setting]
     env = dict(os.environ, **MALLOC_ENV) if malloc else {k: v for k, v in os.environ.items() if k not in MALLOC_ENV}
     env.pop("LD_LIBRARY_PATH", None)  # a wheel's own libraries, not ours
+    for key in ("OMP_PROC_BIND", "OMP_PLACES"):
+        env.pop(key, None)
+    if pin:
+        env.update(pinning_env(threads))
     out = run_checked([python, WORKER, model, str(batch), str(threads), str(warmup), str(steps), precision, mode,
                        "1" if channels_last else "0"] + (["profile"] if profile else []), env,
                       f"PyTorch {model} ({setting})")
@@ -164,6 +181,9 @@ def parse_args():
                         help=f"PyTorch settings (default: all with --scan, else the fastest of the scan): {', '.join(SETTINGS)}")
     parser.add_argument("--footnote-python", default=None,
                         help=f"another torch run beside in its {FOOTNOTE_SETTING} setting (Debian's 1.13: /usr/bin/python3)")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="leave PyTorch's threads unbound (as every table before 2026-11-29), where cnnbench "
+                             "binds its own one to a CPU when the process owns exactly as many CPUs as threads")
     parser.add_argument("--repeats", type=int, default=1,
                         help="run each side this many times, alternating; report the medians (and the range)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results"), help="folder for the tables")
@@ -192,7 +212,8 @@ def scan(args):
         runs = {name: [] for name in settings}
         for _ in range(max(1, args.repeats)):
             for name in settings:
-                r = run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, name)
+                r = run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, name,
+                                pin=not args.no_pin)
                 runs[name].append(r)
                 print(f"  {model} {name}: {r['images_per_sec']:.2f} img/s, first step {r['first_step_sec']:.1f} s, "
                       f"{100 * r['cpu_wait_fraction']:.1f}% wait, peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
@@ -205,12 +226,13 @@ def scan(args):
                          "first_step_sec": round(max(r["first_step_sec"] for r in runs[name]), 1),
                          "peak_rss_gib": round(max(r["peak_rss_bytes"] for r in runs[name]) / 2**30, 2),
                          "most_cpu_wait": most_wait(runs[name]), "fastest": name == best, "torch_version": m["torch"],
-                         "runs": len(runs[name])})
+                         "runs": len(runs[name]), "pinned": all(r.get("omp_places") for r in runs[name])})
         print(f"{model}: fastest {best}", flush=True)
     stem = scan_path(args.out, args.precision)
     write_csv(stem + ".csv", rows)
     with open(stem + ".md", "w") as f:
-        f.write(f"PyTorch {rows[0]['torch_version']} alone in each setting, {args.precision}, {args.threads} threads, "
+        f.write(f"PyTorch {rows[0]['torch_version']} alone in each setting, {args.precision}, {args.threads} threads"
+                f"{' bound one to a CPU' if all(r['pinned'] for r in rows) else ' unbound'}, "
                 f"{cpu_model()} ({platform.node()}), {time.strftime('%Y-%m-%d')}; {args.steps} timed steps "
                 f"({5 * args.steps} for resnet20) after {args.warmup} warm-up, median of {rows[0]['runs']} run(s) "
                 "per setting, range in brackets; the first step (torch.compile's compilation, or its cache) apart\n\n")
@@ -260,12 +282,18 @@ def compare(args):
         batch, steps, setting = BATCHES.get(model, 32), steps_for(model, args.steps), chosen[model]
         # alternate the sides so that a slow spell of the machine hits them alike; keep each side's median run
         ours, theirs, footnote = [], [], []
-        for _ in range(max(1, args.repeats)):
-            ours.append(run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps, args.precision))
-            theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps, args.precision, setting))
+        for repeat in range(max(1, args.repeats)):
+            # who goes first swaps every repeat (cnnbench, PyTorch, PyTorch, cnnbench, ...): a machine
+            # slowing or warming through the sitting favours neither side
+            sides = [lambda: ours.append(run_cnnbench(args.binary, model, batch, args.threads, args.warmup, steps,
+                                                      args.precision)),
+                     lambda: theirs.append(run_pytorch(args.python, model, batch, args.threads, args.warmup, steps,
+                                                       args.precision, setting, pin=not args.no_pin))]
+            for side in sides if repeat % 2 == 0 else sides[::-1]:
+                side()
             if args.footnote_python:
                 footnote.append(run_pytorch(args.footnote_python, model, batch, args.threads, args.warmup, steps,
-                                            args.precision, FOOTNOTE_SETTING))
+                                            args.precision, FOOTNOTE_SETTING, pin=not args.no_pin))
             print(f"  {model} run {len(ours)}: cnnbench {runs_text(ours[-1:])}, PyTorch {setting} {runs_text(theirs[-1:])}"
                   + (f", footnote {runs_text(footnote[-1:])}" if footnote else ""), flush=True)
         o, t = median_run(ours), median_run(theirs)
@@ -283,6 +311,10 @@ def compare(args):
                "most_cpu_wait": f"{most_wait(ours)} / {most_wait(theirs)}",
                "cnnbench_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in ours) / 2**30, 2),
                "pytorch_peak_rss_gib": round(max(r["peak_rss_bytes"] for r in theirs) / 2**30, 2),
+               # of that, what the process held once torch was imported, before any model (-1: a worker
+               # from before this figure)
+               "pytorch_import_rss_gib": round(max(r.get("import_rss_bytes", -2**30) for r in theirs) / 2**30, 2),
+               "pytorch_pinned": all(r.get("omp_places") for r in theirs),
                "pytorch_first_step_sec": round(max(r["first_step_sec"] for r in theirs), 1)}
         if footnote:
             f = median_run(footnote)
@@ -296,8 +328,15 @@ def compare(args):
     stem = os.path.join(args.out, f"compare_pytorch_{args.precision}")
     write_csv(stem + ".csv", rows)
     with open(stem + ".md", "w") as f:
-        f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']} in its fastest setting, {args.precision}, "
-                f"{args.threads} threads, {rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}\n\n"
+        chosen_how = ("in the setting named by --settings" if args.settings
+                      else f"in its fastest setting of the scan in {scan_path(args.out, args.precision)}.csv")
+        pinned = ("PyTorch's threads bound one to a CPU as cnnbench's (OMP_PROC_BIND, OMP_PLACES)"
+                  if all(r["pytorch_pinned"] for r in rows) else
+                  "PyTorch's threads not bound to CPUs" + (" (--no-pin)" if args.no_pin else
+                                                           " (the process owns more CPUs than threads)"))
+        f.write(f"cnnbench vs PyTorch {rows[0]['torch_version']} {chosen_how}, {args.precision}, "
+                f"{args.threads} threads, {rows[0]['cpu']} ({platform.node()}), {time.strftime('%Y-%m-%d')}; "
+                f"{pinned}\n\n"
                 f"{args.steps} timed steps ({5 * args.steps} for resnet20) after {args.warmup} warm-up; median of "
                 f"{rows[0]['repeats']} alternating run(s) per side, range in brackets\n\n")
         note = "footnote_images_per_sec" in rows[0]
@@ -308,7 +347,7 @@ def compare(args):
         for r in rows:
             f.write(f"| {r['model']} | {r['batch']} | {r['cnnbench_images_per_sec']} ({r['cnnbench_range']}) "
                     f"| {r['pytorch_setting']} | {r['pytorch_images_per_sec']} ({r['pytorch_range']}) | {r['ratio']}x "
-                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} | {peak_pct(r['cnnbench_fraction_of_peak'])} "
+                    f"| {r['cnnbench_peak_rss_gib']} / {r['pytorch_peak_rss_gib']} ({r['pytorch_import_rss_gib']} of it once torch was imported) | {peak_pct(r['cnnbench_fraction_of_peak'])} "
                     f"| {r['most_cpu_wait']} | {r['cnnbench_spread_pct']}% / {r['pytorch_spread_pct']}% "
                     f"| {pct(r['cnnbench_iqr_pct'])} / {pct(r['pytorch_iqr_pct'])} |"
                     + (f" {r['footnote_images_per_sec']} ({r['footnote_range']}) |" if note else "") + "\n")

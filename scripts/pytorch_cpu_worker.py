@@ -174,6 +174,8 @@ def main():
     profiling = sys.argv[9:10] == ["profile"]
     batch, threads, warmup, steps = int(batch), int(threads), int(warmup), int(steps)
     channels_last = channels_last == "1"
+    # the interpreter and torch's libraries (a CUDA wheel maps its CUDA libraries too), before any model
+    import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model, size, classes = build(name)
@@ -215,7 +217,8 @@ def main():
     wait = max(0.0, runqueue_wait_sec() - waited) / (threads * sum(times))
     result = {"images_per_sec": batch * steps / sum(times), "step_times": times, "first_step_sec": first,
               "torch": torch.__version__, "cpu_wait_fraction": min(1.0, wait),
-              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+              "import_rss_bytes": import_rss, "omp_places": os.environ.get("OMP_PLACES", "")}
     if prof:
         result["events"] = profiled_events(prof)
     print(json.dumps(result))
