@@ -551,6 +551,36 @@ TEST(CliMpi, RanksThatReadOtherDataAreRefused) {
   }
 }
 
+// --resume where each host has its own --train_dir: every rank reads its own copy of the
+// checkpoint rank 0 chose, so copies of other runs (or of other moments of the run) are refused
+// naming the rank, and rank 0's checkpoint is left as it was; the same copies resume (found by
+// an audit: the ranks trained on from different weights and rank 0 wrote the mix over its file).
+TEST(CliMpi, ResumeFromCopiesOfOtherCheckpointsIsRefused) {
+  const std::string dir = fresh_dir("cli_resume_copies");
+  for (const char* host : {"a", "b"}) testing::write_cifar10_dataset(dir + "/" + host + "/data", 16, 20);
+  const std::string run = "--model=resnet20 --data_dir=data --num_intra_threads=1 --train_dir=T --benchmark_log_dir=L ";
+  // one rank of 8, then two of 4: the same global batch
+  ASSERT_EQ(run_cnnbench(run + "--batch_size=8 --num_epochs=1 --seed=1", dir + "/a").exit_code, 0);
+  ASSERT_EQ(run_cnnbench(run + "--batch_size=8 --num_epochs=1 --seed=2", dir + "/b").exit_code, 0);
+  const std::string checkpoint = "/T/checkpoint-epoch-0001.ckpt", before = slurp_file(dir + "/a" + checkpoint);
+  const std::string resume = run + "--batch_size=4 --num_epochs=2 --seed=1 --resume";
+  const std::string two_hosts = std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 1 -wdir " + dir + "/a '" +
+                                CNNBENCH_BINARY + "' " + resume + " : -np 1 -wdir " + dir + "/b ";
+  CliRun r = run_cnnbench_with(two_hosts, "", resume, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rank 1: --resume: this rank's T/checkpoint-epoch-0001.ckpt is not rank 0's: checksum "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Epoch 2"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp_file(dir + "/a" + checkpoint), before);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a/T/checkpoint-epoch-0002.ckpt"));
+  std::filesystem::copy_file(dir + "/a" + checkpoint, dir + "/b" + checkpoint,
+                             std::filesystem::copy_options::overwrite_existing);
+  r = run_cnnbench_with(two_hosts, "", resume, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/a/T/checkpoint-epoch-0002.ckpt")) << r.output;
+}
+
 TEST(CliMpi, RanksThatDisagreeAreRefused) {
   const std::string dir = fresh_dir("cli_disagree");
   std::ofstream(dir + "/a.toml") << "batch_size = 8\n";

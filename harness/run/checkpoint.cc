@@ -51,6 +51,7 @@ std::string frame(const char (&magic)[8], const nlohmann::json& header, const st
 struct Unframed {
   nlohmann::json header;
   size_t payload_at = 0, payload_bytes = 0;
+  uint64_t checksum = 0;  // the file's own, as checked
 };
 
 // Checks the frame of `bytes` (read from `path`, a file of `kind`); throws naming the file.
@@ -76,6 +77,7 @@ Unframed unframe(const std::string& bytes, const char (&magic)[8], const std::st
   if (!out.header.is_object()) bad(path, "header is not a JSON object");
   out.payload_at = header_at + length;
   out.payload_bytes = bytes.size() - out.payload_at - sizeof(sum);
+  out.checksum = sum;
   return out;
 }
 
@@ -139,6 +141,7 @@ namespace {
 // The header of a whole checkpoint, checked field by field; the payload's place in `bytes`.
 CheckpointInfo parse_header(const std::string& bytes, const std::string& path, Unframed& framed) {
   framed = unframe(bytes, kMagic, path, "checkpoint");
+  const uint64_t checksum = framed.checksum;
   const nlohmann::json& header = framed.header;
   auto fail = [&](const std::string& why) -> CheckpointInfo { bad(path, why); };
   auto field = [&](const char* name) -> const nlohmann::json& {
@@ -224,6 +227,7 @@ CheckpointInfo parse_header(const std::string& bytes, const std::string& path, U
   info.steps_done = static_cast<int64_t>(steps_done);
   info.seed = seed;
   info.path = path;
+  info.checksum = checksum;
   return info;
 }
 

@@ -48,6 +48,8 @@ struct CheckpointInfo {
   // run evaluated on it (> 1 where a --resume changed the test set).
   std::string test_set_fingerprint = {};
   int64_t test_set_from_epoch = 1;
+  // The file's checksum, as read back (not written): ranks that read copies of it compare them.
+  uint64_t checksum = 0;
 };
 
 // <dir>/checkpoint-epoch-NNNN.ckpt

@@ -263,6 +263,19 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
     }
   }
   if (report_errors_together(error)) throw ErrorsReported{2};
+  if (!chosen.empty() && comm.size() > 1) {
+    // each rank read the file at that path on its own host: where the folder is not shared, the
+    // copies must be the same file, or the ranks would train on from different weights (and
+    // rank 0 would write its mix over its own good checkpoint)
+    const auto& r = *start.resumed;
+    const std::vector<std::string> read = comm.gather_strings(
+        fmt::format("{:016x} (epoch {}, step {})", r.checksum, r.epochs_done, r.steps_done));
+    if (read[comm.rank()] != read[0])
+      error = fmt::format("--resume: this rank's {} is not rank 0's: checksum {} against {}; every rank must read the "
+                          "same checkpoint (a shared --train_dir, or copies made once the run had stopped)",
+                          printable(chosen, 4096), read[comm.rank()], read[0]);
+    if (report_errors_together(error)) throw ErrorsReported{2};
+  }
   if (const auto& r = start.resumed) {
     // a run stopped at --stop_at_top_1_accuracy stays complete while this run's stop is no higher
     // than what it reached (its history says; a checkpoint of an earlier version: complete)
