@@ -221,21 +221,7 @@ double Communicator::clock_offset_to_rank0_sec() const {
 
 std::vector<std::string> Communicator::gather_strings(const std::string& mine) const {
   const auto watching = watch(CollectivePlane::control, "gather of strings");
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(size_), offsets(size_);
-  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < size_; ++r) {
-    offsets[r] = total;
-    total += lengths[r];
-  }
-  std::string all(total, '\0');
-  check_mpi(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                       MPI_COMM_WORLD),
-        "MPI_Allgatherv");
-  std::vector<std::string> out;
-  for (int r = 0; r < size_; ++r) out.push_back(all.substr(offsets[r], lengths[r]));
-  return out;
+  return world_gather_strings(mine);
 }
 
 void Communicator::abort(int exit_code) const {
@@ -246,6 +232,26 @@ void Communicator::abort(int exit_code) const {
 }  // namespace cnnbench
 
 namespace cnnbench {
+
+std::vector<std::string> world_gather_strings(const std::string& mine) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), offsets(size);
+  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(total, '\0');
+  check_mpi(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                           MPI_COMM_WORLD),
+            "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) out.push_back(all.substr(offsets[r], lengths[r]));
+  return out;
+}
 
 bool report_errors_together(const std::string& mine) {
   int size = 1, rank = 0;

@@ -68,6 +68,9 @@ class Communicator {
 // Every rank of MPI_COMM_WORLD calls this with its error message (empty: none); rank 0 prints
 // each distinct message once to stderr, naming the ranks unless all share it. True if any failed.
 bool report_errors_together(const std::string& mine);
+// Every rank's string, on every rank (MPI_COMM_WORLD, outside any watch: before the watchdog
+// runs; Communicator::gather_strings is the watched one).
+std::vector<std::string> world_gather_strings(const std::string& mine);
 
 // Thrown after report_errors_together() has printed: the caller only exits.
 struct ErrorsReported {

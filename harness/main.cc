@@ -21,6 +21,7 @@
 #include "harness/cli/run_settings.h"
 #include "harness/run/convergence_run.h"
 #include "harness/run/input_bench.h"
+#include "harness/run/run_setup.h"
 #include "harness/run/step_loop.h"
 #include "harness/run/training_run.h"
 #include "harness/report/output_paths.h"
@@ -136,6 +137,15 @@ int main(int argc, char** argv) {
   std::string error;
   try {
     config = parse_command_line(argc, argv);
+  } catch (const ConfigError& e) {
+    error = e.what();
+  }
+  if (report_errors_together(error)) {
+    finalize_mpi();
+    return 2;
+  }
+  try {
+    check_ranks_agree(config);
   } catch (const ConfigError& e) {
     error = e.what();
   }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -594,6 +595,23 @@ TEST(CliMpi, RanksThatDisagreeAreRefused) {
   EXPECT_NE(r.output.find("ranks disagree on the configuration: rank 0 has batch_size=8, rank 1 has batch_size=16"),
             std::string::npos)
       << r.output;
+  // checked before the backend connects and before the runs that print and exit, and in the
+  // allreduce microbenchmark (found by an audit: each of these hung, or corrupted the heap)
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=2 --num_warmup_batches=1 ";
+  const std::string bench = "--mode=allreduce --allreduce_max_mb=0.01 ";
+  for (const auto& [common, rank1, said] : std::vector<std::array<std::string, 3>>{
+           {run, "--allreduce=gloo", "rank 0 has allreduce=mpi, rank 1 has allreduce=gloo"},
+           {run, "--hierarchical_allreduce", "rank 0 has hierarchical_allreduce=false, rank 1 has hierarchical_allreduce=true"},
+           {run, "--version", "rank 0 has version=false, rank 1 has version=true"},
+           {run, "--help", "rank 0 has help=false, rank 1 has help=true"},
+           {bench, "--fusion_threshold_mb=0.25", "rank 0 has fusion_threshold_mb=16, rank 1 has fusion_threshold_mb=0.25"},
+           {bench, "--compression=bf16", "rank 0 has compression=none, rank 1 has compression=bf16"},
+           {bench, "--allreduce_max_mb=0.02", "rank 0 has allreduce_max_mb=0.01, rank 1 has allreduce_max_mb=0.02"}}) {
+    const CliRun one = run_cnnbench_with("timeout 60 " + std::string(CNNBENCH_MPIEXEC_PREFIX) + " -np 1 ",
+                                         common + " : -np 1 " CNNBENCH_BINARY " " + common + rank1, "", dir);
+    EXPECT_EQ(one.exit_code, 2) << rank1 << one.output;
+    EXPECT_NE(one.output.find("ranks disagree on the configuration: " + said), std::string::npos) << one.output;
+  }
 }
 
 }  // namespace

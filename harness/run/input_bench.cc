@@ -50,7 +50,6 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   RunSettings settings;
   std::string error;
   try {
-    check_ranks_agree(config, comm);
     settings = resolve_settings(config, comm.size(), 1);
     settings.classes = head_classes(config, settings);
   } catch (const std::exception& e) {

@@ -54,10 +54,13 @@ int default_threads(const Config& config, const Communicator& comm) {
 
 }  // namespace
 
-void check_ranks_agree(const Config& config, const Communicator& comm) {
-  if (comm.size() == 1) return;
-  const std::vector<std::string> all = comm.gather_strings(serialize(config));
-  for (int r = 1; r < comm.size(); ++r) {
+void check_ranks_agree(const Config& config) {
+  // the flags that print and exit too: a rank asked for --version alone would leave the others
+  // waiting in their first collective
+  const std::string mine = serialize(config) + fmt::format("help={}\nlist_models={}\nlist_result_fields={}\n",
+                                                           config.help, config.list_models, config.list_result_fields);
+  const std::vector<std::string> all = world_gather_strings(mine);
+  for (int r = 1; r < static_cast<int>(all.size()); ++r) {
     if (all[r] == all[0]) continue;
     const auto mine = lines_of(all[0]), theirs = lines_of(all[r]);
     for (size_t i = 0; i < std::min(mine.size(), theirs.size()); ++i)
@@ -136,7 +139,6 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
   setup.host_memory_share = host_memory_share(comm);  // before anything that may fail on one rank only
   std::string error;
   try {
-    check_ranks_agree(config, comm);
     setup.threads = configure_threads(default_threads(config, comm));
     // OpenMP's own variable does not set cnnbench's threads (configure_threads sets them): said,
     // where it asks for another count, so that a recipe exporting it knows what ran

@@ -69,7 +69,9 @@ std::string devices_text(const Communicator& comm, const Plan& plan);
 std::string backend_text(const Config& config, const Communicator& comm, int threads, bool exchanging,
                          const Plan& plan);
 
-// Throws ConfigError naming the first setting on which some rank differs from rank 0.
-void check_ranks_agree(const Config& config, const Communicator& comm);
+// Collective over MPI_COMM_WORLD, before any communicator is built (each backend connects by its
+// own rank's flags) and before the runs that print and exit: throws ConfigError naming the first
+// setting on which some rank differs from rank 0.
+void check_ranks_agree(const Config& config);
 
 }  // namespace cnnbench
