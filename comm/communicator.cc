@@ -219,6 +219,11 @@ double Communicator::clock_offset_to_rank0_sec() const {
   return offset;
 }
 
+bool Communicator::report_errors_together(const std::string& mine) const {
+  const auto watching = watch(CollectivePlane::control, "gathering of errors");
+  return cnnbench::report_errors_together(mine);
+}
+
 std::vector<std::string> Communicator::gather_strings(const std::string& mine) const {
   const auto watching = watch(CollectivePlane::control, "gather of strings");
   return world_gather_strings(mine);

@@ -42,6 +42,9 @@ class Communicator {
   void allreduce_min(double* values, size_t count) const;
   void allreduce_sum(double* values, size_t count) const;
   std::vector<std::string> gather_strings(const std::string& mine) const;  // every rank gets all
+  // report_errors_together() below, watched: a rank stopped or hung while setting up (reading
+  // its data, say) is named after --collective_timeout_sec instead of leaving the others waiting.
+  bool report_errors_together(const std::string& mine) const;
   // Seconds to add to this rank's steady_clock to read rank 0's (0 on rank 0): ping-pong with
   // rank 0, the round trip with the least delay taken, its midpoint against rank 0's reading.
   double clock_offset_to_rank0_sec() const;

@@ -366,6 +366,24 @@ TEST(CliMpi, DeadRankEndsTheJobNamingIt) {
   }
 }
 
+// A rank stuck while setting up (before its first step: reading data, building the plan) is
+// named by the collective watchdog as in training, not waited for without end (found by an
+// audit: the others waited in the gathering of set-up errors, which nothing watched).
+TEST(CliMpi, ARankStuckWhileSettingUpEndsTheJobNamingIt) {
+  const std::string dir = fresh_dir("cli_stuck_setting_up");
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun r = run_cnnbench_with("timeout 90 " + std::string(CNNBENCH_MPIEXEC_PREFIX) +
+                                         " -np 2 -x CNNBENCH_TEST_HANG_AT=1:0 ",
+                                     "", "--model=trivial --batch_size=2 --num_batches=2 --collective_timeout_sec=3", dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung: " << r.output;
+  EXPECT_LT(seconds, 60.0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 hangs after step 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the gathering of errors (control collective #"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 on host "), std::string::npos) << r.output;
+}
+
 // With Horovod's tf_cnn_benchmarks flags as its recipes give them (--horovod_device=gpu on this
 // CPU, --xla): the run goes on, rank 0 naming each flag once.
 TEST(CliMpi, TwoRanksTrainAndReportAcrossRanks) {

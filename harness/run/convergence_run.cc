@@ -99,9 +99,9 @@ void run_convergence(const Config& config, Communicator& comm) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
   // every rank loaded the same data set, or none goes on (collective)
-  if (report_errors_together(check_ranks_read_the_same_data(data, config.data_dir, comm))) throw ErrorsReported{2};
+  if (comm.report_errors_together(check_ranks_read_the_same_data(data, config.data_dir, comm))) throw ErrorsReported{2};
 
   start_from_rank0_weights(plan, comm, config.seed);
   int64_t first_epoch = 0, steps_done = 0;
@@ -240,7 +240,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       claim_error = e.what();
     }
   }
-  if (report_errors_together(claim_error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(claim_error)) throw ErrorsReported{2};
   // a run that ends before its first epoch (diverged, failed) leaves no empty CSV behind
   struct UnusedClaim {
     std::string path;

@@ -2,7 +2,7 @@
 // after its step S (counted from 1), as a crashed or killed rank would: no MPI_Finalize, no
 // message to the other ranks, exit code 3. CNNBENCH_TEST_HANG_AT=R:S makes rank R hang after
 // its step S, alive but never reaching the next collective (as a rank stuck in a loop or in I/O
-// would be). CNNBENCH_TEST_SLOW_STEP_MS=N makes every timed step
+// would be); S = 0: while setting up, before the plan is built. CNNBENCH_TEST_SLOW_STEP_MS=N makes every timed step
 // of every rank N ms longer, as a deliberately slowed build would be (what compare must catch);
 // N:alternate makes rank r's steps s with s + r even longer, so that ranks that never wait for
 // each other are slow at different steps (the rank is Open MPI's OMPI_COMM_WORLD_RANK).

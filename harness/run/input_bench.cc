@@ -55,7 +55,7 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
 
   const ModelInfo& model = settings.model;
   DataSplits data = find_shards(settings.dataset, config.data_dir, comm, error);  // collective
@@ -72,9 +72,9 @@ void run_input_benchmark(const Config& config, Communicator& comm) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
   // every rank loaded the same data set, or none goes on (collective)
-  if (report_errors_together(check_ranks_read_the_same_data(data, config.data_dir, comm))) throw ErrorsReported{2};
+  if (comm.report_errors_together(check_ranks_read_the_same_data(data, config.data_dir, comm))) throw ErrorsReported{2};
 
   const int workers = static_cast<int>(config.num_data_workers);
   const std::unique_ptr<BatchPipeline> pipeline =

@@ -14,6 +14,7 @@
 #include "kernels/threads.h"
 #include "harness/cli/flag_spec.h"
 #include "harness/run/algorithm_cache.h"
+#include "harness/run/fault_injection.h"
 #include "harness/run/real_data.h"
 
 namespace cnnbench {
@@ -139,6 +140,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
   setup.host_memory_share = host_memory_share(comm);  // before anything that may fail on one rank only
   std::string error;
   try {
+    exit_here_if_asked(comm.rank(), 0);  // CNNBENCH_TEST_EXIT_AT / HANG_AT R:0, for the tests
     setup.threads = configure_threads(default_threads(config, comm));
     // OpenMP's own variable does not set cnnbench's threads (configure_threads sets them): said,
     // where it asks for another count, so that a recipe exporting it knows what ran
@@ -157,7 +159,7 @@ RunSetup set_up_run(const Config& config, Communicator& comm) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
   return setup;
 }
 

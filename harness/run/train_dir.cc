@@ -252,7 +252,7 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       error = e.what();
     }
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
   chosen = broadcast_text(comm, chosen);
   error.clear();
   if (!chosen.empty()) {
@@ -262,7 +262,7 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       error = "--resume: " + std::string(e.what());
     }
   }
-  if (report_errors_together(error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(error)) throw ErrorsReported{2};
   if (!chosen.empty() && comm.size() > 1) {
     // each rank read the file at that path on its own host: where the folder is not shared, the
     // copies must be the same file, or the ranks would train on from different weights (and
@@ -274,7 +274,7 @@ TrainDirStart open_train_dir(const Config& config, const nlohmann::json& identit
       error = fmt::format("--resume: this rank's {} is not rank 0's: checksum {} against {}; every rank must read the "
                           "same checkpoint (a shared --train_dir, or copies made once the run had stopped)",
                           printable(chosen, 4096), read[comm.rank()], read[0]);
-    if (report_errors_together(error)) throw ErrorsReported{2};
+    if (comm.report_errors_together(error)) throw ErrorsReported{2};
   }
   if (const auto& r = start.resumed) {
     // a run stopped at --stop_at_top_1_accuracy stays complete while this run's stop is no higher

@@ -211,7 +211,7 @@ void run_training(const Config& config, Communicator& comm) {
   } catch (const std::exception& e) {
     baseline_error = e.what();
   }
-  if (report_errors_together(baseline_error)) throw ErrorsReported{2};
+  if (comm.report_errors_together(baseline_error)) throw ErrorsReported{2};
 
   TfLog log(leader ? stdout : nullptr, settings, config);
   log.header(devices_text(comm, *setup.plan), backend_text(config, comm, threads, exchange_gradients, *setup.plan),
