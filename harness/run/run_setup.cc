@@ -58,9 +58,10 @@ int default_threads(const Config& config, const Communicator& comm) {
 void check_ranks_agree(const Config& config) {
   // the flags that print and exit too: a rank asked for --version alone would leave the others
   // waiting in their first collective
-  const std::string mine = serialize(config) + fmt::format("help={}\nlist_models={}\nlist_result_fields={}\n",
-                                                           config.help, config.list_models, config.list_result_fields);
-  const std::vector<std::string> all = world_gather_strings(mine);
+  const std::string settings = serialize(config) + fmt::format("help={}\nlist_models={}\nlist_result_fields={}\n",
+                                                               config.help, config.list_models,
+                                                               config.list_result_fields);
+  const std::vector<std::string> all = world_gather_strings(settings);
   for (int r = 1; r < static_cast<int>(all.size()); ++r) {
     if (all[r] == all[0]) continue;
     const auto mine = lines_of(all[0]), theirs = lines_of(all[r]);
