@@ -63,6 +63,15 @@ void init_mpi(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return;
+  // srun of several tasks without the MPI's wiring (no --mpi=pmix): each task would start alone,
+  // and Open MPI itself ends each inside MPI_Init, blaming Slurm's build ("OMPI was not built
+  // with SLURM's PMI support"), where the fix is one srun flag
+  const char* step_tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  if (std::getenv("SLURM_STEP_ID") && step_tasks && std::strtol(step_tasks, nullptr, 10) > 1 &&
+      !std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
+    throw LaunchError(std::string("srun started ") + step_tasks +
+                      " tasks without the MPI's wiring, so each would run alone: launch with srun --mpi=pmix (see "
+                      "docs/ranks-and-hosts.md)");
   // Open MPI's hwloc would probe X displays :0 to :N for GPUs' NV-CONTROL (its gl component), and
   // each probe resolves "localhost": 5 s a launch where that goes to a slow DNS server (a
   // container without /etc/hosts). Topology for binding and NCCL does not need it; a user's own

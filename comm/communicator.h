@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,12 @@ void check_mpi(int code, const char* what);
 // Whether a launcher started this process (mpiexec, srun, MPICH's hydra), read from its
 // environment: before MPI_Init, or after it in a process that has one.
 bool started_by_launcher();
-// Initializes MPI once (thread level MULTIPLE) and finalizes it at exit.
+// A launch that cannot make one job (srun of several tasks without --mpi=pmix): the user's to mend.
+struct LaunchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Initializes MPI once (thread level MULTIPLE) and finalizes it at exit; throws LaunchError
+// before MPI_Init for a launch that cannot make one job.
 void init_mpi(int* argc, char*** argv);
 // After init_mpi: throws std::runtime_error where the launcher started another number of tasks
 // than MPI joined into this job (srun without --mpi=pmix starts N singletons, each of which

@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
   setenv("OMPI_MCA_btl_tcp_flags", "send,inplace,need-ack,need-csum,hetero-rdma", 0);
   try {
     init_mpi(&argc, &argv);
+  } catch (const LaunchError& e) {
+    std::fprintf(stderr, "cnnbench: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cnnbench: %s\n", e.what());
     return 1;
