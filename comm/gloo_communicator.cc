@@ -10,6 +10,9 @@
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/device.h>
 #include <mpi.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -73,15 +76,47 @@ class MpiBootstrappedContext final : public gloo::Context {
   }
 };
 
+// Why Gloo could not listen on `host`'s address for ranks on other hosts ("" where it can): Gloo
+// listens on the first address the name resolves to, and where it does not resolve, this Gloo
+// reads a result getaddrinfo never set and crashes (as a Slurm node's name that only Slurm knows);
+// where it is a loopback address (Debian's /etc/hosts gives the host's name 127.0.1.1), the other
+// hosts cannot connect and wait until the timeout.
+std::string unusable_host_name(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0 || !found)
+    return "this host's name " + host + " does not resolve to an address (" + gai_strerror(rc) + ")";
+  bool loopback = false;
+  if (found->ai_family == AF_INET)
+    loopback = (ntohl(reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+  else if (found->ai_family == AF_INET6)
+    loopback = IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr);
+  freeaddrinfo(found);
+  return loopback ? "this host's name " + host + " resolves to a loopback address, which the other hosts cannot reach"
+                  : "";
+}
+
 class GlooCommunicator final : public HostCommunicator {
  public:
   // Gloo's own timeout stays behind the collective watchdog's, which names the missing rank.
   GlooCommunicator(double watchdog_timeout_sec, bool hierarchical) : HostCommunicator(hierarchical) {
     gloo::transport::tcp::attr attr;
-    if (const char* iface = std::getenv("CNNBENCH_GLOO_IFACE"); iface && *iface)
+    const char* iface = std::getenv("CNNBENCH_GLOO_IFACE");
+    if (iface && *iface)
       attr.iface = iface;
     else
       attr.hostname = hosts_ == 1 ? "127.0.0.1" : host_;
+    // checked on every rank and refused by all at once: a rank that went on would wait in the
+    // connection's exchange for one that stopped here
+    const std::string problem = attr.hostname.empty() || hosts_ == 1 ? "" : unusable_host_name(host_);
+    int unusable = problem.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &unusable, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (unusable)
+      throw std::runtime_error((problem.empty() ? std::string("another host's name gives Gloo no address to listen on")
+                                                : problem) +
+                               ": name the network interface Gloo is to use with CNNBENCH_GLOO_IFACE=<interface>");
     try {
       context_ = std::make_shared<MpiBootstrappedContext>(group(), group_rank(), group_size(),
                                                           gloo::transport::tcp::CreateDevice(attr),
