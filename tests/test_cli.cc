@@ -15,6 +15,7 @@
 
 #include "cli_run.h"
 #include "harness/report/csv.h"
+#include "kernels/threads.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "train_dir_files.h"
@@ -552,6 +553,24 @@ TEST(Cli, TasksTheLauncherStartedThatMpiDidNotJoinAreRefused) {
       << r.output;
   r = run_cnnbench_with("env SLURM_JOB_ID=9 SLURM_STEP_ID=4294967294 SLURM_NTASKS=8 SLURM_STEP_NUM_TASKS=1 ", "", run, dir);
   EXPECT_EQ(r.exit_code, 0) << "one task of the batch step in an 8-task allocation: " << r.output;
+}
+
+// Under srun, --cpus-per-task sets the threads also where Slurm's task plugin binds nothing (the
+// task sees every CPU of the node: found by an audit on a task/none cluster); outside a step, or
+// asking for more CPUs than the task has, the CPUs it may use.
+TEST(Cli, ThreadsFollowSlurmsCpusPerTask) {
+  const std::string dir = fresh_dir("cli_slurm_cpus_per_task");
+  if (available_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=1 --num_warmup_batches=0 --result_json=r.json";
+  const std::string step = "env SLURM_JOB_ID=9 SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=1 ";
+  for (const auto& [env, threads] : std::vector<std::pair<std::string, int>>{
+           {step + "SLURM_CPUS_PER_TASK=1 ", 1},
+           {step + "SLURM_CPUS_PER_TASK=4096 ", available_cpus()},
+           {"env SLURM_JOB_ID=9 SLURM_CPUS_PER_TASK=1 ", available_cpus()}}) {
+    const CliRun r = run_cnnbench_with(env, "", run, dir);
+    ASSERT_EQ(r.exit_code, 0) << env << r.output;
+    EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["threads_per_rank"], threads) << env;
+  }
 }
 
 // Ranks that read other data under the same --data_dir (each host its own copy, a relative path

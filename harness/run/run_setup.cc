@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 
@@ -36,7 +37,8 @@ std::vector<std::string> lines_of(const std::string& s) {
 }
 
 // --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
-// (every rank sees every CPU of the host), the host's CPUs shared among its ranks.
+// (every rank sees every CPU of the host), the host's CPUs shared among its ranks; under srun,
+// at most its --cpus-per-task.
 int default_threads(const Config& config, const Communicator& comm) {
   const int mine = available_cpus();
   // OpenMP threads spin at every barrier: far more of them than CPUs never finish a step (1024 on
@@ -50,7 +52,12 @@ int default_threads(const Config& config, const Communicator& comm) {
                                   config.num_intra_threads, mine, mine == 1 ? "" : "s", most_per_cpu * mine,
                                   most_per_cpu));
   if (config.num_intra_threads > 0) return static_cast<int>(config.num_intra_threads);
-  return rank_cpus(comm);
+  // a task of a Slurm step: the CPUs --cpus-per-task gave it, also where Slurm's task plugin
+  // did not bind it to them (task/none: it sees the node's CPUs)
+  const char* slurm_cpus = std::getenv("SLURM_CPUS_PER_TASK");
+  const long given = slurm_cpus && std::getenv("SLURM_STEP_ID") ? std::strtol(slurm_cpus, nullptr, 10) : 0;
+  const int cpus = rank_cpus(comm);
+  return given > 0 && given < cpus ? static_cast<int>(given) : cpus;
 }
 
 }  // namespace
