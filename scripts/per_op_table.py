@@ -20,7 +20,7 @@ import os
 import statistics
 import sys
 
-from compare_pytorch import ROOT, cnnbench_result, run_pytorch as pytorch_result
+from compare_pytorch import ROOT, cnnbench_result, pinning_env, run_pytorch as pytorch_result
 
 SETTING = "eager+cl+malloc"
 # PyTorch operators per row of the table beside the convolutions
@@ -127,7 +127,8 @@ def main():
                       f"{med(q[1] for q in plain):.5f}", "", "", "", "", ""])
     pct = lambda v: f"{100 * v:.0f}%"
     lines.append(f"{a.model} {a.precision}, batch {a.batch}, {a.threads} threads: cnnbench --layer_timing against "
-                 f"PyTorch {theirs[0]['torch']} eager + channels_last + malloc under torch.profiler; median of "
+                 f"PyTorch {theirs[0]['torch']} eager + channels_last + malloc under torch.profiler, its threads "
+                 f"{'bound to CPUs as cnnbench binds its own' if pinning_env(a.threads) else 'unbound'}; median of "
                  f"{a.rounds} alternating round(s) of {a.steps} steps after {a.warmup} warm-up; fractions of the "
                  f"FMA peak cnnbench measured in the same rounds ({peak:.0f} GFLOP/s)\n")
     lines.append("| layer | shape (in -> out, kernel) | cnnbench fwd ms | PyTorch fwd ms | cnnbench bwd ms | "
