@@ -1304,6 +1304,12 @@ TEST(Cli, TfRecordShardsTrainForNumBatchesAndSayIfInputBound) {
   EXPECT_GT(doc["input"]["pipeline_images_per_sec"].get<double>(), 0);
   EXPECT_EQ(doc["input"]["workers"], 2);
   EXPECT_TRUE(doc["input"].contains("input_bound"));
+  // the cause the line names is in the JSON too, and agrees with the verdict
+  const std::string cause = doc["input"]["cause"];
+  EXPECT_EQ(doc["input"]["input_bound"].get<bool>(), cause != "none") << cause;
+  EXPECT_TRUE(cause == "none" || cause == "workers" || cause == "cores" || cause == "start_or_reading") << cause;
+  EXPECT_LE(doc["input"]["slowest_worker_images_per_sec"].get<double>(),
+            doc["input"]["pipeline_images_per_sec"].get<double>() / 2 + 1e-9);
 
   std::string bytes = slurp_file(dir + "/shards/train-00001-of-00003");
   bytes[30] ^= 0x01;  // inside the first record's data

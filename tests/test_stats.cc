@@ -26,30 +26,70 @@ TEST(Stats, InputVerdictNamesTheWorkersNeededOnlyWhereMoreAre) {
   InputVerdict v = input_verdict(100, 4, 3200, 10, 2);
   EXPECT_TRUE(v.input_bound);
   EXPECT_EQ(v.workers_needed, 16);
+  EXPECT_EQ(v.cause, InputCause::workers);
   EXPECT_NE(v.line().find("input-bound (about 16 workers would keep up)"), std::string::npos) << v.line();
   // the same wait with workers that make 1000 images/s: not a lack of workers
   v = input_verdict(1000, 4, 3200, 10, 2);
   EXPECT_TRUE(v.input_bound);
   EXPECT_EQ(v.workers_needed, 2);
+  EXPECT_EQ(v.cause, InputCause::start_or_reading);
   EXPECT_NE(v.line().find("input-bound, though its 4 workers decode fast enough"), std::string::npos) << v.line();
   EXPECT_EQ(v.line().find("would keep up"), std::string::npos) << v.line();
-  // workers beside the compute threads on the same CPUs (a CPU backend): no count of workers
-  // would keep up, whatever their rate while busy
-  for (const double capacity : {100.0, 1000.0}) {
-    v = input_verdict(capacity, 4, 3200, 10, 2, RankCores{2, 4, 2});
-    EXPECT_NE(v.line().find("input-bound: each rank's 4 workers decode beside its 2 compute threads on 2 CPUs, taking "
-                            "turns on the cores"),
-              std::string::npos)
-        << v.line();
-    EXPECT_EQ(v.line().find("would keep up)"), std::string::npos) << v.line();
-  }
-  EXPECT_NE(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 8}).line().find("about 16 workers"), std::string::npos)
+  EXPECT_EQ(v.to_json()["cause"], "start_or_reading");
+  // workers beside the compute threads on the same CPUs (a CPU backend) and too slow: no count of
+  // workers would keep up, and the JSON names none either
+  v = input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 2});
+  EXPECT_NE(v.line().find("input-bound: each rank's 4 workers decode beside its 2 compute threads on 2 CPUs, taking "
+                          "turns on the cores"),
+            std::string::npos)
+      << v.line();
+  EXPECT_EQ(v.line().find("would keep up)"), std::string::npos) << v.line();
+  EXPECT_EQ(v.to_json()["cause"], "cores");
+  EXPECT_EQ(v.to_json()["workers_needed"], 0);
+  EXPECT_NE(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 32}).line().find("about 16 workers"), std::string::npos)
       << "enough CPUs for both";
   EXPECT_NE(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 4, 0}).line().find("about 16 workers"), std::string::npos)
       << "compute on a GPU";
   v = input_verdict(100, 4, 3200, 10, 0.4);
   EXPECT_FALSE(v.input_bound);
+  EXPECT_EQ(v.cause, InputCause::none);
   EXPECT_NE(v.line().find("of the time: not input-bound"), std::string::npos) << v.line();
+}
+
+// Workers sharing the cores with the compute but making enough (a compute-bound run whose wait was
+// its start): the wait is the start, not the cores, and no one is told to buy CPUs.
+TEST(Stats, InputVerdictOnSharedCoresWithEnoughWorkersBlamesTheStart) {
+  // 2 workers making 26.1 images/s in all, compute 10.2 images/s, 6.7% waiting (a measured run)
+  const InputVerdict v = input_verdict(26.1, 2, 306, 32.2, 2.2, RankCores{2, 2, 2});
+  EXPECT_TRUE(v.input_bound);
+  EXPECT_EQ(v.cause, InputCause::start_or_reading);
+  EXPECT_EQ(v.line().find("taking turns"), std::string::npos) << v.line();
+  EXPECT_NE(v.line().find("decode fast enough"), std::string::npos) << v.line();
+}
+
+// More workers than fit beside the compute threads on the rank's CPUs: no count is named even
+// where the workers do not yet share the cores.
+TEST(Stats, InputVerdictNamesNoCountOfWorkersThatWouldNotFit) {
+  // 1 worker at 26 images/s, compute 1806 images/s, 1 compute thread on 2 CPUs: 70 would be needed
+  const InputVerdict v = input_verdict(26, 1, 64, 2.59, 2.555, RankCores{1, 1, 2});
+  EXPECT_TRUE(v.input_bound);
+  EXPECT_EQ(v.cause, InputCause::cores);
+  EXPECT_EQ(v.workers_needed, 0);
+  EXPECT_EQ(v.line().find("workers would keep up"), std::string::npos) << v.line();
+  EXPECT_NE(v.line().find("more than its 2 CPUs hold"), std::string::npos) << v.line();
+}
+
+// Ranks whose workers differ: the count needed is at the slowest rank's rate, which the line names.
+TEST(Stats, InputVerdictCountsAtTheSlowestRanksRate) {
+  // 2 ranks x 2 workers, 100 images/s in all (25 each on average), the slowest rank's 10 each;
+  // compute 400 images/s: each rank needs 200 / 10 = 20 workers, 40 in all (16 at the average)
+  const InputVerdict v = input_verdict(100, 4, 3200, 10, 2, RankCores{2, 2, 0}, 10);
+  EXPECT_EQ(v.cause, InputCause::workers);
+  EXPECT_EQ(v.workers_needed, 40);
+  EXPECT_DOUBLE_EQ(v.slowest_worker_images_per_sec, 10);
+  EXPECT_NE(v.line().find("(4 workers, 25.0 each, the slowest rank's 10.0)"), std::string::npos) << v.line();
+  // level ranks: no slowest rank named
+  EXPECT_EQ(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 2, 0}, 24).line().find("slowest"), std::string::npos);
 }
 
 TEST(Stats, PercentilesInterpolateLinearly) {

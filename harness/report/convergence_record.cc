@@ -14,44 +14,95 @@
 
 namespace cnnbench {
 
+const char* input_cause_name(InputCause cause) {
+  switch (cause) {
+    case InputCause::workers: return "workers";
+    case InputCause::cores: return "cores";
+    case InputCause::start_or_reading: return "start_or_reading";
+    case InputCause::none: break;
+  }
+  return "none";
+}
+
+namespace {
+
+std::string count_of(int n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+std::string workers_decode(int n) { return count_of(n, "worker") + (n == 1 ? " decodes" : " decode"); }
+
+std::string cause_text(const InputVerdict& v) {
+  const RankCores& c = v.cores;
+  const std::string cpus = count_of(c.cpus, "CPU"), threads = count_of(c.compute_threads, "compute thread");
+  switch (v.cause) {
+    case InputCause::none: return "not input-bound";
+    case InputCause::workers: return fmt::format("input-bound (about {} workers would keep up)", v.workers_needed);
+    case InputCause::cores:
+      return c.shared() ? fmt::format("input-bound: each rank's {} beside its {} on {}, taking turns on the "
+                                      "cores, so more workers would not keep up (more CPUs would, or a GPU for the "
+                                      "compute)",
+                                      workers_decode(c.input_workers), threads, cpus)
+                        : fmt::format("input-bound: each rank would need about {} beside its {}, more than its {} "
+                                      "hold (more CPUs would keep up, or a GPU for the compute)",
+                                      count_of(v.rank_workers_needed, "worker"), threads, cpus);
+    case InputCause::start_or_reading: break;
+  }
+  // the workers' rate counts their busy time: what they wait for is the files, or the start
+  return fmt::format("input-bound, though its {} fast enough: the wait is reading the files or, in a "
+                     "short run, the pipeline's first batches (of the run and of each epoch)",
+                     workers_decode(v.workers));
+}
+
+}  // namespace
+
 std::string InputVerdict::line() const {
-  return fmt::format("input pipeline: {:.1f} images/sec ({} workers, {:.1f} each), compute {:.1f} images/sec, "
+  const double average = pipeline_images_per_sec / std::max(1, workers);
+  // a rank whose workers are slower holds every step back: name it where it is 10% or more behind
+  const std::string slowest = slowest_worker_images_per_sec < 0.9 * average
+                                  ? fmt::format(", the slowest rank's {:.1f}", slowest_worker_images_per_sec)
+                                  : std::string();
+  return fmt::format("input pipeline: {:.1f} images/sec ({}, {:.1f} each{}), compute {:.1f} images/sec, "
                      "waiting for input {:.1f}% of the time: {}",
-                     pipeline_images_per_sec, workers, pipeline_images_per_sec / std::max(1, workers),
-                     compute_images_per_sec, 100 * stall_fraction,
-                     !input_bound ? std::string("not input-bound")
-                     : cores.shared()
-                         ? fmt::format("input-bound: each rank's {} workers decode beside its {} compute threads on "
-                                       "{} CPU{}, taking turns on the cores, so more workers would not keep up (more "
-                                       "CPUs would, or a GPU for the compute)",
-                                       cores.input_workers, cores.compute_threads, cores.cpus,
-                                       cores.cpus == 1 ? "" : "s")
-                     : workers_needed > workers
-                         ? fmt::format("input-bound (about {} workers would keep up)", workers_needed)
-                         // the workers' rate counts their busy time: what they wait for is the files, or the start
-                         : fmt::format("input-bound, though its {} workers decode fast enough: the wait is reading the "
-                                       "files or, in a short run, the pipeline's first batches",
-                                       workers));
+                     pipeline_images_per_sec, count_of(workers, "worker"), average, slowest, compute_images_per_sec,
+                     100 * stall_fraction, cause_text(*this));
 }
 
 nlohmann::json InputVerdict::to_json() const {
-  return {{"pipeline_images_per_sec", pipeline_images_per_sec}, {"compute_images_per_sec", compute_images_per_sec},
-          {"stall_fraction", stall_fraction}, {"workers", workers}, {"workers_needed", workers_needed},
-          {"input_bound", input_bound}};
+  return {{"pipeline_images_per_sec", pipeline_images_per_sec},
+          {"slowest_worker_images_per_sec", slowest_worker_images_per_sec},
+          {"compute_images_per_sec", compute_images_per_sec},
+          {"stall_fraction", stall_fraction},
+          {"workers", workers},
+          {"workers_needed", workers_needed},
+          {"input_bound", input_bound},
+          {"cause", input_cause_name(cause)}};
 }
 
 InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec,
-                           RankCores cores) {
+                           RankCores cores, double slowest_worker_rate) {
   InputVerdict v;
   v.cores = cores;
   v.pipeline_images_per_sec = capacity;
   v.workers = workers;
   v.stall_fraction = seconds > 0 ? stall_sec / seconds : 0;
   v.compute_images_per_sec = seconds > stall_sec ? static_cast<double>(images) / (seconds - stall_sec) : 0;
-  const double per_worker = capacity / std::max(1, workers);
-  v.workers_needed = per_worker > 0 ? static_cast<int>(std::ceil(v.compute_images_per_sec / per_worker)) : 0;
+  const double average = capacity / std::max(1, workers);
+  const double per_worker = slowest_worker_rate > 0 ? std::min(slowest_worker_rate, average) : average;
+  v.slowest_worker_images_per_sec = per_worker;
+  // every rank runs as many workers and trains as many images: the slowest rank needs the most
+  const int ranks = cores.input_workers > 0 ? std::max(1, workers / cores.input_workers) : 1;
+  v.rank_workers_needed =
+      per_worker > 0 ? static_cast<int>(std::ceil(v.compute_images_per_sec / ranks / per_worker - 1e-9)) : 0;
+  v.workers_needed = v.rank_workers_needed * ranks;
   // a few percent of waiting is the first batches' and the epochs' starts
   v.input_bound = v.stall_fraction > 0.05;
+  if (!v.input_bound)
+    v.cause = InputCause::none;
+  else if (v.workers_needed <= workers)
+    v.cause = InputCause::start_or_reading;
+  else if (cores.cpus > 0 && (cores.shared() || cores.compute_threads + v.rank_workers_needed > cores.cpus))
+    v.cause = InputCause::cores;
+  else
+    v.cause = InputCause::workers;
+  if (v.cause == InputCause::cores) v.workers_needed = 0;  // no count of workers would keep up
   return v;
 }
 

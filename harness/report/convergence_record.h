@@ -29,11 +29,21 @@ struct RankCores {
   bool shared() const { return cpus > 0 && compute_threads + input_workers > cpus; }
 };
 
+// Why an input-bound run waited, the cause the line names: too few workers (more would keep
+// up), the cores (workers would have to share the rank's CPUs with its compute threads, where
+// more of them only take turns), or neither (its workers make enough: the wait is reading the
+// files, or the pipeline's first batches of the run and of each epoch).
+enum class InputCause { none, workers, cores, start_or_reading };
+const char* input_cause_name(InputCause cause);
+
 struct InputVerdict {
   double pipeline_images_per_sec = 0, compute_images_per_sec = 0, stall_fraction = 0;
+  double slowest_worker_images_per_sec = 0;  // the slowest rank's workers, each
   int workers = 0;         // all ranks'
-  int workers_needed = 0;  // at the workers' measured rate, to keep up with the compute
+  int workers_needed = 0;  // at the slowest rank's rate, to keep up with the compute (0 with cause cores)
+  int rank_workers_needed = 0;  // the same, each rank
   bool input_bound = false;
+  InputCause cause = InputCause::none;
   // Where the workers share the CPUs with the compute threads, their rate measured while busy is
   // more than they deliver while the compute runs: more workers would only take turns on the
   // same cores, and the line says so instead of naming a count of workers.
@@ -42,8 +52,10 @@ struct InputVerdict {
   std::string line() const;
   nlohmann::json to_json() const;
 };
+// capacity: all ranks' workers' images per second of their busy time; slowest_worker_rate: the
+// slowest rank's per worker (0: every rank's the same), which the steps wait for.
 InputVerdict input_verdict(double capacity, int workers, int64_t images, double seconds, double stall_sec,
-                           RankCores cores = {});
+                           RankCores cores = {}, double slowest_worker_rate = 0);
 
 std::string epochs_csv(const std::vector<EpochMetrics>& epochs);
 

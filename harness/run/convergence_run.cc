@@ -391,11 +391,11 @@ void run_convergence(const Config& config, Communicator& comm) {
       break;
     }
   }
-  double capacity = train_input.images_per_sec_capacity();
+  double capacity = train_input.images_per_sec_capacity(), slowest = capacity / std::max(1, workers);
   comm.allreduce_sum(&capacity, 1);
-  const RankCores cores{setup.threads, workers, setup.plan->device() ? 0 : rank_cpus(comm)};
-  const InputVerdict input =
-      input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec, cores);
+  comm.allreduce_min(&slowest, 1);  // the rank every step waits for
+  const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec,
+                                           {setup.threads, workers, setup.plan->device() ? 0 : rank_cpus(comm)}, slowest);
   const bool traced = timeline && write_timeline(comm, *timeline, config.timeline);
   const int hosts = comm.hosts();
   if (!leader) return;
