@@ -573,6 +573,33 @@ TEST(Cli, ThreadsFollowSlurmsCpusPerTask) {
   }
 }
 
+// A container's CPU quota (cgroup v2 cpu.max, laid out under CNNBENCH_TEST_CGROUP_ROOT) caps the
+// threads a rank takes by default, with a note; an explicit --num_intra_threads is taken as given.
+TEST(Cli, ThreadsStayWithinAContainersCpuQuota) {
+  const std::string dir = fresh_dir("cli_cpu_quota");
+  if (available_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  std::filesystem::create_directories(dir + "/cg/proc/self");
+  std::filesystem::create_directories(dir + "/cg/sys/fs/cgroup");
+  std::ofstream(dir + "/cg/proc/self/cgroup") << "0::/\n";
+  std::ofstream(dir + "/cg/sys/fs/cgroup/cpu.max") << "150000 100000\n";  // docker run --cpus=1.5
+  const std::string run = "--model=trivial --batch_size=2 --num_batches=1 --num_warmup_batches=0 --result_json=r.json";
+  const std::string env = "env CNNBENCH_TEST_CGROUP_ROOT=" + dir + "/cg ";
+  CliRun r = run_cnnbench_with(env, "", run, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["threads_per_rank"], 1);
+  EXPECT_NE(r.output.find("the container's CPU quota (1.5 CPUs for 1 rank on this host) sets 1 thread per rank"),
+            std::string::npos)
+      << r.output;
+  r = run_cnnbench_with(env, "", run + " --num_intra_threads=2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["threads_per_rank"], 2);
+  EXPECT_EQ(r.output.find("CPU quota"), std::string::npos) << r.output;
+  std::ofstream(dir + "/cg/sys/fs/cgroup/cpu.max") << "max 100000\n";
+  r = run_cnnbench_with(env, "", run, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["threads_per_rank"], available_cpus());
+}
+
 // Ranks that read other data under the same --data_dir (each host its own copy, a relative path
 // from another working folder) are refused before the first step, naming the rank: one byte
 // changed in a same-sized copy, and a copy of another size. They trained apart, or waited in a

@@ -198,7 +198,7 @@ const std::vector<FlagSpec>& flag_specs() {
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "exit"));
     v.push_back(INT_FLAG(num_intra_threads, , "compute threads per rank, at most 64 per CPU the rank may run on; 0 = the "
-                         "CPUs the rank is bound to, or the host's shared among its ranks (a Slurm task: at most --cpus-per-task)")
+                         "CPUs it may use (its binding, a Slurm task's, its share of the host or of a CPU quota)")
                     .within(0, max_threads)
                     .reads(training_runs)
                     .probe(kSynthetic, "2", "json:run.threads_per_rank"));

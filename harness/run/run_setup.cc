@@ -15,6 +15,7 @@
 #include "kernels/threads.h"
 #include "harness/cli/flag_spec.h"
 #include "harness/run/algorithm_cache.h"
+#include "harness/run/cgroup_limits.h"
 #include "harness/run/fault_injection.h"
 #include "harness/run/real_data.h"
 
@@ -36,9 +37,17 @@ std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
-// --num_intra_threads=0: the CPUs this rank may use; when the launcher did not bind ranks
-// (every rank sees every CPU of the host), the host's CPUs shared among its ranks; under srun,
-// at most its --cpus-per-task.
+// The CPUs this rank may run on; where the launcher did not bind ranks (every rank sees every
+// CPU of the host), the host's CPUs shared among its ranks.
+int host_cpus_shared(const Communicator& comm) {
+  const int mine = available_cpus();
+  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
+  return mine;
+}
+
+// --num_intra_threads=0: the CPUs this rank may use (rank_cpus: within a container's CPU quota);
+// under srun, at most its --cpus-per-task.
 int default_threads(const Config& config, const Communicator& comm) {
   const int mine = available_cpus();
   // OpenMP threads spin at every barrier: far more of them than CPUs never finish a step (1024 on
@@ -57,6 +66,10 @@ int default_threads(const Config& config, const Communicator& comm) {
   const char* slurm_cpus = std::getenv("SLURM_CPUS_PER_TASK");
   const long given = slurm_cpus && std::getenv("SLURM_STEP_ID") ? std::strtol(slurm_cpus, nullptr, 10) : 0;
   const int cpus = rank_cpus(comm);
+  if (const auto quota = cgroup_limits().cpus; quota && comm.rank() == 0 && cpus < host_cpus_shared(comm))
+    fmt::print(stderr, "cnnbench: note: the container's CPU quota ({:.3g} CPUs for {} rank{} on this host) sets {} "
+               "thread{} per rank, of the {} CPUs it sees (--num_intra_threads to choose)\n", *quota,
+               comm.local_size(), comm.local_size() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", available_cpus());
   return given > 0 && given < cpus ? static_cast<int>(given) : cpus;
 }
 
@@ -81,10 +94,10 @@ void check_ranks_agree(const Config& config) {
 }
 
 int rank_cpus(const Communicator& comm) {
-  const int mine = available_cpus();
-  const int host = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (comm.local_size() > 1 && mine >= host) return std::max(1, host / comm.local_size());
-  return mine;
+  const int cpus = host_cpus_shared(comm);
+  // a container's CPU quota, shared by the ranks on its host
+  const auto quota = cgroup_limits().cpus;
+  return quota ? std::min(cpus, threads_within_quota(*quota, comm.local_size())) : cpus;
 }
 
 uint64_t dropout_seed(const Config& config, int rank) {
@@ -94,15 +107,20 @@ uint64_t dropout_seed(const Config& config, int rank) {
 namespace {
 
 // /proc/meminfo's MemAvailable in bytes (0 where it cannot be read: no check).
+// Within a container's memory limit, what the container may still take, if less.
 size_t available_host_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
-  size_t kib = 0;
+  size_t kib = 0, available = 0;
   while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
     meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return 0;
+  const auto room = cgroup_limits().memory_room;
+  return room && available > 0 ? std::min(available, *room) : available;
 }
 
 // Collective. Each rank's share of its host's MemAvailable: the least any rank on the host read,
