@@ -27,7 +27,8 @@ TEST(CgroupLimits, V2TakesTheTightestOfTheCgroupAndThoseAbove) {
   put(root, "/sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
   put(root, "/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "34359738368\n");  // 32 GiB
   put(root, "/sys/fs/cgroup/kubepods/pod1/ctr/memory.current", "6442450944\n");  // 6 GiB held,
-  put(root, "/sys/fs/cgroup/kubepods/pod1/ctr/memory.stat", "anon 1\ninactive_file 2147483648\n");  // 2 of it cache
+  put(root, "/sys/fs/cgroup/kubepods/pod1/ctr/memory.stat",
+      "anon 1\nactive_file 1073741824\ninactive_file 1073741824\n");  // 2 of it file cache
   put(root, "/sys/fs/cgroup/kubepods/memory.max", "max\n");
   put(root, "/sys/fs/cgroup/kubepods/memory.current", "99999999999\n");
   const CgroupLimits limits = cgroup_limits(root);
@@ -60,8 +61,9 @@ TEST(CgroupLimits, V1ControllersOnAHybridHost) {
   put(root, "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
   put(root, "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
   put(root, "/sys/fs/cgroup/memory/job/7/memory.limit_in_bytes", "8589934592\n");  // 8 GiB
-  put(root, "/sys/fs/cgroup/memory/job/7/memory.usage_in_bytes", "1073741824\n");
-  put(root, "/sys/fs/cgroup/memory/job/7/memory.stat", "inactive_file 5\ntotal_inactive_file 0\n");
+  put(root, "/sys/fs/cgroup/memory/job/7/memory.usage_in_bytes", "2147483648\n");  // 2 GiB, 1 of it cache
+  put(root, "/sys/fs/cgroup/memory/job/7/memory.stat",
+      "inactive_file 5\nactive_file 5\ntotal_inactive_file 536870912\ntotal_active_file 536870912\n");
   put(root, "/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
   put(root, "/sys/fs/cgroup/memory/memory.usage_in_bytes", "10275168256\n");
   const CgroupLimits limits = cgroup_limits(root);

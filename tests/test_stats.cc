@@ -1,4 +1,6 @@
 // Statistics as tf_cnn_benchmarks computes them, on samples whose answers are known.
+#include <cmath>
+
 #include "harness/report/convergence_record.h"
 #include "harness/report/run_summary.h"
 #include "harness/report/stats.h"
@@ -77,6 +79,10 @@ TEST(Stats, InputVerdictNamesNoCountOfWorkersThatWouldNotFit) {
   EXPECT_EQ(v.workers_needed, 0);
   EXPECT_EQ(v.line().find("workers would keep up"), std::string::npos) << v.line();
   EXPECT_NE(v.line().find("more than its 2 CPUs hold"), std::string::npos) << v.line();
+  EXPECT_EQ(v.line().find("GPU"), std::string::npos) << "71 workers do not fit on 2 CPUs even without the compute";
+  EXPECT_NE(input_verdict(26, 1, 64, 2.59, 2.555, RankCores{8, 1, 72}).line().find("or a GPU for the compute"),
+            std::string::npos)
+      << "71 workers fit on 72 CPUs where the 8 compute threads go";
 }
 
 // Ranks whose workers differ: the count needed is at the slowest rank's rate, which the line names.
@@ -88,6 +94,10 @@ TEST(Stats, InputVerdictCountsAtTheSlowestRanksRate) {
   EXPECT_EQ(v.workers_needed, 40);
   EXPECT_DOUBLE_EQ(v.slowest_worker_images_per_sec, 10);
   EXPECT_NE(v.line().find("(4 workers, 25.0 each, the slowest rank's 10.0)"), std::string::npos) << v.line();
+  // --num_data_workers is per rank: so is the count the line names
+  EXPECT_NE(v.line().find("about 20 workers a rank would keep up"), std::string::npos) << v.line();
+  // a rank that made no batch sends an infinite rate: the average stands
+  EXPECT_DOUBLE_EQ(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 2, 0}, HUGE_VAL).slowest_worker_images_per_sec, 25);
   // level ranks: no slowest rank named
   EXPECT_EQ(input_verdict(100, 4, 3200, 10, 2, RankCores{2, 2, 0}, 24).line().find("slowest"), std::string::npos);
 }

@@ -34,15 +34,19 @@ std::string cause_text(const InputVerdict& v) {
   const std::string cpus = count_of(c.cpus, "CPU"), threads = count_of(c.compute_threads, "compute thread");
   switch (v.cause) {
     case InputCause::none: return "not input-bound";
-    case InputCause::workers: return fmt::format("input-bound (about {} workers would keep up)", v.workers_needed);
+    case InputCause::workers:  // --num_data_workers is per rank
+      return v.ranks == 1 ? fmt::format("input-bound (about {} workers would keep up)", v.workers_needed)
+                          : fmt::format("input-bound (about {} workers a rank would keep up)", v.rank_workers_needed);
     case InputCause::cores:
       return c.shared() ? fmt::format("input-bound: each rank's {} beside its {} on {}, taking turns on the "
                                       "cores, so more workers would not keep up (more CPUs would, or a GPU for the "
                                       "compute)",
                                       workers_decode(c.input_workers), threads, cpus)
                         : fmt::format("input-bound: each rank would need about {} beside its {}, more than its {} "
-                                      "hold (more CPUs would keep up, or a GPU for the compute)",
-                                      count_of(v.rank_workers_needed, "worker"), threads, cpus);
+                                      "hold (more CPUs would keep up{})",
+                                      count_of(v.rank_workers_needed, "worker"), threads, cpus,
+                                      // the workers alone fit where the compute goes to a GPU
+                                      v.rank_workers_needed <= c.cpus ? ", or a GPU for the compute" : "");
     case InputCause::start_or_reading: break;
   }
   // the workers' rate counts their busy time: what they wait for is the files, or the start
@@ -85,10 +89,13 @@ InputVerdict input_verdict(double capacity, int workers, int64_t images, double 
   v.stall_fraction = seconds > 0 ? stall_sec / seconds : 0;
   v.compute_images_per_sec = seconds > stall_sec ? static_cast<double>(images) / (seconds - stall_sec) : 0;
   const double average = capacity / std::max(1, workers);
-  const double per_worker = slowest_worker_rate > 0 ? std::min(slowest_worker_rate, average) : average;
+  // a rank that made no batch sends no rate (infinite): unknown, where every rank did so
+  const bool known = slowest_worker_rate > 0 && std::isfinite(slowest_worker_rate);
+  const double per_worker = known ? std::min(slowest_worker_rate, average) : average;
   v.slowest_worker_images_per_sec = per_worker;
   // every rank runs as many workers and trains as many images: the slowest rank needs the most
   const int ranks = cores.input_workers > 0 ? std::max(1, workers / cores.input_workers) : 1;
+  v.ranks = ranks;
   v.rank_workers_needed =
       per_worker > 0 ? static_cast<int>(std::ceil(v.compute_images_per_sec / ranks / per_worker - 1e-9)) : 0;
   v.workers_needed = v.rank_workers_needed * ranks;

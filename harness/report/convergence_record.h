@@ -41,7 +41,8 @@ struct InputVerdict {
   double slowest_worker_images_per_sec = 0;  // the slowest rank's workers, each
   int workers = 0;         // all ranks'
   int workers_needed = 0;  // at the slowest rank's rate, to keep up with the compute (0 with cause cores)
-  int rank_workers_needed = 0;  // the same, each rank
+  int rank_workers_needed = 0;  // the same, each rank (--num_data_workers)
+  int ranks = 1;
   bool input_bound = false;
   InputCause cause = InputCause::none;
   // Where the workers share the CPUs with the compute threads, their rate measured while busy is

@@ -41,6 +41,12 @@ double stat_value(const std::string& path, const std::string& key) {
   return 0;
 }
 
+// The file cache a cgroup holds, which the kernel drops before it refuses memory (as MemAvailable
+// counts it): v2's inactive_file + active_file, v1's with the prefix total_ (its subtree's).
+double file_cache(const std::string& stat, const std::string& prefix) {
+  return stat_value(stat, prefix + "inactive_file") + stat_value(stat, prefix + "active_file");
+}
+
 // The cgroup's folder and every one above it, under `mount` (the process's cgroup path as
 // /proc/self/cgroup names it: inside a container's cgroup namespace that is "/", the mount itself).
 std::vector<std::string> folders(const std::string& mount, std::string path) {
@@ -95,12 +101,16 @@ CgroupLimits cgroup_limits(const std::string& given_root) {
         std::istringstream in(*text);
         std::string quota;
         double period = 0;
-        if (in >> quota >> period && quota != "max" && period > 0) keep_least(cpus, std::stod(quota) / period);
+        if (in >> quota >> period && quota != "max" && period > 0) {
+          char* end = nullptr;
+          const double microseconds = std::strtod(quota.c_str(), &end);
+          if (*end == '\0' && microseconds > 0) keep_least(cpus, microseconds / period);
+        }
       }
       const auto limit = read_number(dir + "/memory.max");  // "max" reads as no number
       const auto held = read_number(dir + "/memory.current");
       if (limit && held)
-        keep_least(room, std::max(0.0, *limit - (*held - stat_value(dir + "/memory.stat", "inactive_file"))));
+        keep_least(room, std::max(0.0, *limit - (*held - file_cache(dir + "/memory.stat", ""))));
     }
   }
   if (paths.cpu)
@@ -114,7 +124,7 @@ CgroupLimits cgroup_limits(const std::string& given_root) {
       const auto limit = read_number(dir + "/memory.limit_in_bytes");
       const auto held = read_number(dir + "/memory.usage_in_bytes");
       if (limit && held && *limit < kNoLimitBytes)
-        keep_least(room, std::max(0.0, *limit - (*held - stat_value(dir + "/memory.stat", "total_inactive_file"))));
+        keep_least(room, std::max(0.0, *limit - (*held - file_cache(dir + "/memory.stat", "total_"))));
     }
   CgroupLimits limits;
   limits.cpus = cpus;
@@ -122,6 +132,8 @@ CgroupLimits cgroup_limits(const std::string& given_root) {
   return limits;
 }
 
+// Rounded down: the input workers take their time from the same quota, and threads spinning at
+// a barrier spend it; a quota of whole CPUs (the usual) is met exactly.
 int threads_within_quota(double cpus, int ranks) {
   return std::max(1, static_cast<int>(std::floor(cpus / std::max(1, ranks) + 1e-9)));
 }

@@ -15,15 +15,14 @@ namespace cnnbench {
 struct CgroupLimits {
   std::optional<double> cpus;         // CPU-seconds per second the cgroup may use
   std::optional<size_t> memory_room;  // bytes it may still take: its limit less what it holds
-                                      // (the file cache it may drop, inactive_file, not counted)
+                                      // (the file cache it may drop not counted)
 };
 
 // root: where /proc and /sys are ("" on a machine, or CNNBENCH_TEST_CGROUP_ROOT: a folder of
 // files in the tests).
 CgroupLimits cgroup_limits(const std::string& root = "");
 
-// Threads for one of `ranks` ranks sharing a quota of `cpus`: never more than the quota holds
-// (a throttled thread holds the whole team at its next barrier), at least 1.
+// Threads for one of `ranks` ranks sharing a quota of `cpus`: its share rounded down, at least 1.
 int threads_within_quota(double cpus, int ranks);
 
 }  // namespace cnnbench

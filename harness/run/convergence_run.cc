@@ -391,7 +391,7 @@ void run_convergence(const Config& config, Communicator& comm) {
       break;
     }
   }
-  double capacity = train_input.images_per_sec_capacity(), slowest = capacity / std::max(1, workers);
+  double capacity = train_input.images_per_sec_capacity(), slowest = capacity > 0 ? capacity / workers : HUGE_VAL;
   comm.allreduce_sum(&capacity, 1);
   comm.allreduce_min(&slowest, 1);  // the rank every step waits for
   const InputVerdict input = input_verdict(capacity, workers * comm.size(), run_images, run_seconds, run_stall_sec,

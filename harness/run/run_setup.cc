@@ -68,8 +68,8 @@ int default_threads(const Config& config, const Communicator& comm) {
   const int cpus = rank_cpus(comm);
   if (const auto quota = cgroup_limits().cpus; quota && comm.rank() == 0 && cpus < host_cpus_shared(comm))
     fmt::print(stderr, "cnnbench: note: the container's CPU quota ({:.3g} CPUs for {} rank{} on this host) sets {} "
-               "thread{} per rank, of the {} CPUs it sees (--num_intra_threads to choose)\n", *quota,
-               comm.local_size(), comm.local_size() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", available_cpus());
+               "thread{} per rank, where it would take {} CPUs otherwise (--num_intra_threads to choose)\n", *quota,
+               comm.local_size(), comm.local_size() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", host_cpus_shared(comm));
   return given > 0 && given < cpus ? static_cast<int>(given) : cpus;
 }
 
@@ -120,7 +120,8 @@ size_t available_host_memory() {
     meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
   const auto room = cgroup_limits().memory_room;
-  return room && available > 0 ? std::min(available, *room) : available;
+  // 0 turns the check off: a container at its limit keeps it on, with 1 byte of room
+  return room && available > 0 ? std::max<size_t>(1, std::min(available, *room)) : available;
 }
 
 // Collective. Each rank's share of its host's MemAvailable: the least any rank on the host read,

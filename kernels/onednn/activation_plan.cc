@@ -39,8 +39,8 @@ void OnednnPlan::check_memory_budget() const {
   throw std::invalid_argument(
       "batch " + std::to_string(batch) + " needs about " + gib(need) + " a rank (activations and gradients " +
       gib(static_cast<double>(activation_bytes_)) + ", " + std::to_string(static_cast<int64_t>(per_image / (1 << 20))) +
-      " MiB an image; weights, gradients and momentum " + gib(fixed) + ") and this rank's share of the host's available "
-      "memory is " + gib(budget) + ": " +
+      " MiB an image; weights, gradients and momentum " + gib(fixed) + ") and this rank's share of the memory available "
+      "(the host's, within a container's limit) is " + gib(budget) + ": " +
       (fits >= 1 ? "the largest batch that fits is about " + std::to_string(fits) : std::string("not even batch 1 fits")));
 }
 
