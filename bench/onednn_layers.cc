@@ -1,18 +1,14 @@
-// bench/onednn_layers.cc — onednn_layers: times oneDNN's convolution and inner-product
-// primitives on every distinct convolution and linear layer of resnet50 (batch 32) and vgg16
-// (batch 16), forward training, backward data and backward weights, in fp32 and bf16, the way
-// cnnbench's CPU plan creates them (kernels/onednn/conv.cc, linear_loss.cc): every tensor
-// format_tag::any in the compute type, bias fp32, the weight gradient fp32, a ReLU that follows
-// a convolution folded in as a post-op, the backward primitives hinted by the forward one, the
-// backward-weights source in the layout the forward primitive chose, scratchpad left to oneDNN.
-// Reorders happen once at set-up and are not timed. One source for oneDNN 2.x and 3.x: only the
-// primitive-descriptor functions below differ (DNNL_VERSION_MAJOR). Built against Debian's 2.6
-// (CMake target onednn_layers) and a oneDNN 3.x prefix (scripts/onednn3_compare.sh, which also
-// runs both and compares): whether a port to 3.x would pay.
-// The layers and how often each occurs in a training step come from cnnbench_models' graphs.
-//
+// bench/onednn_layers.cc — onednn_layers: oneDNN's convolution and inner-product primitives on
+// every distinct conv and linear layer of resnet50 (batch 32) and vgg16 (batch 16), forward,
+// backward data and backward weights, fp32 and bf16, made as cnnbench's CPU plan makes them
+// (kernels/onednn/conv.cc, linear_loss.cc: tensors format_tag::any, bias and weight gradient
+// fp32, a following ReLU as a post-op, backward hinted by forward, scratchpad to oneDNN; --layout
+// nhwc: activations in nhwc, as PyTorch's channels_last). Reorders are set-up, not timed. One
+// source for oneDNN 2.x and 3.x (DNNL_VERSION_MAJOR): built against Debian's 2.6 (onednn_layers)
+// and a 3.x prefix by scripts/onednn3_compare.sh, which runs both and compares. The layers and
+// their counts in a step come from cnnbench_models' graphs.
 //   onednn_layers [--models resnet50,vgg16] [--precisions fp32,bf16] [--iterations 10] [--warmup 2]
-//                 [--threads N (else OMP_NUM_THREADS, else 2)] [--layers NAME,NAME] [--out run.json]
+//     [--threads N (else OMP_NUM_THREADS, else 2)] [--layers NAME,...] [--layout any|nhwc] [--out F]
 //   onednn_layers --list     the layers, each with its count in a step
 #include <dnnl.hpp>
 #include <sched.h>
@@ -106,6 +102,8 @@ std::vector<Layer> distinct_layers(const std::string& model, int64_t batch) {
 
 // ---- the primitive descriptors: the only code that differs between oneDNN 2.x and 3.x ----
 memory::desc any(const memory::dims& d, dt type) { return memory::desc(d, type, tag::any); }
+bool nhwc_activations = false;  // --layout nhwc: activations 4-D in nhwc, else any
+memory::desc act(const memory::dims& d, dt t) { return nhwc_activations && d.size() == 4 ? memory::desc(d, t, tag::nhwc) : any(d, t); }
 memory::desc bias_md(const Layer& l) { return memory::desc({l.dst[1]}, dt::f32, tag::x); }
 const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
 
@@ -126,26 +124,26 @@ dnnl::primitive_desc forward_pd(const dnnl::engine& e, const Layer& l, dt a) {
   const auto prop = dnnl::prop_kind::forward_training;
 #if DNNL_VERSION_MAJOR >= 3
   if (l.conv)
-    return l.bias ? dnnl::convolution_forward::primitive_desc(e, prop, direct, any(l.src, a), any(l.weights, a),
-                                                              bias_md(l), any(l.dst, a), l.strides, l.pad_l,
+    return l.bias ? dnnl::convolution_forward::primitive_desc(e, prop, direct, act(l.src, a), any(l.weights, a),
+                                                              bias_md(l), act(l.dst, a), l.strides, l.pad_l,
                                                               l.pad_r, relu_attr(l.relu))
-                  : dnnl::convolution_forward::primitive_desc(e, prop, direct, any(l.src, a), any(l.weights, a),
-                                                              any(l.dst, a), l.strides, l.pad_l, l.pad_r,
+                  : dnnl::convolution_forward::primitive_desc(e, prop, direct, act(l.src, a), any(l.weights, a),
+                                                              act(l.dst, a), l.strides, l.pad_l, l.pad_r,
                                                               relu_attr(l.relu));
-  return l.bias ? dnnl::inner_product_forward::primitive_desc(e, prop, any(l.src, a), any(l.weights, a), bias_md(l),
-                                                              any(l.dst, a))
-                : dnnl::inner_product_forward::primitive_desc(e, prop, any(l.src, a), any(l.weights, a),
-                                                              any(l.dst, a));
+  return l.bias ? dnnl::inner_product_forward::primitive_desc(e, prop, act(l.src, a), any(l.weights, a), bias_md(l),
+                                                              act(l.dst, a))
+                : dnnl::inner_product_forward::primitive_desc(e, prop, act(l.src, a), any(l.weights, a),
+                                                              act(l.dst, a));
 #else
   if (l.conv) {
-    auto d = l.bias ? dnnl::convolution_forward::desc(prop, direct, any(l.src, a), any(l.weights, a), bias_md(l),
-                                                      any(l.dst, a), l.strides, l.pad_l, l.pad_r)
-                    : dnnl::convolution_forward::desc(prop, direct, any(l.src, a), any(l.weights, a), any(l.dst, a),
+    auto d = l.bias ? dnnl::convolution_forward::desc(prop, direct, act(l.src, a), any(l.weights, a), bias_md(l),
+                                                      act(l.dst, a), l.strides, l.pad_l, l.pad_r)
+                    : dnnl::convolution_forward::desc(prop, direct, act(l.src, a), any(l.weights, a), act(l.dst, a),
                                                       l.strides, l.pad_l, l.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, relu_attr(l.relu), e);
   }
-  auto d = l.bias ? dnnl::inner_product_forward::desc(prop, any(l.src, a), any(l.weights, a), bias_md(l), any(l.dst, a))
-                  : dnnl::inner_product_forward::desc(prop, any(l.src, a), any(l.weights, a), any(l.dst, a));
+  auto d = l.bias ? dnnl::inner_product_forward::desc(prop, act(l.src, a), any(l.weights, a), bias_md(l), act(l.dst, a))
+                  : dnnl::inner_product_forward::desc(prop, act(l.src, a), any(l.weights, a), act(l.dst, a));
   return dnnl::inner_product_forward::primitive_desc(d, e);
 #endif
 }
@@ -153,19 +151,19 @@ dnnl::primitive_desc forward_pd(const dnnl::engine& e, const Layer& l, dt a) {
 dnnl::primitive_desc backward_data_pd(const dnnl::engine& e, const Layer& l, dt a, const dnnl::primitive_desc& fwd) {
 #if DNNL_VERSION_MAJOR >= 3
   if (l.conv)
-    return dnnl::convolution_backward_data::primitive_desc(e, direct, any(l.src, a), any(l.weights, a), any(l.dst, a),
+    return dnnl::convolution_backward_data::primitive_desc(e, direct, act(l.src, a), any(l.weights, a), act(l.dst, a),
                                                            l.strides, l.pad_l, l.pad_r,
                                                            dnnl::convolution_forward::primitive_desc(fwd.get()));
-  return dnnl::inner_product_backward_data::primitive_desc(e, any(l.src, a), any(l.weights, a), any(l.dst, a),
+  return dnnl::inner_product_backward_data::primitive_desc(e, act(l.src, a), any(l.weights, a), act(l.dst, a),
                                                            dnnl::inner_product_forward::primitive_desc(fwd.get()));
 #else
   if (l.conv)
     return dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(direct, any(l.src, a), any(l.weights, a), any(l.dst, a), l.strides,
+        dnnl::convolution_backward_data::desc(direct, act(l.src, a), any(l.weights, a), act(l.dst, a), l.strides,
                                               l.pad_l, l.pad_r),
         e, dnnl::convolution_forward::primitive_desc(fwd.get()));
   return dnnl::inner_product_backward_data::primitive_desc(
-      dnnl::inner_product_backward_data::desc(any(l.src, a), any(l.weights, a), any(l.dst, a)), e,
+      dnnl::inner_product_backward_data::desc(act(l.src, a), any(l.weights, a), act(l.dst, a)), e,
       dnnl::inner_product_forward::primitive_desc(fwd.get()));
 #endif
 }
@@ -173,7 +171,7 @@ dnnl::primitive_desc backward_data_pd(const dnnl::engine& e, const Layer& l, dt 
 // The source in the forward primitive's layout; the weight gradient fp32 (the plan's any_md).
 dnnl::primitive_desc backward_weights_pd(const dnnl::engine& e, const Layer& l, dt a,
                                          const dnnl::primitive_desc& fwd) {
-  const memory::desc src = fwd.src_desc(), dw = any(l.weights, dt::f32), ddst = any(l.dst, a);
+  const memory::desc src = fwd.src_desc(), dw = any(l.weights, dt::f32), ddst = act(l.dst, a);
 #if DNNL_VERSION_MAJOR >= 3
   if (l.conv) {
     const dnnl::convolution_forward::primitive_desc hint(fwd.get());
@@ -264,7 +262,7 @@ Options parse(int argc, char** argv) {
     if (flag == "--list") { o.list = true; continue; }
     if (flag == "--help" || flag == "-h" || i + 1 >= argc) {
       std::cerr << "usage: onednn_layers [--models resnet50,vgg16] [--precisions fp32,bf16] [--iterations 10]\n"
-                   "  [--warmup 2] [--threads N] [--layers NAME,...] [--out run.json] | --list\n";
+                   "  [--warmup 2] [--threads N] [--layers NAME,...] [--layout any|nhwc] [--out run.json] | --list\n";
       std::exit(flag == "--help" || flag == "-h" ? 0 : 2);
     }
     const std::string v = argv[++i];
@@ -275,6 +273,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--warmup") o.warmup = std::max(0, std::atoi(v.c_str()));
     else if (flag == "--threads") o.threads = std::max(1, std::atoi(v.c_str()));
     else if (flag == "--out") o.out = v;
+    else if (flag == "--layout" && (v == "any" || v == "nhwc")) nhwc_activations = v == "nhwc";
     else std::cerr << "onednn_layers: unknown flag " << flag << " (--help lists them)\n", std::exit(2);
   }
   return o;
@@ -437,6 +436,7 @@ int main(int argc, char** argv) try {
     out << "{\n  \"onednn_version\": " << json_string(version) << ",\n  \"onednn_hash\": " << json_string(hash)
         << ",\n  \"threading\": " << json_string(threading) << ",\n  \"isa\": " << json_string(isa_name())
         << ",\n  \"cpu_avx512_bf16\": " << (bf16 ? "true" : "false") << ",\n  \"threads\": " << o.threads
+        << ",\n  \"activations\": " << json_string(nhwc_activations ? "nhwc" : "any")
         << ",\n  \"iterations\": " << o.iterations << ",\n  \"warmup\": " << o.warmup << ",\n  \"results\": ["
         << rows.str() << "\n  ]\n}\n";
     if (!out) throw std::runtime_error("cannot write " + o.out);
