@@ -575,17 +575,23 @@ TEST(Cli, ThreadsFollowSlurmsCpusPerTask) {
   }
 }
 
+// A container's cgroup v2 under DIR/cg, as seen inside its cgroup namespace (the tests write its
+// cpu.max and memory files): the env prefix that points cnnbench at it.
+std::string fake_cgroup_v2(const std::string& dir) {
+  std::filesystem::create_directories(dir + "/cg/proc/self");
+  std::filesystem::create_directories(dir + "/cg/sys/fs/cgroup");
+  std::ofstream(dir + "/cg/proc/self/cgroup") << "0::/\n";
+  return "env CNNBENCH_TEST_CGROUP_ROOT=" + dir + "/cg ";
+}
+
 // A container's CPU quota (cgroup v2 cpu.max, laid out under CNNBENCH_TEST_CGROUP_ROOT) caps the
 // threads a rank takes by default, with a note; an explicit --num_intra_threads is taken as given.
 TEST(Cli, ThreadsStayWithinAContainersCpuQuota) {
   const std::string dir = fresh_dir("cli_cpu_quota");
   if (available_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
-  std::filesystem::create_directories(dir + "/cg/proc/self");
-  std::filesystem::create_directories(dir + "/cg/sys/fs/cgroup");
-  std::ofstream(dir + "/cg/proc/self/cgroup") << "0::/\n";
+  const std::string env = fake_cgroup_v2(dir);
   std::ofstream(dir + "/cg/sys/fs/cgroup/cpu.max") << "150000 100000\n";  // docker run --cpus=1.5
   const std::string run = "--model=trivial --batch_size=2 --num_batches=1 --num_warmup_batches=0 --result_json=r.json";
-  const std::string env = "env CNNBENCH_TEST_CGROUP_ROOT=" + dir + "/cg ";
   CliRun r = run_cnnbench_with(env, "", run, dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(slurp_file(dir + "/r.json"))["run"]["threads_per_rank"], 1);
@@ -798,14 +804,11 @@ TEST(CliMpi, APlanLargerThanTheHostSaysTheBatchThatFits) {
 // one line with the batch that fits; the file cache it holds counts as free.
 TEST(Cli, APlanLargerThanTheContainersMemoryLimitSaysTheBatchThatFits) {
   const std::string dir = fresh_dir("cli_container_memory");
-  std::filesystem::create_directories(dir + "/cg/proc/self");
-  std::filesystem::create_directories(dir + "/cg/sys/fs/cgroup");
-  std::ofstream(dir + "/cg/proc/self/cgroup") << "0::/\n";
+  const std::string env = fake_cgroup_v2(dir);
   std::ofstream(dir + "/cg/sys/fs/cgroup/memory.max") << (1ull << 30) << "\n";  // 1 GiB
   std::ofstream(dir + "/cg/sys/fs/cgroup/memory.current") << (3ull << 29) << "\n";  // 1.5 GiB held,
   std::ofstream(dir + "/cg/sys/fs/cgroup/memory.stat") << "active_file " << (1ull << 29) << "\ninactive_file "
                                                        << (1ull << 29) << "\n";  // 1 GiB of it file cache
-  const std::string env = "env CNNBENCH_TEST_CGROUP_ROOT=" + dir + "/cg ";
   const std::string run = "--model=resnet20 --num_batches=1 --num_warmup_batches=0 --num_intra_threads=1 ";
   CliRun r = run_cnnbench_with(env, "", run + "--batch_size=4096", dir);
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -106,10 +106,9 @@ InputVerdict input_verdict(double capacity, int workers, int64_t images, double 
   else if (v.workers_needed <= workers)
     v.cause = InputCause::start_or_reading;
   else if (cores.cpus > 0 && (cores.shared() || cores.compute_threads + v.rank_workers_needed > cores.cpus))
-    v.cause = InputCause::cores;
+    v.cause = InputCause::cores, v.workers_needed = 0;  // no count of workers would keep up
   else
     v.cause = InputCause::workers;
-  if (v.cause == InputCause::cores) v.workers_needed = 0;  // no count of workers would keep up
   return v;
 }
 

@@ -65,11 +65,12 @@ int default_threads(const Config& config, const Communicator& comm) {
   // did not bind it to them (task/none: it sees the node's CPUs)
   const char* slurm_cpus = std::getenv("SLURM_CPUS_PER_TASK");
   const long given = slurm_cpus && std::getenv("SLURM_STEP_ID") ? std::strtol(slurm_cpus, nullptr, 10) : 0;
-  const int cpus = rank_cpus(comm);
-  if (const auto quota = cgroup_limits().cpus; quota && comm.rank() == 0 && cpus < host_cpus_shared(comm))
+  const int cpus = rank_cpus(comm), shared = host_cpus_shared(comm);
+  if (comm.rank() == 0 && cpus < shared)  // only a container's CPU quota takes rank_cpus below
     fmt::print(stderr, "cnnbench: note: the container's CPU quota ({:.3g} CPUs for {} rank{} on this host) sets {} "
-               "thread{} per rank, where it would take {} CPUs otherwise (--num_intra_threads to choose)\n", *quota,
-               comm.local_size(), comm.local_size() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", host_cpus_shared(comm));
+               "thread{} per rank, where it would take {} CPUs otherwise (--num_intra_threads to choose)\n",
+               cgroup_limits().cpus.value_or(0), comm.local_size(), comm.local_size() == 1 ? "" : "s", cpus,
+               cpus == 1 ? "" : "s", shared);
   return given > 0 && given < cpus ? static_cast<int>(given) : cpus;
 }
 
